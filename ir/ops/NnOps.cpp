@@ -1,0 +1,8 @@
+#include "ir/OpRegistry.h"
+#include "ir/ops/ShapeHelpers.h"
+
+namespace friction {
+
+void registerNnOps(OpRegistry& r) {}
+
+}  // namespace friction

@@ -1,0 +1,102 @@
+#include "runtime/interp/Interpreter.h"
+
+#include <map>
+#include <unordered_map>
+
+#include "ir/Error.h"
+#include "runtime/interp/KernelRegistry.h"
+
+namespace friction::interp {
+namespace {
+
+// Checks a runtime tensor against a declared type, binding symbolic dims consistently.
+void checkInput(const Value& decl, const Tensor& t, std::map<std::string, int64_t>& bindings) {
+  FRICTION_CHECK(t.defined(), "input '" + decl.name() + "' is missing");
+  FRICTION_CHECK(t.dtype() == decl.dtype(), "input '" + decl.name() + "' has dtype " +
+                                                std::string(dtypeName(t.dtype())) + ", model expects " +
+                                                std::string(dtypeName(decl.dtype())));
+  const Shape& s = decl.shape();
+  if (!s.hasRank()) return;
+  FRICTION_CHECK(t.rank() == s.rank(), "input '" + decl.name() + "' has shape " + t.type().shape.str() +
+                                           ", model expects " + s.str());
+  for (size_t i = 0; i < s.rank(); ++i) {
+    const Dim& d = s[i];
+    if (d.isStatic()) {
+      FRICTION_CHECK(t.shape()[i] == d.value, "input '" + decl.name() + "' has shape " + t.type().shape.str() +
+                                                  ", model expects " + s.str());
+    } else if (!d.isUnknown()) {
+      auto [it, fresh] = bindings.emplace(d.symbol, t.shape()[i]);
+      FRICTION_CHECK(fresh || it->second == t.shape()[i],
+                     "input '" + decl.name() + "': dim '" + d.symbol + "' is " + std::to_string(t.shape()[i]) +
+                         " here but " + std::to_string(it->second) + " in another input");
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<Tensor> run(const Graph& graph, const std::vector<Tensor>& inputs) {
+  FRICTION_CHECK(inputs.size() == graph.inputs().size(),
+                 "model takes " + std::to_string(graph.inputs().size()) + " inputs, got " +
+                     std::to_string(inputs.size()));
+  std::unordered_map<const Value*, Tensor> env;
+  std::map<std::string, int64_t> bindings;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    checkInput(*graph.inputs()[i], inputs[i], bindings);
+    env[graph.inputs()[i]] = inputs[i];
+  }
+  for (Value* v : graph.initializers())
+    if (!env.count(v)) env[v] = v->constant();
+
+  // Last use of each value, so intermediates are freed early.
+  std::unordered_map<const Value*, size_t> lastUse;
+  const auto& nodes = graph.nodes();
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (Value* in : nodes[i]->inputs())
+      if (in) lastUse[in] = i;
+  for (Value* out : graph.outputs()) lastUse[out] = nodes.size();
+
+  const KernelRegistry& kernels = KernelRegistry::instance();
+  std::vector<Tensor> args;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& node = *nodes[i];
+    const Kernel* k = kernels.find(node.op());
+    FRICTION_CHECK(k != nullptr, "interp: no kernel for op '" + node.op() + "' (node '" + node.name() + "')");
+    args.clear();
+    for (Value* in : node.inputs()) {
+      if (!in) {
+        args.emplace_back();
+        continue;
+      }
+      auto it = env.find(in);
+      FRICTION_CHECK(it != env.end(), node.describe() + ": input '" + in->name() + "' has no value");
+      args.push_back(it->second);
+    }
+    std::vector<Tensor> outs;
+    try {
+      outs = (*k)(node, args);
+    } catch (const Error& e) {
+      std::string msg = e.what();
+      // Kernels usually name the node already; add it when they did not.
+      if (msg.find(node.name()) == std::string::npos) msg = node.describe() + ": " + msg;
+      throw Error(msg);
+    }
+    FRICTION_CHECK(outs.size() >= node.numOutputs() || outs.size() >= 1,
+                   node.describe() + ": kernel returned no outputs");
+    for (size_t o = 0; o < node.numOutputs() && o < outs.size(); ++o) {
+      Value* v = node.output(o);
+      if (lastUse.count(v)) env[v] = std::move(outs[o]);
+    }
+    for (Value* in : node.inputs())
+      if (in && lastUse[in] == i && !in->isConstant()) env.erase(in);
+  }
+  std::vector<Tensor> results;
+  for (Value* out : graph.outputs()) {
+    auto it = env.find(out);
+    FRICTION_CHECK(it != env.end() && it->second.defined(), "output '" + out->name() + "' was not computed");
+    results.push_back(it->second);
+  }
+  return results;
+}
+
+}  // namespace friction::interp

@@ -1,0 +1,8 @@
+#include "runtime/interp/KernelRegistry.h"
+#include "runtime/interp/kernels/KernelUtil.h"
+
+namespace friction::interp {
+
+void registerNnKernels(KernelRegistry& r) {}
+
+}  // namespace friction::interp
