@@ -71,6 +71,12 @@ class Node {
   size_t numInputs() const { return inputs_.size(); }
   size_t numOutputs() const { return outputs_.size(); }
   void setInput(size_t i, Value* v) { inputs_[i] = v; }
+  void setInputs(std::vector<Value*> in) { inputs_ = std::move(in); }
+  // Grows the input list with absent (nullptr) inputs up to `n` entries.
+  void padInputs(size_t n) {
+    if (inputs_.size() < n) inputs_.resize(n, nullptr);
+  }
+  void setOp(std::string op) { op_ = std::move(op); }
 
   const std::map<std::string, Attribute>& attrs() const { return attrs_; }
   bool hasAttr(const std::string& n) const { return attrs_.count(n) != 0; }

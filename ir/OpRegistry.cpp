@@ -126,9 +126,16 @@ void validateArityAndAttrs(const OpSchema& s, const Node& node) {
 }
 }  // namespace
 
-void inferNode(Node& node) {
+const OpSchema& schemaOf(const Node& node) {
   const OpSchema* s = OpRegistry::instance().find(node.op());
   FRICTION_CHECK(s != nullptr, "unsupported op '" + node.op() + "' (node '" + node.name() + "')");
+  return *s;
+}
+
+void validateNode(const Node& node) { validateArityAndAttrs(schemaOf(node), node); }
+
+void inferNode(Node& node) {
+  const OpSchema* s = &schemaOf(node);
   validateArityAndAttrs(*s, node);
   InferContext ctx(node);
   if (s->infer) s->infer(ctx);

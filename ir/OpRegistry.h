@@ -86,6 +86,8 @@ class OpRegistry {
   std::map<std::string, OpSchema> schemas_;
 };
 
+// Checks arity and attributes of `node` against its schema. Throws Error naming the node.
+void validateNode(const Node& node);
 // Checks arity and attributes of `node` against its schema and infers its
 // output types. Throws Error naming the node.
 void inferNode(Node& node);

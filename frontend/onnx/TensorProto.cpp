@@ -1,0 +1,170 @@
+#include "frontend/onnx/TensorProto.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+
+#include "ir/Error.h"
+
+namespace friction::onnxio {
+
+using onnx::TensorProto;
+
+DType dtypeFromOnnx(int32_t elemType, const std::string& context) {
+  switch (elemType) {
+    case TensorProto::FLOAT: return DType::F32;
+    case TensorProto::DOUBLE: return DType::F64;
+    case TensorProto::FLOAT16: return DType::F16;
+    case TensorProto::BFLOAT16: return DType::BF16;
+    case TensorProto::INT8: return DType::I8;
+    case TensorProto::INT16: return DType::I16;
+    case TensorProto::INT32: return DType::I32;
+    case TensorProto::INT64: return DType::I64;
+    case TensorProto::UINT8: return DType::U8;
+    case TensorProto::UINT16: return DType::U16;
+    case TensorProto::UINT32: return DType::U32;
+    case TensorProto::UINT64: return DType::U64;
+    case TensorProto::BOOL: return DType::Bool;
+    case TensorProto::STRING: throw Error(context + ": string tensors are not supported");
+    case TensorProto::UNDEFINED: throw Error(context + ": element type is undefined");
+    default: throw Error(context + ": unsupported element type " + std::to_string(elemType));
+  }
+}
+
+int32_t dtypeToOnnx(DType t) {
+  switch (t) {
+    case DType::F32: return TensorProto::FLOAT;
+    case DType::F64: return TensorProto::DOUBLE;
+    case DType::F16: return TensorProto::FLOAT16;
+    case DType::BF16: return TensorProto::BFLOAT16;
+    case DType::I8: return TensorProto::INT8;
+    case DType::I16: return TensorProto::INT16;
+    case DType::I32: return TensorProto::INT32;
+    case DType::I64: return TensorProto::INT64;
+    case DType::U8: return TensorProto::UINT8;
+    case DType::U16: return TensorProto::UINT16;
+    case DType::U32: return TensorProto::UINT32;
+    case DType::U64: return TensorProto::UINT64;
+    case DType::Bool: return TensorProto::BOOL;
+  }
+  return TensorProto::UNDEFINED;
+}
+
+namespace {
+
+// Copies the typed repeated field of `proto` into `t`, element by element.
+template <typename Dst, typename Field>
+void fillFrom(Tensor& t, const Field& field, const std::string& context) {
+  FRICTION_CHECK(int64_t(field.size()) == t.numel(),
+                 context + ": has " + std::to_string(field.size()) + " values, shape needs " +
+                     std::to_string(t.numel()));
+  Dst* d = t.data<Dst>();
+  for (int i = 0; i < field.size(); ++i) d[i] = static_cast<Dst>(field.Get(i));
+}
+
+std::string readExternal(const TensorProto& proto, const std::string& baseDir, size_t want,
+                         const std::string& context) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : proto.external_data()) {
+    if (kv.key() == "location") location = kv.value();
+    else if (kv.key() == "offset") offset = std::stoll(kv.value());
+    else if (kv.key() == "length") length = std::stoll(kv.value());
+  }
+  FRICTION_CHECK(!location.empty(), context + ": external data has no location");
+  FRICTION_CHECK(location.find("..") == std::string::npos && location[0] != '/',
+                 context + ": external data location '" + location + "' must stay inside the model folder");
+  std::string path = (std::filesystem::path(baseDir) / location).string();
+  std::ifstream f(path, std::ios::binary);
+  FRICTION_CHECK(f.good(), context + ": cannot open external data file '" + path + "'");
+  if (length < 0) length = int64_t(want);
+  FRICTION_CHECK(size_t(length) == want, context + ": external data length " + std::to_string(length) +
+                                             " does not match shape (" + std::to_string(want) + " bytes)");
+  std::string bytes(size_t(length), '\0');
+  f.seekg(offset);
+  f.read(bytes.data(), length);
+  FRICTION_CHECK(f.gcount() == length, context + ": external data file '" + path + "' is too short");
+  return bytes;
+}
+
+}  // namespace
+
+Tensor tensorFromProto(TensorProto& proto, const std::string& baseDir, const std::string& context) {
+  FRICTION_CHECK(!proto.has_segment(), context + ": segmented tensors are not supported");
+  DType dtype = dtypeFromOnnx(proto.data_type(), context);
+  std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
+  for (int64_t d : dims)
+    FRICTION_CHECK(d >= 0, context + ": negative dimension " + std::to_string(d));
+  int64_t numel;
+  try {
+    numel = checkedNumel(dims);
+  } catch (const Error& e) {
+    throw Error(context + ": " + e.what());
+  }
+  size_t bytes = size_t(numel) * dtypeSize(dtype);
+
+  if (proto.data_location() == TensorProto::EXTERNAL)
+    return Tensor::adoptString(dtype, dims, readExternal(proto, baseDir, bytes, context));
+  if (proto.has_raw_data()) {
+    FRICTION_CHECK(proto.raw_data().size() == bytes,
+                   context + ": raw_data has " + std::to_string(proto.raw_data().size()) +
+                       " bytes, shape " + Shape::fromStatic(dims).str() + " of " +
+                       std::string(dtypeName(dtype)) + " needs " + std::to_string(bytes));
+    return Tensor::adoptString(dtype, dims, std::move(*proto.mutable_raw_data()));
+  }
+  Tensor t(dtype, dims);
+  if (numel == 0) return t;
+  switch (dtype) {
+    case DType::F32: fillFrom<float>(t, proto.float_data(), context); break;
+    case DType::F64: fillFrom<double>(t, proto.double_data(), context); break;
+    case DType::I64: fillFrom<int64_t>(t, proto.int64_data(), context); break;
+    case DType::U32: fillFrom<uint32_t>(t, proto.uint64_data(), context); break;
+    case DType::U64: fillFrom<uint64_t>(t, proto.uint64_data(), context); break;
+    case DType::I32: fillFrom<int32_t>(t, proto.int32_data(), context); break;
+    case DType::I16: fillFrom<int16_t>(t, proto.int32_data(), context); break;
+    case DType::I8: fillFrom<int8_t>(t, proto.int32_data(), context); break;
+    case DType::U16: fillFrom<uint16_t>(t, proto.int32_data(), context); break;
+    case DType::U8: fillFrom<uint8_t>(t, proto.int32_data(), context); break;
+    case DType::Bool: fillFrom<bool>(t, proto.int32_data(), context); break;
+    case DType::F16:  // int32_data holds the raw 16-bit patterns
+    case DType::BF16: fillFrom<uint16_t>(t, proto.int32_data(), context); break;
+  }
+  return t;
+}
+
+TensorProto tensorToProto(const Tensor& t, const std::string& name) {
+  TensorProto p;
+  p.set_name(name);
+  p.set_data_type(dtypeToOnnx(t.dtype()));
+  for (int64_t d : t.shape()) p.add_dims(d);
+  p.set_raw_data(std::string(static_cast<const char*>(t.rawData()), t.byteSize()));
+  return p;
+}
+
+Tensor readTensorFile(const std::string& path, std::string* name) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  FRICTION_CHECK(fd >= 0, "cannot open tensor file '" + path + "'");
+  TensorProto proto;
+  bool ok;
+  {
+    google::protobuf::io::FileInputStream in(fd);
+    ok = proto.ParseFromZeroCopyStream(&in);
+  }
+  ::close(fd);
+  FRICTION_CHECK(ok, "'" + path + "' is not a valid serialized TensorProto");
+  if (name) *name = proto.name();
+  return tensorFromProto(proto, std::filesystem::path(path).parent_path().string(), path);
+}
+
+void writeTensorFile(const std::string& path, const Tensor& t, const std::string& name) {
+  std::ofstream f(path, std::ios::binary);
+  FRICTION_CHECK(f.good(), "cannot write '" + path + "'");
+  FRICTION_CHECK(tensorToProto(t, name).SerializeToOstream(&f), "failed writing '" + path + "'");
+}
+
+}  // namespace friction::onnxio

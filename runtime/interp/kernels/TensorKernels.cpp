@@ -1,8 +1,702 @@
+// Kernels of the tensor (data movement) ops. Most are "for every output
+// index, which input element?" (gatherBy) and copy elements by byte size, so
+// every dtype works. Output shapes come from ir/ops/TensorShapes.h, shared
+// with shape inference.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "ir/ops/ShapeHelpers.h"
+#include "ir/ops/TensorShapes.h"
 #include "runtime/interp/KernelRegistry.h"
 #include "runtime/interp/kernels/KernelUtil.h"
 
 namespace friction::interp {
+namespace {
 
-void registerTensorKernels(KernelRegistry& r) {}
+using Shape64 = std::vector<int64_t>;
+
+// Calls fn(idx, k) for every index of `shape` in row-major order (k is the flat index).
+template <typename Fn>
+void forEachIndex(const Shape64& shape, Fn&& fn) {
+  int64_t n = checkedNumel(shape);
+  Shape64 idx(shape.size(), 0);
+  for (int64_t k = 0; k < n; ++k) {
+    fn(idx, k);
+    for (int d = int(shape.size()) - 1; d >= 0; --d) {
+      if (++idx[size_t(d)] < shape[size_t(d)]) break;
+      idx[size_t(d)] = 0;
+    }
+  }
+}
+
+void copyElem(void* dst, int64_t di, const void* src, int64_t si, size_t es) {
+  std::memcpy(static_cast<char*>(dst) + size_t(di) * es, static_cast<const char*>(src) + size_t(si) * es, es);
+}
+
+// A tensor of `outShape` whose element at idx is `in`'s element src(idx, k).
+// Where src returns -1 it holds `fill`'s first element, or zero.
+template <typename Src>
+Tensor gatherBy(const Tensor& in, const Shape64& outShape, Src&& src, const Tensor* fill = nullptr) {
+  Tensor out(in.dtype(), outShape);
+  size_t es = dtypeSize(in.dtype());
+  forEachIndex(outShape, [&](const Shape64& idx, int64_t k) {
+    int64_t s = src(idx, k);
+    if (s >= 0) copyElem(out.rawData(), k, in.rawData(), s, es);
+    else if (fill) copyElem(out.rawData(), k, fill->rawData(), 0, es);
+  });
+  return out;
+}
+
+int64_t dot(const Shape64& idx, const Shape64& strides) {
+  int64_t r = 0;
+  for (size_t i = 0; i < idx.size(); ++i) r += idx[i] * strides[i];
+  return r;
+}
+
+// An index into an axis of `extent`, negative values counting from the end.
+int64_t wrapIndex(int64_t i, int64_t extent) {
+  FRICTION_CHECK(i >= -extent && i < extent,
+                 "index " + std::to_string(i) + " out of range for extent " + std::to_string(extent));
+  return i < 0 ? i + extent : i;
+}
+
+std::optional<Shape64> optionalInts(const std::vector<Tensor>& in, size_t i) {
+  if (i < in.size() && in[i].defined()) return in[i].toInt64Vector();
+  return std::nullopt;
+}
+
+Shape64 staticShape(const std::vector<Dim>& dims) { return Shape(dims).staticDims(); }
+
+// Splits a shape around `axis` into (outer, extent, inner) for loops over lines along it.
+struct Lines {
+  int64_t outer = 1, n = 1, inner = 1;
+  Lines(const Shape64& s, size_t axis) {
+    for (size_t i = 0; i < s.size(); ++i) (i < axis ? outer : i == axis ? n : inner) *= s[i];
+  }
+  // Flat index of element j of line (o, i).
+  int64_t at(int64_t o, int64_t i, int64_t j) const { return (o * n + j) * inner + i; }
+};
+
+Tensor transposeTensor(const Tensor& x, const Shape64& perm) {
+  Shape64 in = stridesOf(x.shape()), out, strides;
+  for (int64_t p : perm) {
+    out.push_back(x.shape()[size_t(p)]);
+    strides.push_back(in[size_t(p)]);
+  }
+  return gatherBy(x, out, [&](const Shape64& idx, int64_t) { return dot(idx, strides); });
+}
+
+// ---------------------------------------------------------------- reshaping
+
+std::vector<Tensor> reshape(const Node& node, const std::vector<Tensor>& in) {
+  std::vector<Dim> target = dimsOf(in[1].toInt64Vector());
+  bool allowZero = node.attrInt("allowzero", 0) != 0;
+  return {in[0].reshaped(staticShape(reshapeDims(in[0].type().shape, target, allowZero)))};
+}
+
+std::vector<Tensor> flatten(const Node& node, const std::vector<Tensor>& in) {
+  int64_t r = int64_t(in[0].rank()), axis = node.attrInt("axis", 1);
+  FRICTION_CHECK(axis >= -r && axis <= r, node.describe() + ": axis out of range");
+  if (axis < 0) axis += r;
+  const Shape64& s = in[0].shape();
+  int64_t outer = std::accumulate(s.begin(), s.begin() + axis, int64_t(1), std::multiplies<>());
+  return {in[0].reshaped({outer, in[0].numel() / std::max<int64_t>(outer, 1)})};
+}
+
+std::vector<Tensor> squeeze(const Node& node, const std::vector<Tensor>& in) {
+  const Shape64& s = in[0].shape();
+  auto axes = optionalInts(in, 1);
+  Shape64 ax = axes ? normalizeAxes(*axes, int64_t(s.size())) : Shape64{};
+  Shape64 out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    bool squeezed = axes ? std::find(ax.begin(), ax.end(), int64_t(i)) != ax.end() : s[i] == 1;
+    FRICTION_CHECK(!squeezed || s[i] == 1, node.describe() + ": cannot squeeze axis of extent " + std::to_string(s[i]));
+    if (!squeezed) out.push_back(s[i]);
+  }
+  return {in[0].reshaped(out)};
+}
+
+std::vector<Tensor> unsqueeze(const Node& node, const std::vector<Tensor>& in) {
+  const Shape64& s = in[0].shape();
+  Shape64 axes = in[1].toInt64Vector();
+  Shape64 ax = normalizeAxes(axes, int64_t(s.size() + axes.size()));
+  Shape64 out;
+  size_t next = 0;
+  for (size_t i = 0; i < s.size() + ax.size(); ++i)
+    out.push_back(std::find(ax.begin(), ax.end(), int64_t(i)) != ax.end() ? 1 : s[next++]);
+  return {in[0].reshaped(out)};
+}
+
+std::vector<Tensor> transpose(const Node& node, const std::vector<Tensor>& in) {
+  return {transposeTensor(in[0], transposePerm(node, in[0].rank()))};
+}
+
+// DepthToSpace/SpaceToDepth are a reshape, a transpose and a reshape.
+std::vector<Tensor> depthToSpace(const Node& node, const std::vector<Tensor>& in) {
+  const Tensor& x = in[0];
+  FRICTION_CHECK(x.rank() == 4, node.describe() + ": input must be 4-D");
+  int64_t b = node.attrInt("blocksize", 0), n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  FRICTION_CHECK(b > 0 && c % (b * b) == 0, node.describe() + ": channels not divisible by blocksize^2");
+  bool crd = node.attrString("mode", "DCR") == "CRD";
+  Tensor t = crd ? transposeTensor(x.reshaped({n, c / (b * b), b, b, h, w}), {0, 1, 4, 2, 5, 3})
+                 : transposeTensor(x.reshaped({n, b, b, c / (b * b), h, w}), {0, 3, 4, 1, 5, 2});
+  return {t.reshaped({n, c / (b * b), h * b, w * b})};
+}
+
+std::vector<Tensor> spaceToDepth(const Node& node, const std::vector<Tensor>& in) {
+  const Tensor& x = in[0];
+  FRICTION_CHECK(x.rank() == 4, node.describe() + ": input must be 4-D");
+  int64_t b = node.attrInt("blocksize", 0), n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  FRICTION_CHECK(b > 0 && h % b == 0 && w % b == 0, node.describe() + ": spatial dims not divisible by blocksize");
+  Tensor t = transposeTensor(x.reshaped({n, c, h / b, b, w / b, b}), {0, 3, 5, 1, 2, 4});
+  return {t.reshaped({n, c * b * b, h / b, w / b})};
+}
+
+// ---------------------------------------------------------------- joining and slicing
+
+std::vector<Tensor> concat(const Node& node, const std::vector<Tensor>& in) {
+  Shape64 out = in[0].shape();
+  size_t a = size_t(normalizeAxis(node, node.attrInt("axis", 0), int64_t(out.size())));
+  out[a] = 0;
+  for (const Tensor& t : in) {
+    Shape64 s = t.shape();
+    FRICTION_CHECK(t.dtype() == in[0].dtype() && s.size() == out.size(), node.describe() + ": inputs do not match");
+    out[a] += s[a];
+    for (size_t d = 0; d < s.size(); ++d)
+      FRICTION_CHECK(d == a || s[d] == out[d], node.describe() + ": input shape " + t.type().shape.str() +
+                                                   " differs off the concat axis");
+  }
+  Tensor r(in[0].dtype(), out);
+  Lines lo(out, a);
+  size_t es = dtypeSize(r.dtype());
+  int64_t offset = 0;  // along the axis
+  for (const Tensor& t : in) {
+    Lines li(t.shape(), a);
+    for (int64_t o = 0; o < lo.outer; ++o)
+      std::memcpy(static_cast<char*>(r.rawData()) + size_t(lo.at(o, 0, offset)) * es,
+                  static_cast<const char*>(t.rawData()) + size_t(li.at(o, 0, 0)) * es, size_t(li.n * li.inner) * es);
+    offset += li.n;
+  }
+  return {r};
+}
+
+// Elements [start, start + count) along `axis`, stepping by `step`.
+Tensor sliceAxis(const Tensor& x, size_t axis, int64_t start, int64_t count, int64_t step) {
+  Shape64 out = x.shape();
+  out[axis] = count;
+  Shape64 strides = stridesOf(x.shape());
+  int64_t base = start * strides[axis];
+  strides[axis] *= step;
+  return gatherBy(x, out, [&](const Shape64& idx, int64_t) { return base + dot(idx, strides); });
+}
+
+std::vector<Tensor> split(const Node& node, const std::vector<Tensor>& in) {
+  const Tensor& x = in[0];
+  size_t a = size_t(normalizeAxis(node, node.attrInt("axis", 0), int64_t(x.rank())));
+  Shape64 sizes = splitSizes(x.shape()[a], optionalInts(in, 1), node.numOutputs());
+  std::vector<Tensor> outs;
+  int64_t start = 0;
+  for (int64_t s : sizes) {
+    outs.push_back(sliceAxis(x, a, start, s, 1));
+    start += s;
+  }
+  return outs;
+}
+
+std::vector<Tensor> slice(const Node& node, const std::vector<Tensor>& in) {
+  const Tensor& x = in[0];
+  Shape64 out = x.shape(), strides = stridesOf(x.shape());
+  Shape64 starts(x.rank(), 0), steps(x.rank(), 1);
+  for (SliceAxis s : sliceAxes(int64_t(x.rank()), in[1].toInt64Vector(), in[2].toInt64Vector(), optionalInts(in, 3),
+                               optionalInts(in, 4))) {
+    size_t a = size_t(s.axis);
+    out[a] = clampSlice(out[a], s);
+    starts[a] = s.start;
+    steps[a] = s.step;
+  }
+  int64_t base = dot(starts, strides);
+  for (size_t d = 0; d < strides.size(); ++d) strides[d] *= steps[d];
+  return {gatherBy(x, out, [&](const Shape64& idx, int64_t) { return base + dot(idx, strides); })};
+}
+
+std::vector<Tensor> compress(const Node& node, const std::vector<Tensor>& in) {
+  Tensor x = node.hasAttr("axis") ? in[0] : in[0].reshaped({in[0].numel()});
+  size_t a = size_t(normalizeAxis(node, node.attrInt("axis", 0), int64_t(x.rank())));
+  FRICTION_CHECK(in[1].numel() <= x.shape()[a], node.describe() + ": condition is longer than the axis");
+  Shape64 keep;
+  for (int64_t i = 0; i < in[1].numel(); ++i)
+    if (in[1].elementAsDouble(i) != 0) keep.push_back(i);
+  Shape64 out = x.shape(), strides = stridesOf(x.shape());
+  out[a] = int64_t(keep.size());
+  return {gatherBy(x, out, [&](const Shape64& idx, int64_t) {
+    return dot(idx, strides) + (keep[size_t(idx[a])] - idx[a]) * strides[a];
+  })};
+}
+
+// ---------------------------------------------------------------- gather and scatter
+
+std::vector<Tensor> gather(const Node& node, const std::vector<Tensor>& in) {
+  const Tensor &x = in[0], &indices = in[1];
+  size_t a = size_t(normalizeAxis(node, node.attrInt("axis", 0), int64_t(x.rank())));
+  size_t q = indices.rank();
+  Shape64 out(x.shape().begin(), x.shape().begin() + long(a));
+  out.insert(out.end(), indices.shape().begin(), indices.shape().end());
+  out.insert(out.end(), x.shape().begin() + long(a) + 1, x.shape().end());
+  Shape64 xs = stridesOf(x.shape()), is = stridesOf(indices.shape());
+  return {gatherBy(x, out, [&](const Shape64& idx, int64_t) {
+    int64_t src = 0, flatIndex = 0;
+    for (size_t d = 0; d < a; ++d) src += idx[d] * xs[d];
+    for (size_t d = 0; d < q; ++d) flatIndex += idx[a + d] * is[d];
+    src += wrapIndex(indices.elementAsInt(flatIndex), x.shape()[a]) * xs[a];
+    for (size_t d = a + 1; d < x.rank(); ++d) src += idx[d + q - 1] * xs[d];
+    return src;
+  })};
+}
+
+std::vector<Tensor> gatherElements(const Node& node, const std::vector<Tensor>& in) {
+  const Tensor &x = in[0], &indices = in[1];
+  size_t a = size_t(normalizeAxis(node, node.attrInt("axis", 0), int64_t(x.rank())));
+  FRICTION_CHECK(indices.rank() == x.rank(), node.describe() + ": indices rank differs from data rank");
+  Shape64 xs = stridesOf(x.shape());
+  return {gatherBy(x, indices.shape(), [&](const Shape64& idx, int64_t k) {
+    return dot(idx, xs) + (wrapIndex(indices.elementAsInt(k), x.shape()[a]) - idx[a]) * xs[a];
+  })};
+}
+
+// Applies ScatterElements/ScatterND's reduction: dst[di] (op)= src[si].
+void scatterOne(Tensor& dst, int64_t di, const Tensor& src, int64_t si, const std::string& reduction) {
+  if (reduction == "none") return copyElem(dst.rawData(), di, src.rawData(), si, dtypeSize(dst.dtype()));
+  dispatchNumeric(dst.dtype(), [&](auto t) {
+    using T = decltype(t);
+    T& d = dst.data<T>()[di];
+    T s = src.data<T>()[si];
+    d = reduction == "add" ? T(d + s) : T(d * s);
+  });
+}
+
+std::string reductionOf(const Node& node) {
+  std::string r = node.attrString("reduction", "none");
+  FRICTION_CHECK(r == "none" || r == "add" || r == "mul", node.describe() + ": unsupported reduction '" + r + "'");
+  return r;
+}
+
+std::vector<Tensor> scatterElements(const Node& node, const std::vector<Tensor>& in) {
+  const Tensor &indices = in[1], &updates = in[2];
+  Tensor out = in[0].clone();
+  std::string red = reductionOf(node);
+  size_t a = size_t(normalizeAxis(node, node.attrInt("axis", 0), int64_t(out.rank())));
+  FRICTION_CHECK(indices.shape() == updates.shape() && indices.rank() == out.rank(),
+                 node.describe() + ": indices and updates must have data's rank and the same shape");
+  Shape64 os = stridesOf(out.shape());
+  forEachIndex(indices.shape(), [&](const Shape64& idx, int64_t k) {
+    int64_t dst = dot(idx, os) + (wrapIndex(indices.elementAsInt(k), out.shape()[a]) - idx[a]) * os[a];
+    scatterOne(out, dst, updates, k, red);
+  });
+  return {out};
+}
+
+// GatherND and ScatterND: for every index tuple (the last axis of `indices`),
+// the flat offset into `data` of the slice it addresses and that slice's size.
+template <typename Fn>
+void forEachNdSlice(const Node& node, const Shape64& data, const Tensor& indices, int64_t batchDims, Fn&& fn) {
+  FRICTION_CHECK(indices.rank() >= 1, node.describe() + ": indices must have rank >= 1");
+  int64_t m = indices.dim(-1), b = batchDims;
+  FRICTION_CHECK(b >= 0 && b < int64_t(indices.rank()) && b + m <= int64_t(data.size()),
+                 node.describe() + ": indices do not fit the data");
+  Shape64 ds = stridesOf(data);
+  int64_t sliceSize = std::accumulate(data.begin() + b + m, data.end(), int64_t(1), std::multiplies<>());
+  int64_t batches = std::accumulate(data.begin(), data.begin() + b, int64_t(1), std::multiplies<>());
+  int64_t tuples = m ? indices.numel() / m : indices.numel();
+  int64_t perBatch = tuples / std::max<int64_t>(batches, 1);
+  int64_t batchStride = b ? ds[size_t(b - 1)] : 0;
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t offset = (t / std::max<int64_t>(perBatch, 1)) * batchStride;
+    for (int64_t j = 0; j < m; ++j)
+      offset += wrapIndex(indices.elementAsInt(t * m + j), data[size_t(b + j)]) * ds[size_t(b + j)];
+    fn(t, offset, sliceSize);
+  }
+}
+
+std::vector<Tensor> gatherND(const Node& node, const std::vector<Tensor>& in) {
+  const Tensor &x = in[0], &indices = in[1];
+  int64_t b = node.attrInt("batch_dims", 0), m = indices.dim(-1);
+  Shape64 out(indices.shape().begin(), indices.shape().end() - 1);
+  out.insert(out.end(), x.shape().begin() + b + m, x.shape().end());
+  Tensor r(x.dtype(), out);
+  size_t es = dtypeSize(x.dtype());
+  forEachNdSlice(node, x.shape(), indices, b, [&](int64_t t, int64_t offset, int64_t size) {
+    std::memcpy(static_cast<char*>(r.rawData()) + size_t(t * size) * es,
+                static_cast<const char*>(x.rawData()) + size_t(offset) * es, size_t(size) * es);
+  });
+  return {r};
+}
+
+std::vector<Tensor> scatterND(const Node& node, const std::vector<Tensor>& in) {
+  Tensor out = in[0].clone();
+  std::string red = reductionOf(node);
+  forEachNdSlice(node, out.shape(), in[1], 0, [&](int64_t t, int64_t offset, int64_t size) {
+    for (int64_t e = 0; e < size; ++e) scatterOne(out, offset + e, in[2], t * size + e, red);
+  });
+  return {out};
+}
+
+// ---------------------------------------------------------------- broadcasting and padding
+
+std::vector<Tensor> expand(const Node& node, const std::vector<Tensor>& in) {
+  Shape64 out = broadcastStatic(in[0].shape(), in[1].toInt64Vector(), node.describe());
+  Shape64 map = broadcastIndexMap(out, in[0].shape());
+  return {gatherBy(in[0], out, [&](const Shape64&, int64_t k) { return map[size_t(k)]; })};
+}
+
+std::vector<Tensor> tile(const Node& node, const std::vector<Tensor>& in) {
+  const Tensor& x = in[0];
+  Shape64 reps = in[1].toInt64Vector(), out;
+  FRICTION_CHECK(reps.size() == x.rank(), node.describe() + ": repeats length differs from the input rank");
+  for (size_t d = 0; d < reps.size(); ++d) out.push_back(x.shape()[d] * reps[d]);
+  Shape64 xs = stridesOf(x.shape());
+  return {gatherBy(x, out, [&](const Shape64& idx, int64_t) {
+    int64_t src = 0;
+    for (size_t d = 0; d < idx.size(); ++d) src += (idx[d] % x.shape()[d]) * xs[d];
+    return src;
+  })};
+}
+
+std::vector<Tensor> pad(const Node& node, const std::vector<Tensor>& in) {
+  const Tensor& x = in[0];
+  int64_t r = int64_t(x.rank());
+  Shape64 pads = padsForAllAxes(r, in[1].toInt64Vector(), optionalInts(in, 3));
+  std::string mode = node.attrString("mode", "constant");
+  Shape64 out, xs = stridesOf(x.shape());
+  for (int64_t d = 0; d < r; ++d) out.push_back(x.shape()[size_t(d)] + pads[size_t(d)] + pads[size_t(d + r)]);
+  for (int64_t e : out) FRICTION_CHECK(e >= 0, node.describe() + ": pads make an axis negative");
+  // Maps an out-of-range source index into [0, n) per mode; -1 means "fill".
+  auto mapIndex = [&](int64_t i, int64_t n) -> int64_t {
+    if (i >= 0 && i < n) return i;
+    if (mode == "constant") return -1;
+    FRICTION_CHECK(n > 0, node.describe() + ": cannot " + mode + "-pad an empty axis");
+    if (mode == "edge") return std::clamp<int64_t>(i, 0, n - 1);
+    if (n == 1) return 0;
+    int64_t period = 2 * (n - 1);  // reflect without repeating the edge
+    i = ((i % period) + period) % period;
+    return i < n ? i : period - i;
+  };
+  FRICTION_CHECK(mode == "constant" || mode == "edge" || mode == "reflect",
+                 node.describe() + ": unsupported mode '" + mode + "'");
+  bool hasValue = mode == "constant" && in.size() > 2 && in[2].defined() && in[2].numel() > 0;
+  FRICTION_CHECK(!hasValue || in[2].dtype() == x.dtype(), node.describe() + ": constant_value dtype differs from data");
+  return {gatherBy(
+      x, out,
+      [&](const Shape64& idx, int64_t) {
+        int64_t src = 0;
+        for (int64_t d = 0; d < r; ++d) {
+          int64_t i = mapIndex(idx[size_t(d)] - pads[size_t(d)], x.shape()[size_t(d)]);
+          if (i < 0) return int64_t(-1);
+          src += i * xs[size_t(d)];
+        }
+        return src;
+      },
+      hasValue ? &in[2] : nullptr)};
+}
+
+// ---------------------------------------------------------------- shapes and constants
+
+std::vector<Tensor> shapeOf(const Node& node, const std::vector<Tensor>& in) {
+  int64_t r = int64_t(in[0].rank());
+  auto clampIndex = [r](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + r : i, 0, r); };
+  int64_t start = clampIndex(node.attrInt("start", 0)), end = clampIndex(node.attrInt("end", r));
+  return {Tensor::vectorI64(Shape64(in[0].shape().begin() + start, in[0].shape().begin() + std::max(start, end)))};
+}
+
+std::vector<Tensor> size(const Node&, const std::vector<Tensor>& in) { return {Tensor::scalarI64(in[0].numel())}; }
+
+std::vector<Tensor> constant(const Node& node, const std::vector<Tensor>&) { return {constantValue(node)}; }
+
+std::vector<Tensor> constantOfShape(const Node& node, const std::vector<Tensor>& in) {
+  Tensor value = node.hasAttr("value") ? node.attrTensor("value") : Tensor::scalarF32(0);
+  FRICTION_CHECK(value.numel() == 1, node.describe() + ": value must have one element");
+  return {gatherBy(value, in[0].toInt64Vector(), [](const Shape64&, int64_t) { return int64_t(0); })};
+}
+
+std::vector<Tensor> range(const Node&, const std::vector<Tensor>& in) {
+  return dispatchNumeric(in[0].dtype(), [&](auto t) {
+    using T = decltype(t);
+    T start = in[0].data<T>()[0], delta = in[2].data<T>()[0];
+    int64_t n = rangeCount(double(start), double(in[1].data<T>()[0]), double(delta));
+    Tensor out(in[0].dtype(), {n});
+    for (int64_t i = 0; i < n; ++i) out.data<T>()[i] = T(start + T(i) * delta);
+    return std::vector<Tensor>{out};
+  });
+}
+
+std::vector<Tensor> eyeLike(const Node& node, const std::vector<Tensor>& in) {
+  FRICTION_CHECK(in[0].rank() == 2, node.describe() + ": input must be 2-D");
+  DType dt = node.hasAttr("dtype") ? dtypeFromOnnx(node.attrInt("dtype", 1)) : in[0].dtype();
+  Tensor one = Tensor::scalarF32(1).castTo(dt);
+  int64_t k = node.attrInt("k", 0);
+  return {gatherBy(one, in[0].shape(), [&](const Shape64& idx, int64_t) { return idx[1] - idx[0] == k ? 0 : -1; })};
+}
+
+std::vector<Tensor> oneHot(const Node& node, const std::vector<Tensor>& in) {
+  const Tensor &indices = in[0], &values = in[2];
+  int64_t depth = int64_t(in[1].elementAsDouble(0));
+  FRICTION_CHECK(values.numel() == 2, node.describe() + ": values must have 2 elements");
+  int64_t r = int64_t(indices.rank()) + 1, axis = node.attrInt("axis", -1);
+  FRICTION_CHECK(axis >= -r && axis < r, node.describe() + ": axis out of range");
+  size_t a = size_t(axis < 0 ? axis + r : axis);
+  Shape64 out = indices.shape();
+  out.insert(out.begin() + long(a), depth);
+  Shape64 is = stridesOf(indices.shape());
+  return {gatherBy(values, out, [&](const Shape64& idx, int64_t) {
+    int64_t flat = 0;
+    for (size_t d = 0, j = 0; d < idx.size(); ++d)
+      if (d != a) flat += idx[d] * is[j++];
+    int64_t v = int64_t(indices.elementAsDouble(flat));
+    if (v < 0) v += depth;
+    return int64_t(v == idx[a] ? 1 : 0);
+  })};
+}
+
+std::vector<Tensor> trilu(const Node& node, const std::vector<Tensor>& in) {
+  const Tensor& x = in[0];
+  FRICTION_CHECK(x.rank() >= 2, node.describe() + ": input must have rank >= 2");
+  int64_t k = in.size() > 1 && in[1].defined() ? in[1].elementAsInt(0) : 0;
+  bool upper = node.attrInt("upper", 1) != 0;
+  size_t r = x.rank();
+  return {gatherBy(x, x.shape(), [&](const Shape64& idx, int64_t flat) {
+    int64_t diag = idx[r - 1] - idx[r - 2];
+    return (upper ? diag >= k : diag <= k) ? flat : -1;
+  })};
+}
+
+std::vector<Tensor> nonZero(const Node&, const std::vector<Tensor>& in) {
+  const Tensor& x = in[0];
+  std::vector<Shape64> hits;
+  forEachIndex(x.shape(), [&](const Shape64& idx, int64_t k) {
+    if (x.elementAsDouble(k) != 0) hits.push_back(idx);
+  });
+  int64_t n = int64_t(hits.size()), r = int64_t(x.rank());
+  Tensor out(DType::I64, {r, n});
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t d = 0; d < r; ++d) out.data<int64_t>()[d * n + j] = hits[size_t(j)][size_t(d)];
+  return {out};
+}
+
+// ---------------------------------------------------------------- numeric ops along an axis
+
+std::vector<Tensor> cumSum(const Node& node, const std::vector<Tensor>& in) {
+  const Tensor& x = in[0];
+  Tensor out(x.dtype(), x.shape());
+  size_t a = size_t(normalizeAxis(node, in[1].elementAsInt(0), int64_t(x.rank())));
+  bool exclusive = node.attrInt("exclusive", 0) != 0, reverse = node.attrInt("reverse", 0) != 0;
+  Lines l(x.shape(), a);
+  dispatchNumeric(x.dtype(), [&](auto t) {
+    using T = decltype(t);
+    const T* src = x.data<T>();
+    T* dst = out.data<T>();
+    for (int64_t o = 0; o < l.outer; ++o)
+      for (int64_t i = 0; i < l.inner; ++i) {
+        T sum = T(0);
+        for (int64_t s = 0; s < l.n; ++s) {
+          int64_t j = l.at(o, i, reverse ? l.n - 1 - s : s);
+          if (exclusive) dst[j] = sum;
+          sum = T(sum + src[j]);
+          if (!exclusive) dst[j] = sum;
+        }
+      }
+  });
+  return {out};
+}
+
+std::vector<Tensor> topK(const Node& node, const std::vector<Tensor>& in) {
+  const Tensor& x = in[0];
+  size_t a = size_t(normalizeAxis(node, node.attrInt("axis", -1), int64_t(x.rank())));
+  int64_t k = in[1].elementAsInt(0);
+  FRICTION_CHECK(k >= 0 && k <= x.shape()[a], node.describe() + ": k=" + std::to_string(k) + " exceeds the axis");
+  bool largest = node.attrInt("largest", 1) != 0;
+  Shape64 outShape = x.shape();
+  outShape[a] = k;
+  Tensor values(x.dtype(), outShape), indices(DType::I64, outShape);
+  Lines l(x.shape(), a), lo(outShape, a);
+  dispatchNumeric(x.dtype(), [&](auto t) {
+    using T = decltype(t);
+    const T* src = x.data<T>();
+    Shape64 order(size_t(l.n));
+    for (int64_t o = 0; o < l.outer; ++o)
+      for (int64_t i = 0; i < l.inner; ++i) {
+        std::iota(order.begin(), order.end(), 0);
+        // Stable: equal values keep the lower index first, as ONNX requires.
+        std::stable_sort(order.begin(), order.end(), [&](int64_t p, int64_t q) {
+          T vp = src[l.at(o, i, p)], vq = src[l.at(o, i, q)];
+          return largest ? vp > vq : vp < vq;
+        });
+        for (int64_t j = 0; j < k; ++j) {
+          values.data<T>()[lo.at(o, i, j)] = src[l.at(o, i, order[size_t(j)])];
+          indices.data<int64_t>()[lo.at(o, i, j)] = order[size_t(j)];
+        }
+      }
+  });
+  return {values, indices};
+}
+
+// ---------------------------------------------------------------- Resize
+
+struct ResizeParams {
+  std::string mode, ctm, nearestMode;
+  double cubicA, extrapolation;
+  bool excludeOutside;
+};
+
+// Input taps (indices, weights) of one output position along an axis, per
+// the ONNX reference implementation. Returns false to extrapolate.
+bool resizeTaps(const ResizeParams& p, int64_t o, int64_t in, double scale, double roiStart, double roiEnd,
+                Shape64& idx, std::vector<double>& w) {
+  double outW = scale * double(in);  // the reference uses the unrounded output width
+  double x = double(o);
+  if (p.ctm == "align_corners") {
+    x = outW == 1 ? 0 : x * double(in - 1) / (outW - 1);
+  } else if (p.ctm == "asymmetric") {
+    x = x / scale;
+  } else if (p.ctm == "tf_crop_and_resize") {
+    x = outW == 1 ? (roiEnd - roiStart) * double(in - 1) / 2 : x * (roiEnd - roiStart) * double(in - 1) / (outW - 1);
+    x += roiStart * double(in - 1);
+    if (x < 0 || x > double(in - 1)) return false;
+  } else if (p.ctm == "tf_half_pixel_for_nn") {
+    x = (x + 0.5) / scale;
+  } else if (p.ctm == "pytorch_half_pixel") {
+    x = outW == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
+  } else {  // half_pixel
+    x = (x + 0.5) / scale - 0.5;
+  }
+  // Taps start left of x: an integral x is the right tap with ratio 1.
+  int64_t base = int64_t(std::ceil(x)) - 1;
+  double ratio = x - double(base);
+  if (p.mode == "cubic") {
+    double A = p.cubicA, r = ratio, s = 1 - ratio;
+    w = {((A * (r + 1) - 5 * A) * (r + 1) + 8 * A) * (r + 1) - 4 * A, ((A + 2) * r - (A + 3)) * r * r + 1,
+         ((A + 2) * s - (A + 3)) * s * s + 1, ((A * (s + 1) - 5 * A) * (s + 1) + 8 * A) * (s + 1) - 4 * A};
+    idx = {base - 1, base, base + 1, base + 2};
+  } else {
+    idx = {base, base + 1};
+    if (p.mode == "linear") {
+      w = {1 - ratio, ratio};
+    } else {
+      bool right = ratio == 1 || p.nearestMode == "ceil" ||
+                   (p.nearestMode == "round_prefer_floor" && ratio > 0.5) ||
+                   (p.nearestMode == "round_prefer_ceil" && ratio >= 0.5);
+      w = {right ? 0.0 : 1.0, right ? 1.0 : 0.0};
+    }
+  }
+  if (p.excludeOutside) {
+    double sum = 0;
+    for (size_t t = 0; t < idx.size(); ++t) {
+      if (idx[t] < 0 || idx[t] >= in) w[t] = 0;
+      sum += w[t];
+    }
+    for (double& v : w) v /= sum;
+  }
+  for (int64_t& i : idx) i = std::clamp<int64_t>(i, 0, in - 1);  // edge padding
+  return true;
+}
+
+// Resizes one axis of `data` (shape `shape`, updated) to `out` elements.
+std::vector<double> resizeAxis(const ResizeParams& p, const std::vector<double>& data, Shape64& shape, size_t axis,
+                               int64_t out, double scale, double roiStart, double roiEnd) {
+  Lines li(shape, axis);
+  shape[axis] = out;
+  Lines lo(shape, axis);
+  std::vector<double> r(size_t(checkedNumel(shape)));
+  Shape64 idx;
+  std::vector<double> w;
+  for (int64_t j = 0; j < out; ++j) {
+    bool inside = resizeTaps(p, j, li.n, scale, roiStart, roiEnd, idx, w);
+    for (int64_t o = 0; o < li.outer; ++o)
+      for (int64_t i = 0; i < li.inner; ++i) {
+        double v = p.extrapolation;
+        if (inside) {
+          v = 0;
+          for (size_t t = 0; t < idx.size(); ++t) v += w[t] * data[size_t(li.at(o, i, idx[t]))];
+        }
+        r[size_t(lo.at(o, i, j))] = v;
+      }
+  }
+  return r;
+}
+
+std::vector<Tensor> resize(const Node& node, const std::vector<Tensor>& in) {
+  const Tensor& x = in[0];
+  size_t rank = x.rank();
+  auto given = [&](size_t i) { return i < in.size() && in[i].defined() && in[i].numel() > 0; };
+  ResizeParams p{node.attrString("mode", "nearest"),
+                 node.attrString("coordinate_transformation_mode", "half_pixel"),
+                 node.attrString("nearest_mode", "round_prefer_floor"),
+                 node.attrFloat("cubic_coeff_a", -0.75f),
+                 node.attrFloat("extrapolation_value", 0.0f),
+                 node.attrInt("exclude_outside", 0) != 0};
+  FRICTION_CHECK(given(2) != given(3), node.describe() + ": exactly one of scales and sizes must be given");
+  std::vector<double> roi = given(1) ? in[1].toDoubleVector() : std::vector<double>{};
+  FRICTION_CHECK(roi.empty() || roi.size() == 2 * rank, node.describe() + ": roi must have 2*rank entries");
+  FRICTION_CHECK(p.ctm != "tf_crop_and_resize" || !roi.empty(), node.describe() + ": tf_crop_and_resize needs roi");
+  Shape64 shape = x.shape(), outSizes;
+  std::vector<double> scales;
+  if (given(2)) {
+    FRICTION_CHECK(size_t(in[2].numel()) == rank, node.describe() + ": scales must have rank entries");
+    for (size_t d = 0; d < rank; ++d) {
+      float s = float(in[2].elementAsDouble(int64_t(d)));
+      outSizes.push_back(resizeDim(shape[d], s));
+      scales.push_back(double(s));
+    }
+  } else {
+    outSizes = in[3].toInt64Vector();
+    FRICTION_CHECK(outSizes.size() == rank, node.describe() + ": sizes must have rank entries");
+    for (size_t d = 0; d < rank; ++d) scales.push_back(double(outSizes[d]) / double(shape[d]));
+  }
+  // Interpolation is separable; the reference also resizes the last axis first.
+  std::vector<double> data = x.toDoubleVector();
+  for (size_t d = rank; d-- > 0;)
+    data = resizeAxis(p, data, shape, d, outSizes[d], scales[d], roi.empty() ? 0 : roi[d],
+                      roi.empty() ? 1 : roi[d + rank]);
+  if (isInteger(x.dtype()) || x.dtype() == DType::Bool)
+    for (double& v : data) v = std::nearbyint(v);
+  return {Tensor::fromVector<double>(DType::F64, shape, data).castTo(x.dtype())};
+}
+
+}  // namespace
+
+void registerTensorKernels(KernelRegistry& r) {
+  r.add("Reshape", reshape);
+  r.add("Flatten", flatten);
+  r.add("Squeeze", squeeze);
+  r.add("Unsqueeze", unsqueeze);
+  r.add("Transpose", transpose);
+  r.add("DepthToSpace", depthToSpace);
+  r.add("SpaceToDepth", spaceToDepth);
+  r.add("Concat", concat);
+  r.add("Split", split);
+  r.add("Slice", slice);
+  r.add("Compress", compress);
+  r.add("Gather", gather);
+  r.add("GatherElements", gatherElements);
+  r.add("GatherND", gatherND);
+  // Reductions compute in f32 for half types; plain copies are exact either way.
+  r.add("ScatterElements", [](const Node& n, const std::vector<Tensor>& in) { return upcastHalf(n, in, scatterElements); });
+  r.add("ScatterND", [](const Node& n, const std::vector<Tensor>& in) { return upcastHalf(n, in, scatterND); });
+  r.add("Expand", expand);
+  r.add("Tile", tile);
+  r.add("Pad", pad);
+  r.add("Shape", shapeOf);
+  r.add("Size", size);
+  r.add("Constant", constant);
+  r.add("ConstantOfShape", constantOfShape);
+  r.add("Range", range);
+  r.add("EyeLike", eyeLike);
+  r.add("OneHot", oneHot);
+  r.add("Trilu", trilu);
+  r.add("NonZero", nonZero);
+  r.add("CumSum", [](const Node& n, const std::vector<Tensor>& in) { return upcastHalf(n, in, cumSum); });
+  r.add("TopK", [](const Node& n, const std::vector<Tensor>& in) { return upcastHalf(n, in, topK); });
+  r.add("Resize", resize);
+}
 
 }  // namespace friction::interp

@@ -1,0 +1,224 @@
+#include "ir/ops/TensorShapes.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ir/Error.h"
+
+namespace friction {
+
+std::vector<Dim> dimsOf(const std::vector<int64_t>& v) { return std::vector<Dim>(v.begin(), v.end()); }
+
+namespace {
+// A product of dims as a static factor times a multiset of symbols.
+struct Factors {
+  int64_t prod = 1;
+  std::vector<std::string> syms;
+  bool unknown = false;
+  void add(const Dim& d) {
+    if (d.isStatic()) prod *= d.value;
+    else if (d.isUnknown()) unknown = true;
+    else syms.push_back(d.symbol);
+  }
+};
+
+std::string str(const std::vector<int64_t>& v) { return Shape::fromStatic(v).str(); }
+}  // namespace
+
+std::vector<Dim> reshapeDims(const Shape& in, const std::vector<Dim>& target, bool allowZero) {
+  std::vector<Dim> out(target.size());
+  int inferAt = -1;
+  bool hasZero = false;
+  for (size_t i = 0; i < target.size(); ++i) {
+    const Dim& t = target[i];
+    if (!isIntDim(t)) {
+      out[i] = t;  // symbolic (or unknown) entries pass through
+    } else if (t.value == -1) {
+      FRICTION_CHECK(inferAt < 0, "Reshape target has more than one -1");
+      inferAt = int(i);
+    } else if (t.value < -1) {
+      throw Error("Reshape target has invalid dim " + std::to_string(t.value));
+    } else if (t.value == 0 && !allowZero) {
+      if (!in.hasRank()) continue;  // copies a dim we do not know: stays unknown
+      FRICTION_CHECK(i < in.rank(), "Reshape target has 0 at index " + std::to_string(i) +
+                                        " but the input has rank " + std::to_string(in.rank()));
+      out[i] = in[i];
+    } else {
+      hasZero |= t.value == 0;
+      out[i] = Dim(t.value);
+    }
+  }
+  FRICTION_CHECK(!(allowZero && hasZero && inferAt >= 0), "Reshape target has both 0 (allowzero=1) and -1");
+  if (!in.hasRank()) return out;
+
+  Factors fi, fo;
+  for (const Dim& d : in.dims()) fi.add(d);
+  for (size_t i = 0; i < out.size(); ++i)
+    if (int(i) != inferAt) fo.add(out[i]);
+  if (fi.unknown || fo.unknown) return out;  // -1 (if any) stays unknown
+  // Cancel symbols present on both sides.
+  for (auto it = fo.syms.begin(); it != fo.syms.end();) {
+    auto m = std::find(fi.syms.begin(), fi.syms.end(), *it);
+    if (m == fi.syms.end()) {
+      ++it;
+      continue;
+    }
+    fi.syms.erase(m);
+    it = fo.syms.erase(it);
+  }
+  std::string mismatch = "Reshape cannot reshape " + in.str() + " to " + Shape(out).str();
+  if (inferAt < 0) {
+    FRICTION_CHECK(!fi.syms.empty() || !fo.syms.empty() || fi.prod == fo.prod, mismatch + ": element counts differ");
+    return out;
+  }
+  if (!fo.syms.empty()) return out;
+  if (fi.syms.empty()) {
+    FRICTION_CHECK(fo.prod != 0, mismatch + ": -1 is ambiguous next to a 0-sized dim");
+    FRICTION_CHECK(fi.prod % fo.prod == 0, mismatch + ": element counts do not divide");
+    out[size_t(inferAt)] = Dim(fi.prod / fo.prod);
+  } else if (fi.syms.size() == 1 && fi.prod == fo.prod) {
+    out[size_t(inferAt)] = Dim::sym(fi.syms[0]);
+  }
+  return out;
+}
+
+std::vector<int64_t> transposePerm(const Node& node, size_t rank) {
+  std::vector<int64_t> perm = node.attrInts("perm");
+  if (!node.hasAttr("perm"))
+    for (size_t i = 0; i < rank; ++i) perm.push_back(int64_t(rank - 1 - i));
+  FRICTION_CHECK(perm.size() == rank, "perm has " + std::to_string(perm.size()) + " entries for rank " +
+                                          std::to_string(rank));
+  std::vector<bool> seen(rank, false);
+  for (int64_t p : perm) {
+    FRICTION_CHECK(p >= 0 && p < int64_t(rank) && !seen[size_t(p)], "perm " + str(perm) + " is not a permutation");
+    seen[size_t(p)] = true;
+  }
+  return perm;
+}
+
+std::vector<int64_t> normalizeAxes(const std::vector<int64_t>& axes, int64_t rank) {
+  std::vector<int64_t> r;
+  for (int64_t a : axes) {
+    FRICTION_CHECK(a >= -rank && a < rank, "axis " + std::to_string(a) + " out of range for rank " + std::to_string(rank));
+    a = a < 0 ? a + rank : a;
+    FRICTION_CHECK(std::find(r.begin(), r.end(), a) == r.end(), "axes " + str(axes) + " repeat an axis");
+    r.push_back(a);
+  }
+  return r;
+}
+
+std::vector<SliceAxis> sliceAxes(int64_t rank, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                                 const std::optional<std::vector<int64_t>>& axes,
+                                 const std::optional<std::vector<int64_t>>& steps) {
+  size_t n = starts.size();
+  FRICTION_CHECK(ends.size() == n, "Slice starts and ends have different lengths");
+  FRICTION_CHECK(!axes || axes->size() == n, "Slice axes length differs from starts");
+  FRICTION_CHECK(!steps || steps->size() == n, "Slice steps length differs from starts");
+  std::vector<int64_t> ax;
+  for (size_t i = 0; i < n; ++i) ax.push_back(axes ? (*axes)[i] : int64_t(i));
+  ax = normalizeAxes(ax, rank);
+  std::vector<SliceAxis> r;
+  for (size_t i = 0; i < n; ++i) {
+    int64_t step = steps ? (*steps)[i] : 1;
+    FRICTION_CHECK(step != 0, "Slice step is 0");
+    r.push_back({ax[i], starts[i], ends[i], step});
+  }
+  return r;
+}
+
+int64_t clampSlice(int64_t dim, SliceAxis& s) {
+  // Adding dim only to negatives avoids overflowing INT64_MAX ends.
+  if (s.start < 0) s.start += dim;
+  if (s.end < 0) s.end += dim;
+  if (s.step > 0) {
+    s.start = std::clamp<int64_t>(s.start, 0, dim);
+    s.end = std::clamp<int64_t>(s.end, 0, dim);
+    return s.end > s.start ? (s.end - s.start + s.step - 1) / s.step : 0;
+  }
+  s.start = std::clamp<int64_t>(s.start, 0, dim - 1);
+  s.end = std::clamp<int64_t>(s.end, -1, dim - 1);
+  return s.start > s.end ? (s.start - s.end - s.step - 1) / -s.step : 0;
+}
+
+std::vector<int64_t> padsForAllAxes(int64_t rank, const std::vector<int64_t>& pads,
+                                    const std::optional<std::vector<int64_t>>& axes) {
+  std::vector<int64_t> ax;
+  if (axes) ax = normalizeAxes(*axes, rank);
+  else
+    for (int64_t i = 0; i < rank; ++i) ax.push_back(i);
+  size_t n = ax.size();
+  FRICTION_CHECK(pads.size() == 2 * n, "Pad pads has " + std::to_string(pads.size()) + " entries, expected " +
+                                           std::to_string(2 * n));
+  std::vector<int64_t> all(size_t(2 * rank), 0);
+  for (size_t i = 0; i < n; ++i) {
+    all[size_t(ax[i])] = pads[i];
+    all[size_t(ax[i] + rank)] = pads[i + n];
+  }
+  return all;
+}
+
+std::vector<int64_t> splitSizes(int64_t extent, const std::optional<std::vector<int64_t>>& split, size_t numOutputs) {
+  if (split) {
+    FRICTION_CHECK(split->size() == numOutputs, "Split has " + std::to_string(split->size()) + " sizes for " +
+                                                    std::to_string(numOutputs) + " outputs");
+    int64_t sum = 0;
+    for (int64_t s : *split) {
+      FRICTION_CHECK(s >= 0, "Split size " + std::to_string(s) + " is negative");
+      sum += s;
+    }
+    FRICTION_CHECK(sum == extent, "Split sizes " + str(*split) + " do not add up to " + std::to_string(extent));
+    return *split;
+  }
+  int64_t n = int64_t(numOutputs);
+  FRICTION_CHECK(extent % n == 0, "Split cannot divide " + std::to_string(extent) + " into " + std::to_string(n) +
+                                      " equal parts");
+  return std::vector<int64_t>(numOutputs, extent / n);
+}
+
+int64_t resizeDim(int64_t in, float scale) {
+  FRICTION_CHECK(scale > 0, "Resize scale " + std::to_string(scale) + " is not positive");
+  return int64_t(std::floor(double(in) * double(scale)));
+}
+
+int64_t rangeCount(double start, double limit, double delta) {
+  FRICTION_CHECK(delta != 0, "Range delta is 0");
+  return std::max<int64_t>(int64_t(std::ceil((limit - start) / delta)), 0);
+}
+
+DType dtypeFromOnnx(int64_t code) {
+  switch (code) {
+    case 1: return DType::F32;
+    case 2: return DType::U8;
+    case 3: return DType::I8;
+    case 4: return DType::U16;
+    case 5: return DType::I16;
+    case 6: return DType::I32;
+    case 7: return DType::I64;
+    case 9: return DType::Bool;
+    case 10: return DType::F16;
+    case 11: return DType::F64;
+    case 12: return DType::U32;
+    case 13: return DType::U64;
+    case 16: return DType::BF16;
+    default: break;
+  }
+  throw Error("unsupported ONNX data type " + std::to_string(code));
+}
+
+Tensor constantValue(const Node& node) {
+  for (const char* unsupported : {"value_string", "value_strings", "sparse_value"})
+    FRICTION_CHECK(!node.hasAttr(unsupported),
+                   "Constant with '" + std::string(unsupported) + "' is not supported (string and sparse tensors)");
+  FRICTION_CHECK(node.attrs().size() == 1, "Constant needs exactly one value attribute");
+  if (node.hasAttr("value")) return node.attrTensor("value");
+  if (node.hasAttr("value_float")) return Tensor::scalarF32(node.attrFloat("value_float", 0));
+  if (node.hasAttr("value_int")) return Tensor::scalarI64(node.attrInt("value_int", 0));
+  if (node.hasAttr("value_floats")) {
+    std::vector<float> v = node.attrFloats("value_floats");
+    return Tensor::fromVector<float>(DType::F32, {int64_t(v.size())}, v);
+  }
+  return Tensor::vectorI64(node.attrInts("value_ints"));
+}
+
+}  // namespace friction

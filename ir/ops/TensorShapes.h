@@ -1,0 +1,60 @@
+// Shape arithmetic of the tensor (data movement) ops, shared by shape
+// inference (ir/ops/TensorOps.cpp) and the interpreter's kernels
+// (runtime/interp/kernels/TensorKernels.cpp) so both agree by construction.
+// Functions throw Error without naming the node; callers add that.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "ir/Graph.h"
+
+namespace friction {
+
+// A raw integer element of tracked contents (not a symbol, possibly negative).
+inline bool isIntDim(const Dim& d) { return d.symbol.empty(); }
+std::vector<Dim> dimsOf(const std::vector<int64_t>& v);
+
+// Reshape target resolution: 0 copies the input dim (unless allowZero), -1 is
+// inferred from the element count (symbolic factors cancel when they can),
+// symbolic entries pass through. Fails on count mismatches and bad entries.
+std::vector<Dim> reshapeDims(const Shape& in, const std::vector<Dim>& target, bool allowZero);
+
+// Transpose's perm, defaulting to reversed axes; validated as a permutation.
+std::vector<int64_t> transposePerm(const Node& node, size_t rank);
+
+// Axes of Squeeze/Unsqueeze-style inputs, normalized against `rank` and checked for duplicates.
+std::vector<int64_t> normalizeAxes(const std::vector<int64_t>& axes, int64_t rank);
+
+// Slice: one resolved axis. `count` elements are taken from `start` by `step`.
+struct SliceAxis {
+  int64_t axis, start, end, step;
+};
+// Normalizes axes (default 0..n-1) and steps (default 1) and validates lengths.
+std::vector<SliceAxis> sliceAxes(int64_t rank, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                                 const std::optional<std::vector<int64_t>>& axes,
+                                 const std::optional<std::vector<int64_t>>& steps);
+// Clamps start/end of one axis against its extent (ONNX rules, incl. negative
+// steps and INT64_MAX ends) and returns the number of elements taken.
+int64_t clampSlice(int64_t dim, SliceAxis& s);
+
+// Pad: [begin..., end...] over all `rank` axes from the pads input and optional axes input.
+std::vector<int64_t> padsForAllAxes(int64_t rank, const std::vector<int64_t>& pads,
+                                    const std::optional<std::vector<int64_t>>& axes);
+
+// Split sizes along an axis of `extent`: the split input, or equal parts.
+std::vector<int64_t> splitSizes(int64_t extent, const std::optional<std::vector<int64_t>>& split, size_t numOutputs);
+
+// Resize output extent for a scale (ONNX reference: floor(in * scale)).
+int64_t resizeDim(int64_t in, float scale);
+
+// Range's element count: max(ceil((limit - start) / delta), 0).
+int64_t rangeCount(double start, double limit, double delta);
+
+// ONNX TensorProto data type code (EyeLike's dtype attribute) to DType.
+DType dtypeFromOnnx(int64_t code);
+
+// The tensor a Constant node produces from whichever value attribute it has.
+Tensor constantValue(const Node& node);
+
+}  // namespace friction

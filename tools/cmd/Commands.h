@@ -1,0 +1,13 @@
+// The subcommands of the `friction` CLI (contract: ../shared/design.md).
+// Each `add*` registers its options on the app and the action to run.
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace friction::cli {
+
+void addInspect(CLI::App& app);
+void addRun(CLI::App& app);
+void addConformance(CLI::App& app);
+void addZoo(CLI::App& app);
+
+}  // namespace friction::cli

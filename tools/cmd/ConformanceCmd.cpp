@@ -1,0 +1,63 @@
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "ir/Error.h"
+#include "tools/cmd/Commands.h"
+#include "tools/conformance/Conformance.h"
+
+namespace friction::cli {
+namespace {
+
+struct ConformanceArgs {
+  std::string dir;
+  ConformanceOptions options;
+  bool json = false, verbose = false;
+};
+
+void conformance(ConformanceArgs& a) {
+  if (a.verbose && !a.json)
+    a.options.onCase = [](const ConformanceCase& c) {
+      const char* tag = c.status == ConformanceCase::Status::Passed ? "PASS" : c.status == ConformanceCase::Status::Failed ? "FAIL" : "SKIP";
+      std::cout << tag << " " << c.name << (c.reason.empty() ? "" : ": " + c.reason) << "\n";
+    };
+  ConformanceReport r = runConformance(a.dir, a.options);
+  std::map<std::string, int> skippedOps;
+  for (const auto& c : r.cases)
+    if (c.status == ConformanceCase::Status::Skipped) skippedOps[c.reason]++;
+  if (a.json) {
+    nlohmann::json j{{"dir", a.dir}, {"backend", a.options.backend}, {"passed", r.passed}, {"failed", r.failed}, {"skipped", r.skipped}};
+    for (const auto& c : r.cases) {
+      const char* s = c.status == ConformanceCase::Status::Passed ? "passed" : c.status == ConformanceCase::Status::Failed ? "failed" : "skipped";
+      j["cases"].push_back({{"name", c.name}, {"status", s}, {"reason", c.reason}});
+    }
+    std::cout << j.dump(2) << "\n";
+  } else {
+    if (r.failed) {
+      std::cout << "failures:\n";
+      for (const auto& c : r.cases)
+        if (c.status == ConformanceCase::Status::Failed) std::cout << "  " << c.name << ": " << c.reason << "\n";
+    }
+    if (r.skipped) {
+      std::cout << "skipped (" << r.skipped << " cases):\n";
+      for (const auto& [why, n] : skippedOps) std::cout << "  " << why << " (" << n << ")\n";
+    }
+  }
+  std::cout << r.passed << " passed, " << r.failed << " failed, " << r.skipped << " skipped\n";
+  if (r.failed) throw Error(std::to_string(r.failed) + " conformance case(s) failed");
+}
+
+}  // namespace
+
+void addConformance(CLI::App& app) {
+  auto args = std::make_shared<ConformanceArgs>();
+  auto* cmd = app.add_subcommand("conformance", "run ONNX backend-test cases under DIR");
+  cmd->add_option("dir", args->dir, "folder of <case>/model.onnx + test_data_set_*")->required();
+  cmd->add_option("--backend", args->options.backend, "backend to test");
+  cmd->add_option("--filter", args->options.filter, "regex over case names");
+  cmd->add_flag("--json", args->json, "machine-readable output");
+  cmd->add_flag("-v,--verbose", args->verbose, "print every case as it runs");
+  cmd->callback([args] { conformance(*args); });
+}
+
+}  // namespace friction::cli

@@ -1,0 +1,143 @@
+#include "tools/conformance/Conformance.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include "frontend/onnx/OnnxImport.h"
+#include "frontend/onnx/TensorProto.h"
+#include "ir/Error.h"
+#include "ir/OpRegistry.h"
+#include "runtime/Backend.h"
+#include "runtime/interp/KernelRegistry.h"
+
+namespace fs = std::filesystem;
+
+namespace friction {
+namespace {
+
+// Returns the first op of the model that friction does not support, or "".
+std::string firstUnsupportedOp(const onnx::ModelProto& model) {
+  for (const auto& n : model.graph().node()) {
+    if (!n.domain().empty() && n.domain() != "ai.onnx") return n.domain() + "." + n.op_type();
+    if (n.op_type() == "Upsample") continue;  // imported as Resize
+    if (!OpRegistry::instance().find(n.op_type()) || !interp::KernelRegistry::instance().find(n.op_type()))
+      return n.op_type();
+  }
+  return "";
+}
+
+std::vector<std::string> numberedFiles(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::pair<int, std::string>> found;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::string n = e.path().filename().string();
+    if (n.rfind(prefix, 0) == 0 && e.path().extension() == ".pb") {
+      try {
+        found.emplace_back(std::stoi(n.substr(prefix.size())), e.path().string());
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> r;
+  for (auto& f : found) r.push_back(f.second);
+  return r;
+}
+
+// Empty when `got` matches `want` within tolerance; otherwise the reason.
+std::string compareTensors(const Tensor& got, const Tensor& want, double rtol, double atol) {
+  if (got.dtype() != want.dtype())
+    return "dtype " + std::string(dtypeName(got.dtype())) + ", expected " + std::string(dtypeName(want.dtype()));
+  if (got.shape() != want.shape())
+    return "shape " + got.type().shape.str() + ", expected " + want.type().shape.str();
+  bool exact = !isFloat(want.dtype());
+  double worst = 0;
+  int64_t worstAt = -1;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double g = got.elementAsDouble(i), w = want.elementAsDouble(i);
+    if (std::isnan(w) && std::isnan(g)) continue;
+    if (exact ? g == w : (g == w || std::fabs(g - w) <= atol + rtol * std::fabs(w))) continue;
+    double err = std::isnan(g - w) ? INFINITY : std::fabs(g - w);
+    if (worstAt < 0 || err > worst) worst = err, worstAt = i;
+  }
+  if (worstAt < 0) return "";
+  return "value mismatch at element " + std::to_string(worstAt) + ": got " +
+         std::to_string(got.elementAsDouble(worstAt)) + ", expected " + std::to_string(want.elementAsDouble(worstAt));
+}
+
+ConformanceCase runCase(const fs::path& caseDir, const ConformanceOptions& opt) {
+  ConformanceCase c;
+  c.name = caseDir.filename().string();
+  try {
+    fs::path modelPath = caseDir / "model.onnx";
+    onnx::ModelProto proto;
+    {
+      std::ifstream f(modelPath, std::ios::binary);
+      if (!proto.ParseFromIstream(&f)) {
+        c.status = ConformanceCase::Status::Failed;
+        c.reason = "model.onnx does not parse";
+        return c;
+      }
+    }
+    std::string unsupported = firstUnsupportedOp(proto);
+    if (!unsupported.empty()) {
+      c.reason = "unsupported op " + unsupported;
+      return c;  // skipped
+    }
+    auto graph = onnxio::importOnnxModel(proto, caseDir.string(), modelPath.string());
+    auto backend = createBackend(opt.backend);
+    auto model = backend->compile(*graph);
+    std::vector<fs::path> sets;
+    for (const auto& e : fs::directory_iterator(caseDir))
+      if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
+    std::sort(sets.begin(), sets.end());
+    FRICTION_CHECK(!sets.empty(), "no test_data_set_* folder");
+    for (const auto& set : sets) {
+      std::vector<Tensor> inputs, expected;
+      for (const auto& f : numberedFiles(set, "input_")) inputs.push_back(onnxio::readTensorFile(f));
+      for (const auto& f : numberedFiles(set, "output_")) expected.push_back(onnxio::readTensorFile(f));
+      std::vector<Tensor> outputs = model->run(inputs);
+      FRICTION_CHECK(outputs.size() == expected.size(), "produced " + std::to_string(outputs.size()) +
+                                                            " outputs, expected " + std::to_string(expected.size()));
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        std::string why = compareTensors(outputs[i], expected[i], opt.rtol, opt.atol);
+        FRICTION_CHECK(why.empty(), set.filename().string() + " output " + std::to_string(i) + ": " + why);
+      }
+    }
+    c.status = ConformanceCase::Status::Passed;
+  } catch (const std::exception& e) {
+    c.status = ConformanceCase::Status::Failed;
+    c.reason = e.what();
+  }
+  return c;
+}
+
+}  // namespace
+
+ConformanceReport runConformance(const std::string& dir, const ConformanceOptions& opt) {
+  FRICTION_CHECK(fs::is_directory(dir), "conformance: '" + dir + "' is not a directory");
+  std::vector<fs::path> cases;
+  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it)
+    if (it->is_regular_file() && it->path().filename() == "model.onnx") cases.push_back(it->path().parent_path());
+  std::sort(cases.begin(), cases.end());
+  std::optional<std::regex> filter;
+  if (!opt.filter.empty()) filter.emplace(opt.filter);
+  ConformanceReport report;
+  for (const auto& dirPath : cases) {
+    if (filter && !std::regex_search(dirPath.filename().string(), *filter)) continue;
+    ConformanceCase c = runCase(dirPath, opt);
+    switch (c.status) {
+      case ConformanceCase::Status::Passed: report.passed++; break;
+      case ConformanceCase::Status::Failed: report.failed++; break;
+      case ConformanceCase::Status::Skipped: report.skipped++; break;
+    }
+    if (opt.onCase) opt.onCase(c);
+    report.cases.push_back(std::move(c));
+  }
+  return report;
+}
+
+}  // namespace friction

@@ -1,0 +1,32 @@
+// Runs ONNX backend-test cases (<case>/model.onnx with test_data_set_*/
+// input_*.pb and output_*.pb) on a backend and compares outputs.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace friction {
+
+struct ConformanceCase {
+  enum class Status { Passed, Failed, Skipped };
+  std::string name;
+  Status status = Status::Skipped;
+  std::string reason;  // why it failed or was skipped
+};
+
+struct ConformanceReport {
+  std::vector<ConformanceCase> cases;
+  int passed = 0, failed = 0, skipped = 0;
+};
+
+struct ConformanceOptions {
+  std::string backend = "interp";
+  std::string filter;  // ECMAScript regex matched against the case name; empty: all
+  double rtol = 1e-3, atol = 1e-7;  // the ONNX backend-test defaults
+  std::function<void(const ConformanceCase&)> onCase;  // progress callback
+};
+
+// Walks `dir` recursively for folders holding model.onnx.
+ConformanceReport runConformance(const std::string& dir, const ConformanceOptions& options);
+
+}  // namespace friction

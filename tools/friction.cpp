@@ -1,0 +1,27 @@
+// friction: a graph compiler built to study graph compilation.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "ir/Error.h"
+#include "tools/cmd/Commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"friction: a graph compiler built to study graph compilation"};
+  app.require_subcommand(1);
+  friction::cli::addInspect(app);
+  friction::cli::addRun(app);
+  friction::cli::addConformance(app);
+  friction::cli::addZoo(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const friction::Error& e) {
+    std::cerr << "friction: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "friction: internal error: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}
