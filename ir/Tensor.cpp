@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 #include "ir/Error.h"
 
@@ -36,17 +37,6 @@ auto visitElement(DType t, const void* base, int64_t i, Fn fn) {
   throw Error("bad dtype");
 }
 
-template <typename T>
-T convertNumber(double d) {
-  if constexpr (std::is_same_v<T, bool>) {
-    return d != 0;
-  } else if constexpr (std::is_integral_v<T>) {
-    if (std::isnan(d)) return T(0);
-    return T(int64_t(d));
-  } else {
-    return T(d);
-  }
-}
 }  // namespace
 
 void Tensor::checkByteSize(size_t got, size_t want) {
@@ -90,6 +80,13 @@ Tensor Tensor::reshaped(std::vector<int64_t> shape) const {
   return t;
 }
 
+Tensor Tensor::bitcast(DType to) const {
+  FRICTION_CHECK(dtypeSize(to) == dtypeSize(dtype_), "bitcast between dtypes of different sizes");
+  Tensor t = *this;
+  t.dtype_ = to;
+  return t;
+}
+
 double Tensor::elementAsDouble(int64_t i) const {
   return visitElement(dtype_, rawData(), i, [](auto v) { return double(v); });
 }
@@ -110,31 +107,61 @@ std::vector<double> Tensor::toDoubleVector() const {
   return r;
 }
 
+namespace {
+// Float to integer: truncate toward zero; NaN gives 0 and out-of-range values
+// saturate (C++ leaves those undefined; ONNX leaves them unspecified).
+template <typename T>
+T floatToInt(double d) {
+  if (std::isnan(d)) return T(0);
+  if (d <= double(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+  if (d >= double(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return T(d);
+}
+
+template <typename T>
+void storeElement(void* base, int64_t i, double f, int64_t s, uint64_t u, int kind) {
+  T* p = static_cast<T*>(base) + i;
+  if constexpr (std::is_same_v<T, bool>) {
+    *p = kind == 0 ? f != 0 : kind == 1 ? s != 0 : u != 0;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    *p = kind == 0 ? T(f) : kind == 1 ? T(s) : T(u);
+  } else {
+    *p = kind == 0 ? floatToInt<T>(f) : kind == 1 ? T(s) : T(u);  // integer to integer wraps
+  }
+}
+}  // namespace
+
 Tensor Tensor::castTo(DType to) const {
   Tensor out(to, shape_);
   if (to == dtype_) {
     if (byteSize()) std::memcpy(out.rawData(), rawData(), byteSize());
     return out;
   }
+  // Source elements are read exactly: floats as double, signed ints and bool as int64, unsigned as uint64.
+  int kind = isFloat(dtype_) ? 0 : isUnsignedInt(dtype_) ? 2 : 1;
   for (int64_t i = 0; i < numel_; ++i) {
-    // Integers go through int64 to keep exact values; floats through double.
-    bool srcInt = !isFloat(dtype_);
-    double d = srcInt ? 0.0 : elementAsDouble(i);
-    int64_t n = srcInt ? elementAsInt(i) : 0;
+    double f = kind == 0 ? elementAsDouble(i) : 0.0;
+    int64_t s = kind == 1 ? elementAsInt(i) : 0;
+    uint64_t u = kind == 2 ? (dtype_ == DType::U64 ? data<uint64_t>()[i] : uint64_t(elementAsInt(i))) : 0;
+    void* o = out.rawData();
     switch (to) {
-      case DType::F32: out.data<float>()[i] = srcInt ? float(n) : float(d); break;
-      case DType::F64: out.data<double>()[i] = srcInt ? double(n) : d; break;
-      case DType::F16: out.data<uint16_t>()[i] = floatToHalf(srcInt ? float(n) : float(d)); break;
-      case DType::BF16: out.data<uint16_t>()[i] = floatToBf16(srcInt ? float(n) : float(d)); break;
-      case DType::I8: out.data<int8_t>()[i] = srcInt ? int8_t(n) : convertNumber<int8_t>(d); break;
-      case DType::I16: out.data<int16_t>()[i] = srcInt ? int16_t(n) : convertNumber<int16_t>(d); break;
-      case DType::I32: out.data<int32_t>()[i] = srcInt ? int32_t(n) : convertNumber<int32_t>(d); break;
-      case DType::I64: out.data<int64_t>()[i] = srcInt ? n : convertNumber<int64_t>(d); break;
-      case DType::U8: out.data<uint8_t>()[i] = srcInt ? uint8_t(n) : convertNumber<uint8_t>(d); break;
-      case DType::U16: out.data<uint16_t>()[i] = srcInt ? uint16_t(n) : convertNumber<uint16_t>(d); break;
-      case DType::U32: out.data<uint32_t>()[i] = srcInt ? uint32_t(n) : convertNumber<uint32_t>(d); break;
-      case DType::U64: out.data<uint64_t>()[i] = srcInt ? uint64_t(n) : uint64_t(convertNumber<int64_t>(d)); break;
-      case DType::Bool: out.data<bool>()[i] = srcInt ? n != 0 : d != 0; break;
+      case DType::F32: storeElement<float>(o, i, f, s, u, kind); break;
+      case DType::F64: storeElement<double>(o, i, f, s, u, kind); break;
+      case DType::F16:
+      case DType::BF16: {
+        float x = kind == 0 ? float(f) : kind == 1 ? float(s) : float(u);
+        out.data<uint16_t>()[i] = to == DType::F16 ? floatToHalf(x) : floatToBf16(x);
+        break;
+      }
+      case DType::I8: storeElement<int8_t>(o, i, f, s, u, kind); break;
+      case DType::I16: storeElement<int16_t>(o, i, f, s, u, kind); break;
+      case DType::I32: storeElement<int32_t>(o, i, f, s, u, kind); break;
+      case DType::I64: storeElement<int64_t>(o, i, f, s, u, kind); break;
+      case DType::U8: storeElement<uint8_t>(o, i, f, s, u, kind); break;
+      case DType::U16: storeElement<uint16_t>(o, i, f, s, u, kind); break;
+      case DType::U32: storeElement<uint32_t>(o, i, f, s, u, kind); break;
+      case DType::U64: storeElement<uint64_t>(o, i, f, s, u, kind); break;
+      case DType::Bool: storeElement<bool>(o, i, f, s, u, kind); break;
     }
   }
   return out;

@@ -49,6 +49,7 @@ class Tensor {
 
   Tensor clone() const;
   Tensor reshaped(std::vector<int64_t> shape) const;  // shares storage
+  Tensor bitcast(DType to) const;                      // same bytes, another dtype of equal size
   // Element i converted to double / int64 (for small shape tensors and tests).
   double elementAsDouble(int64_t i) const;
   int64_t elementAsInt(int64_t i) const;

@@ -12,7 +12,7 @@
 namespace friction::onnxio {
 
 // Oldest and newest default-domain opsets the importer accepts.
-constexpr int64_t kMinOpset = 7;
+constexpr int64_t kMinOpset = 1;
 constexpr int64_t kMaxOpset = 17;
 
 std::unique_ptr<Graph> importOnnxFile(const std::string& path);

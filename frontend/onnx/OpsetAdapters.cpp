@@ -100,6 +100,19 @@ void adaptCoercedSoftmax(Graph& g, Node& n) {
   n.setInputs({soft, shape});
 }
 
+// PRelu before opset 7 applied a 1-D slope of size C per channel (axis 1);
+// numpy broadcasting needs it shaped [C, 1, ..., 1].
+void adaptPRelu(Graph& g, Node& n) {
+  Value* slope = n.input(1);
+  const Shape& x = n.input(0)->shape();
+  if (!slope || !slope->isConstant() || !x.hasRank() || x.rank() < 3 || slope->shape().rank() != 1) return;
+  const Tensor& t = slope->constant();
+  if (t.numel() == 1 || !x[1].isStatic() || x[1].value != t.numel()) return;
+  std::vector<int64_t> dims(x.rank() - 1, 1);
+  dims[0] = t.numel();
+  n.setInput(1, g.addInitializer(g.freshName(slope->name() + "_per_channel"), t.reshaped(dims)));
+}
+
 struct Adapter {
   const char* op;
   int64_t before;  // applies to models whose opset is below this version
@@ -111,6 +124,7 @@ void splitSizes(Graph& g, Node& n) { attrToInput(g, n, "split", 1, intsTensor); 
 
 const Adapter kAdapters[] = {
     {"Clip", 11, adaptClip},
+    {"PRelu", 7, adaptPRelu},
     {"Pad", 11, adaptPad},
     {"Dropout", 12, adaptDropout},
     {"Slice", 10, adaptSlice},
@@ -120,14 +134,39 @@ const Adapter kAdapters[] = {
     {"ReduceSum", 13, squeezeAxes},
     {"Resize", 11, adaptResize10},
     {"Upsample", 100, adaptResize10},
+    {"Scatter", 100, [](Graph&, Node& n) { n.setOp("ScatterElements"); }},
     {"Softmax", 13, adaptCoercedSoftmax},
     {"LogSoftmax", 13, adaptCoercedSoftmax},
     {"Hardmax", 13, adaptCoercedSoftmax},
 };
 
+// Attributes of opsets 1-8 that carry no meaning for inference.
+void dropLegacyAttributes(Node& n, int64_t opset) {
+  if (opset < 6) n.removeAttr("consumed_inputs");  // an in-place hint of early opsets
+  if (n.op() == "BatchNormalization" || n.op() == "Dropout") n.removeAttr("is_test");
+  if (n.op() == "BatchNormalization" && n.hasAttr("spatial")) {
+    FRICTION_CHECK(n.attrInt("spatial", 1) == 1, n.describe() + ": spatial=0 BatchNormalization is not supported");
+    n.removeAttr("spatial");
+  }
+  if (opset < 7 && n.hasAttr("broadcast")) {
+    // Pre-7 broadcasting aligned B at `axis`; it equals numpy broadcasting when
+    // B lines up with A's trailing dims.
+    const Shape &a = n.input(0)->shape(), &b = n.input(1)->shape();
+    if (n.hasAttr("axis") && a.hasRank() && b.hasRank())
+      FRICTION_CHECK(n.attrInt("axis", 0) == int64_t(a.rank() - b.rank()) ||
+                         n.attrInt("axis", 0) - int64_t(a.rank()) == -int64_t(b.rank()),
+                     n.describe() + ": legacy broadcast with axis is not supported");
+    n.removeAttr("broadcast");
+    n.removeAttr("axis");
+  }
+}
+
 }  // namespace
 
+bool isLegacyOp(const std::string& op) { return op == "Upsample" || op == "Scatter"; }
+
 void adaptToOpset17(Graph& graph, Node& node, int64_t opset) {
+  if (opset < 9) dropLegacyAttributes(node, opset);
   for (const Adapter& a : kAdapters)
     if (node.op() == a.op && opset < a.before) {
       a.fn(graph, node);

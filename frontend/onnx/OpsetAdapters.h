@@ -7,6 +7,8 @@
 
 namespace friction::onnxio {
 
+// Ops removed from ONNX that the adapters rewrite into current ones (Upsample, Scatter).
+bool isLegacyOp(const std::string& op);
 // Adapts `node` (its inputs are already typed) from `opset` to opset 17. May
 // add nodes and initializers to `graph`; added nodes are already inferred.
 void adaptToOpset17(Graph& graph, Node& node, int64_t opset);

@@ -150,8 +150,12 @@ void checkBitShift(InferContext& ctx) {
 void checkPRelu(InferContext& ctx) {
   // The slope broadcasts to X, never X to the slope.
   const Shape& x = ctx.inputShape(0);
-  ctx.check(!x.hasRank() || ctx.node().output(0)->shape() == x,
-            "slope " + ctx.inputShape(1).str() + " does not broadcast to X " + x.str());
+  const Shape& out = ctx.node().output(0)->shape();
+  bool ok = !x.hasRank() || !out.hasRank() || out.rank() == x.rank();
+  for (size_t i = 0; ok && x.hasRank() && out.hasRank() && i < x.rank(); ++i)
+    ok = !x[i].isStatic() || out[i] == x[i];
+  ctx.check(ok, "slope " + ctx.inputShape(1).str() + " does not broadcast to X " + x.str());
+  ctx.setOutput(0, ctx.inputType(0));
 }
 
 // ONNX TensorProto.DataType codes for Cast's `to`.

@@ -226,13 +226,13 @@ int64_t gemmFlops(const Node& n) {
 
 void inferBatchNorm(InferContext& ctx) {
   requireFloat(ctx, 0);
-  ctx.check(ctx.node().attrInt("training_mode", 0) == 0,
-            "training_mode=1 is not supported (inference only)");
-  ctx.check(ctx.numOutputs() == 1, "running mean/var outputs exist only in training mode");
+  bool training = ctx.node().attrInt("training_mode", 0) != 0;
+  ctx.check(training || ctx.numOutputs() == 1, "running mean/var outputs exist only with training_mode=1");
   const Shape* x = rankedInput(ctx, 0, 2, ctx.inputDType(0));
   if (!x) return;
   for (size_t i = 1; i < 5; ++i) checkChannelVector(ctx, i, (*x)[1], "scale/B/mean/var");
   ctx.setOutput(0, ctx.inputType(0));
+  for (size_t i = 1; i < 3; ++i) ctx.setOutput(i, ctx.inputDType(3), Shape({(*x)[1]}));
 }
 
 void inferLayerNorm(InferContext& ctx) {

@@ -427,11 +427,10 @@ void inferResize(InferContext& ctx) {
             "unsupported nearest_mode '" + nm + "'");
   if (!x.shape.hasRank()) return ctx.setOutput(0, x);
   size_t r = x.shape.rank();
-  // An empty scales tensor (older exporters) means "use sizes".
+  // An empty scales (or sizes) tensor, as older exporters write, counts as absent.
+  auto given = [&](size_t i) { return ctx.hasInput(i) && ctx.inputShape(i) != Shape{Dim(0)}; };
   const Tensor* scales = ctx.inputConstant(2);
-  bool scalesGiven = ctx.hasInput(2) && !(ctx.inputShape(2).hasRank() && ctx.inputShape(2).rank() == 1 &&
-                                          ctx.inputShape(2)[0] == Dim(0));
-  bool sizesGiven = ctx.hasInput(3);
+  bool scalesGiven = given(2), sizesGiven = given(3);
   ctx.check(scalesGiven != sizesGiven, "exactly one of scales and sizes must be given");
   Shape out = unknownDims(r);
   if (sizesGiven) {

@@ -413,3 +413,17 @@ TEST(Elementwise, FlopsCountOutputElements) {
   auto r = interp::run(g, {f32({4, 5}, ones), f32({5}, {1, 2, 3, 4, 5})});
   expectValues(r[0], DType::F64, {4, 5}, {2, 3, 4, 5, 6, 2, 3, 4, 5, 6, 2, 3, 4, 5, 6, 2, 3, 4, 5, 6});
 }
+
+TEST(Elementwise, LargeInputsTakeParallelPath) {
+  // Above the OpenMP threshold, both the same-shape and the broadcast loops.
+  const int64_t rows = 300, cols = 200;
+  std::vector<float> x(static_cast<size_t>(rows * cols)), y(static_cast<size_t>(cols));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 97) - 48;
+  for (size_t j = 0; j < y.size(); ++j) y[j] = float(j);
+  Tensor sum = run1("Add", {f32({rows, cols}, x), f32({cols}, y)});
+  Tensor relu = run1("Relu", {f32({rows, cols}, x)});
+  for (int64_t i = 0; i < rows * cols; i += 1237) {
+    EXPECT_EQ(sum.data<float>()[i], x[size_t(i)] + y[size_t(i % cols)]);
+    EXPECT_EQ(relu.data<float>()[i], std::max(x[size_t(i)], 0.0f));
+  }
+}

@@ -6,6 +6,7 @@
 
 #include "ir/Builder.h"
 #include "ir/Error.h"
+#include "ir/Specialize.h"
 #include "runtime/interp/Interpreter.h"
 
 using namespace friction;
@@ -64,6 +65,9 @@ TEST(TensorOps, PyTorchFlattenKeepsSymbolicBatch) {
   Tensor out = interp::run(g, {in})[0];
   EXPECT_EQ(out.shape(), (I64s{2, 192}));
   EXPECT_EQ(values(out), values(in));
+
+  bindInputDims(g, {{"N", 2}});
+  EXPECT_EQ(y->shape(), (Shape{2, 192}));
 }
 
 // ViT: Expand(cls[1,1,D], [N,1,D]) then Concat with the patch tokens along axis 1.

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "frontend/onnx/OnnxImport.h"
+#include "frontend/onnx/OpsetAdapters.h"
 #include "frontend/onnx/TensorProto.h"
 #include "ir/Error.h"
 #include "ir/OpRegistry.h"
@@ -19,15 +20,30 @@ namespace fs = std::filesystem;
 namespace friction {
 namespace {
 
-// Returns the first op of the model that friction does not support, or "".
-std::string firstUnsupportedOp(const onnx::ModelProto& model) {
-  for (const auto& n : model.graph().node()) {
-    if (!n.domain().empty() && n.domain() != "ai.onnx") return n.domain() + "." + n.op_type();
-    if (n.op_type() == "Upsample") continue;  // imported as Resize
+// Why friction cannot run this model at all (an op or a type outside the
+// supported set), or "" when it should.
+std::string unsupportedReason(const onnx::ModelProto& model) {
+  const auto& g = model.graph();
+  for (const auto& n : g.node()) {
+    if (!n.domain().empty() && n.domain() != "ai.onnx") return "unsupported op " + n.domain() + "." + n.op_type();
+    if (onnxio::isLegacyOp(n.op_type())) continue;  // rewritten on import
     if (!OpRegistry::instance().find(n.op_type()) || !interp::KernelRegistry::instance().find(n.op_type()))
-      return n.op_type();
+      return "unsupported op " + n.op_type();
+    for (const auto& a : n.attribute())
+      if (a.name() == "to" && a.i() == onnx::TensorProto::STRING) return "unsupported type: string tensors";
   }
+  for (const auto* list : {&g.input(), &g.output()})
+    for (const auto& vi : *list) {
+      if (!vi.type().has_tensor_type()) return "unsupported type: sequence/optional/map values";
+      if (vi.type().tensor_type().elem_type() == onnx::TensorProto::STRING) return "unsupported type: string tensors";
+    }
   return "";
+}
+
+// The backend-test data stores bfloat16 tensors as uint16; read them as the model declares.
+Tensor asDeclared(Tensor t, const Value* decl) {
+  if (decl && decl->dtype() == DType::BF16 && t.dtype() == DType::U16) return t.bitcast(DType::BF16);
+  return t;
 }
 
 std::vector<std::string> numberedFiles(const fs::path& dir, const std::string& prefix) {
@@ -82,11 +98,8 @@ ConformanceCase runCase(const fs::path& caseDir, const ConformanceOptions& opt) 
         return c;
       }
     }
-    std::string unsupported = firstUnsupportedOp(proto);
-    if (!unsupported.empty()) {
-      c.reason = "unsupported op " + unsupported;
-      return c;  // skipped
-    }
+    c.reason = unsupportedReason(proto);
+    if (!c.reason.empty()) return c;  // skipped
     auto graph = onnxio::importOnnxModel(proto, caseDir.string(), modelPath.string());
     auto backend = createBackend(opt.backend);
     auto model = backend->compile(*graph);
@@ -97,8 +110,11 @@ ConformanceCase runCase(const fs::path& caseDir, const ConformanceOptions& opt) 
     FRICTION_CHECK(!sets.empty(), "no test_data_set_* folder");
     for (const auto& set : sets) {
       std::vector<Tensor> inputs, expected;
-      for (const auto& f : numberedFiles(set, "input_")) inputs.push_back(onnxio::readTensorFile(f));
-      for (const auto& f : numberedFiles(set, "output_")) expected.push_back(onnxio::readTensorFile(f));
+      auto declared = [](const std::vector<Value*>& vs, size_t i) { return i < vs.size() ? vs[i] : nullptr; };
+      for (const auto& f : numberedFiles(set, "input_"))
+        inputs.push_back(asDeclared(onnxio::readTensorFile(f), declared(graph->inputs(), inputs.size())));
+      for (const auto& f : numberedFiles(set, "output_"))
+        expected.push_back(asDeclared(onnxio::readTensorFile(f), declared(graph->outputs(), expected.size())));
       std::vector<Tensor> outputs = model->run(inputs);
       FRICTION_CHECK(outputs.size() == expected.size(), "produced " + std::to_string(outputs.size()) +
                                                             " outputs, expected " + std::to_string(expected.size()));

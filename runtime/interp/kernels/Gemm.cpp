@@ -29,12 +29,17 @@ __attribute__((always_inline)) inline void microBody(int64_t kc, const T* __rest
     for (int64_t j = 0; j < NR; ++j) acc[r * NR + j] = c[r][j];
 }
 
-// Compiled for AVX2+FMA and for baseline x86-64; chosen at load time.
-__attribute__((target_clones("arch=x86-64-v3", "default"))) void micro(int64_t kc, const float* ap, const float* bp,
+// Compiled for AVX2+FMA and for baseline x86-64, chosen at load time; other targets build it once.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define FRICTION_MULTIVERSION __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define FRICTION_MULTIVERSION
+#endif
+FRICTION_MULTIVERSION void micro(int64_t kc, const float* ap, const float* bp,
                                                                        float* acc) {
   microBody(kc, ap, bp, acc);
 }
-__attribute__((target_clones("arch=x86-64-v3", "default"))) void micro(int64_t kc, const double* ap,
+FRICTION_MULTIVERSION void micro(int64_t kc, const double* ap,
                                                                        const double* bp, double* acc) {
   microBody(kc, ap, bp, acc);
 }

@@ -345,25 +345,44 @@ Kernel argReduce() {
 
 template <typename T>
 Tensors batchNorm(T, const Node& node, const Tensors& in) {
-  FRICTION_CHECK(node.attrInt("training_mode", 0) == 0, node.describe() + ": training_mode=1 is not supported");
   const Tensor& x = in[0];
   int64_t c = x.rank() > 1 ? x.dim(1) : 1, plane = product(x.shape(), 2);
   for (size_t i = 1; i < 5; ++i)
     FRICTION_CHECK(in[i].numel() == c, node.describe() + ": input " + std::to_string(i) + " must have " +
                                            std::to_string(c) + " elements");
-  double eps = node.attrFloat("epsilon", 1e-5f);
-  Tensor y(x.dtype(), x.shape());
-  const T *px = x.data<T>(), *scale = in[1].data<T>(), *bias = in[2].data<T>(), *mean = in[3].data<T>(),
-          *var = in[4].data<T>();
-  T* py = y.data<T>();
+  double eps = node.attrFloat("epsilon", 1e-5f), momentum = node.attrFloat("momentum", 0.9f);
+  bool training = node.attrInt("training_mode", 0) != 0;
   int64_t planes = x.numel() / std::max<int64_t>(plane, 1);
+  const T* px = x.data<T>();
+  std::vector<double> mean(in[3].toDoubleVector()), var(in[4].toDoubleVector());
+  Tensor runMean(in[3].dtype(), {c}), runVar(in[4].dtype(), {c});
+  if (training) {
+    // Batch statistics (biased variance) over every axis but 1, as ONNX's reference does.
+    std::vector<double> sum(static_cast<size_t>(c), 0.0), sq(static_cast<size_t>(c), 0.0);
+    for (int64_t p = 0; p < planes; ++p)
+      for (int64_t i = 0; i < plane; ++i) sum[size_t(p % c)] += px[p * plane + i];
+    int64_t count = planes / std::max<int64_t>(c, 1) * plane;
+    for (int64_t ch = 0; ch < c; ++ch) sum[size_t(ch)] /= double(count);
+    for (int64_t p = 0; p < planes; ++p)
+      for (int64_t i = 0; i < plane; ++i) sq[size_t(p % c)] += std::pow(px[p * plane + i] - sum[size_t(p % c)], 2);
+    for (int64_t ch = 0; ch < c; ++ch) {
+      double bv = sq[size_t(ch)] / double(count);
+      runMean.data<T>()[ch] = T(mean[size_t(ch)] * momentum + sum[size_t(ch)] * (1 - momentum));
+      runVar.data<T>()[ch] = T(var[size_t(ch)] * momentum + bv * (1 - momentum));
+      mean[size_t(ch)] = sum[size_t(ch)];
+      var[size_t(ch)] = bv;
+    }
+  }
+  Tensor y(x.dtype(), x.shape());
+  const T *scale = in[1].data<T>(), *bias = in[2].data<T>();
+  T* py = y.data<T>();
   for (int64_t p = 0; p < planes; ++p) {
-    int64_t ch = p % c;
+    size_t ch = size_t(p % c);
     // y = x * s + t with s = scale / sqrt(var + eps), t = B - mean * s.
-    double s = scale[ch] / std::sqrt(double(var[ch]) + eps), t = bias[ch] - mean[ch] * s;
+    double s = scale[ch] / std::sqrt(var[ch] + eps), t = bias[ch] - mean[ch] * s;
     for (int64_t i = 0; i < plane; ++i) py[p * plane + i] = T(px[p * plane + i] * s + t);
   }
-  return {y};
+  return training ? Tensors{y, runMean, runVar} : Tensors{y};
 }
 
 // Normalizes each of `groups` contiguous runs of `len` elements; scale/bias
@@ -548,7 +567,8 @@ Kernel maxPool() {
                    }());
     int64_t* pi = wantIdx ? idx.data<int64_t>() : nullptr;
     Tensor y = poolPlanes<T>(x, w, [&](int64_t p, int64_t o, const T* xp, const int64_t* taps, int64_t n, int64_t) {
-      T best = std::numeric_limits<T>::lowest();
+      T best = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                    : std::numeric_limits<T>::lowest();
       int64_t arg = n ? taps[0] : 0;
       for (int64_t i = 0; i < n; ++i)
         if (xp[taps[i]] > best) best = xp[taps[i]], arg = taps[i];
@@ -602,9 +622,13 @@ Kernel reduceKernel(bool floatOnly, Init init, Step step, Fin fin) {
                                     ? (in.size() > 1 && in[1].defined() ? in[1].toInt64Vector() : std::vector<int64_t>{})
                                     : node.attrInts("axes");
     if (axes.empty() && node.attrInt("noop_with_empty_axes", 0)) return Tensors{x};
-    std::vector<int64_t> kept = x.shape();
-    for (int64_t a : axes) kept[size_t(normalizeAxis(node, a, rank))] = 1;
-    if (axes.empty()) kept.assign(x.rank(), 1);
+    std::vector<bool> reduced(x.rank(), axes.empty());  // no axes: reduce all
+    for (int64_t a : axes) reduced[size_t(normalizeAxis(node, a, rank))] = true;
+    std::vector<int64_t> kept = x.shape(), squeezed;
+    for (size_t d = 0; d < kept.size(); ++d) {
+      if (reduced[d]) kept[d] = 1;
+      else squeezed.push_back(kept[d]);
+    }
     int64_t count = x.numel() / std::max<int64_t>(checkedNumel(kept), 1);
     std::vector<int64_t> map = broadcastIndexMap(x.shape(), kept);
     std::vector<Acc> acc(size_t(checkedNumel(kept)), init(Acc{}));
@@ -612,15 +636,7 @@ Kernel reduceKernel(bool floatOnly, Init init, Step step, Fin fin) {
     for (int64_t i = 0; i < x.numel(); ++i) acc[size_t(map[size_t(i)])] = step(acc[size_t(map[size_t(i)])], Acc(px[i]));
     Tensor y(x.dtype(), kept);
     for (size_t i = 0; i < acc.size(); ++i) y.data<T>()[i] = T(fin(acc[i], count));
-    if (!node.attrInt("keepdims", 1)) {
-      std::vector<int64_t> squeezed;
-      for (size_t d = 0; d < kept.size(); ++d)
-        if (!(axes.empty() || std::count_if(axes.begin(), axes.end(), [&](int64_t a) {
-                return normalizeAxis(node, a, rank) == int64_t(d);
-              })))
-          squeezed.push_back(kept[d]);
-      y = y.reshaped(squeezed);
-    }
+    if (!node.attrInt("keepdims", 1)) y = y.reshaped(squeezed);
     return Tensors{y};
   };
   return floatOnly ? floatKernel(body) : arithKernel(body);
