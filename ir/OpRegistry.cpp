@@ -24,7 +24,7 @@ std::optional<std::vector<Dim>> InferContext::inputContents(size_t i) const {
   if (!v) return std::nullopt;
   if (v->knownContents()) return v->knownContents();
   const Tensor* t = inputConstant(i);
-  if (!t || !isInteger(t->dtype()) || t->rank() > 1 || t->numel() > 64) return std::nullopt;
+  if (!t || !(isInteger(t->dtype()) || t->dtype() == DType::Bool) || t->rank() > 1 || t->numel() > 64) return std::nullopt;
   std::vector<Dim> r;
   for (int64_t k = 0; k < t->numel(); ++k) {
     int64_t x = t->elementAsInt(k);
@@ -60,7 +60,7 @@ void InferContext::setOutputContents(size_t i, std::vector<Dim> contents) {
 void InferContext::fail(const std::string& msg) const { throw Error(node_.describe() + ": " + msg); }
 
 int64_t InferContext::normalizeAxis(int64_t axis, int64_t rank) const {
-  check(axis >= -rank && axis < std::max<int64_t>(rank, 1),
+  check(axis >= -rank && axis < rank,
         "axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
   return axis < 0 ? axis + rank : axis;
 }

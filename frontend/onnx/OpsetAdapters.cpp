@@ -104,8 +104,9 @@ void adaptCoercedSoftmax(Graph& g, Node& n) {
 // numpy broadcasting needs it shaped [C, 1, ..., 1].
 void adaptPRelu(Graph& g, Node& n) {
   Value* slope = n.input(1);
+  if (!slope) return;
   const Shape& x = n.input(0)->shape();
-  if (!slope || !slope->isConstant() || !x.hasRank() || x.rank() < 3 || slope->shape().rank() != 1) return;
+  if (!slope->isConstant() || !x.hasRank() || x.rank() < 3 || slope->shape().rank() != 1) return;
   const Tensor& t = slope->constant();
   if (t.numel() == 1 || !x[1].isStatic() || x[1].value != t.numel()) return;
   std::vector<int64_t> dims(x.rank() - 1, 1);
@@ -148,7 +149,7 @@ void dropLegacyAttributes(Node& n, int64_t opset) {
     FRICTION_CHECK(n.attrInt("spatial", 1) == 1, n.describe() + ": spatial=0 BatchNormalization is not supported");
     n.removeAttr("spatial");
   }
-  if (opset < 7 && n.hasAttr("broadcast")) {
+  if (opset < 7 && n.hasAttr("broadcast") && n.input(1)) {
     // Pre-7 broadcasting aligned B at `axis`; it equals numpy broadcasting when
     // B lines up with A's trailing dims.
     const Shape &a = n.input(0)->shape(), &b = n.input(1)->shape();
@@ -166,6 +167,8 @@ void dropLegacyAttributes(Node& n, int64_t opset) {
 bool isLegacyOp(const std::string& op) { return op == "Upsample" || op == "Scatter"; }
 
 void adaptToOpset17(Graph& graph, Node& node, int64_t opset) {
+  // Every adapted op needs input 0; without it, leave the node for inference to reject.
+  if (!node.input(0)) return;
   if (opset < 9) dropLegacyAttributes(node, opset);
   for (const Adapter& a : kAdapters)
     if (node.op() == a.op && opset < a.before) {

@@ -57,12 +57,9 @@ int32_t dtypeToOnnx(DType t) {
 
 namespace {
 
-// Copies the typed repeated field of `proto` into `t`, element by element.
+// Copies the typed repeated field of `proto` into `t` (sizes already checked).
 template <typename Dst, typename Field>
-void fillFrom(Tensor& t, const Field& field, const std::string& context) {
-  FRICTION_CHECK(int64_t(field.size()) == t.numel(),
-                 context + ": has " + std::to_string(field.size()) + " values, shape needs " +
-                     std::to_string(t.numel()));
+void fillFrom(Tensor& t, const Field& field) {
   Dst* d = t.data<Dst>();
   for (int i = 0; i < field.size(); ++i) d[i] = static_cast<Dst>(field.Get(i));
 }
@@ -117,22 +114,34 @@ Tensor tensorFromProto(TensorProto& proto, const std::string& baseDir, const std
                        std::string(dtypeName(dtype)) + " needs " + std::to_string(bytes));
     return Tensor::adoptString(dtype, dims, std::move(*proto.mutable_raw_data()));
   }
+  // Check the value count before allocating, so a corrupt dims field cannot request huge memory.
+  int64_t count = 0;
+  switch (dtype) {
+    case DType::F32: count = proto.float_data_size(); break;
+    case DType::F64: count = proto.double_data_size(); break;
+    case DType::I64: count = proto.int64_data_size(); break;
+    case DType::U32:
+    case DType::U64: count = proto.uint64_data_size(); break;
+    default: count = proto.int32_data_size(); break;
+  }
+  FRICTION_CHECK(count == numel, context + ": has " + std::to_string(count) + " values, shape " +
+                                     Shape::fromStatic(dims).str() + " needs " + std::to_string(numel));
   Tensor t(dtype, dims);
   if (numel == 0) return t;
   switch (dtype) {
-    case DType::F32: fillFrom<float>(t, proto.float_data(), context); break;
-    case DType::F64: fillFrom<double>(t, proto.double_data(), context); break;
-    case DType::I64: fillFrom<int64_t>(t, proto.int64_data(), context); break;
-    case DType::U32: fillFrom<uint32_t>(t, proto.uint64_data(), context); break;
-    case DType::U64: fillFrom<uint64_t>(t, proto.uint64_data(), context); break;
-    case DType::I32: fillFrom<int32_t>(t, proto.int32_data(), context); break;
-    case DType::I16: fillFrom<int16_t>(t, proto.int32_data(), context); break;
-    case DType::I8: fillFrom<int8_t>(t, proto.int32_data(), context); break;
-    case DType::U16: fillFrom<uint16_t>(t, proto.int32_data(), context); break;
-    case DType::U8: fillFrom<uint8_t>(t, proto.int32_data(), context); break;
-    case DType::Bool: fillFrom<bool>(t, proto.int32_data(), context); break;
+    case DType::F32: fillFrom<float>(t, proto.float_data()); break;
+    case DType::F64: fillFrom<double>(t, proto.double_data()); break;
+    case DType::I64: fillFrom<int64_t>(t, proto.int64_data()); break;
+    case DType::U32: fillFrom<uint32_t>(t, proto.uint64_data()); break;
+    case DType::U64: fillFrom<uint64_t>(t, proto.uint64_data()); break;
+    case DType::I32: fillFrom<int32_t>(t, proto.int32_data()); break;
+    case DType::I16: fillFrom<int16_t>(t, proto.int32_data()); break;
+    case DType::I8: fillFrom<int8_t>(t, proto.int32_data()); break;
+    case DType::U16: fillFrom<uint16_t>(t, proto.int32_data()); break;
+    case DType::U8: fillFrom<uint8_t>(t, proto.int32_data()); break;
+    case DType::Bool: fillFrom<bool>(t, proto.int32_data()); break;
     case DType::F16:  // int32_data holds the raw 16-bit patterns
-    case DType::BF16: fillFrom<uint16_t>(t, proto.int32_data(), context); break;
+    case DType::BF16: fillFrom<uint16_t>(t, proto.int32_data()); break;
   }
   return t;
 }

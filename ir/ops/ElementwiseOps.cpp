@@ -79,18 +79,56 @@ Dim divDims(const Dim& a, const Dim& b) {  // ONNX integer Div truncates, like C
   return Dim::unknown();
 }
 
+// Integer Mod with fmod=0: the result takes the divisor's sign (Python-style).
+Dim modDims(const Dim& a, const Dim& b) {
+  if (!isConst(a) || !isConst(b) || b.value == 0) return Dim::unknown();
+  int64_t r = a.value % b.value;
+  if (r != 0 && ((r < 0) != (b.value < 0))) r += b.value;
+  return Dim(r);
+}
+// Comparisons give 0/1. A symbolic dim is a size, so never negative: this
+// resolves PyTorch's `Where(Equal(shape, -1), 1, shape)` in expand exports.
+Dim equalDims(const Dim& a, const Dim& b) {
+  if (isConst(a) && isConst(b)) return Dim(a.value == b.value ? 1 : 0);
+  if (!a.isUnknown() && a == b) return Dim(1);
+  if ((isConst(a) && a.value < 0) || (isConst(b) && b.value < 0)) return Dim(0);
+  return Dim::unknown();
+}
+Dim lessDims(const Dim& a, const Dim& b) {
+  return isConst(a) && isConst(b) ? Dim(a.value < b.value ? 1 : 0) : Dim::unknown();
+}
+Dim greaterDims(const Dim& a, const Dim& b) { return lessDims(b, a); }
+
 using DimOp = Dim (*)(const Dim&, const Dim&);
 
 // Sets the output contents of an integer binary op when both inputs' contents
 // are known; a length-1 side broadcasts against the other.
 void trackContents(InferContext& ctx, DimOp op) {
-  if (!isInteger(ctx.inputDType(0))) return;
+  if (!isInteger(ctx.inputDType(0)) && ctx.inputDType(0) != DType::Bool) return;
   auto a = ctx.inputContents(0), b = ctx.inputContents(1);
   if (!a || !b) return;
   size_t n = std::max(a->size(), b->size());
   if ((a->size() != n && a->size() != 1) || (b->size() != n && b->size() != 1)) return;
   std::vector<Dim> out;
   for (size_t i = 0; i < n; ++i) out.push_back(op((*a)[a->size() == 1 ? 0 : i], (*b)[b->size() == 1 ? 0 : i]));
+  ctx.setOutputContents(0, std::move(out));
+}
+
+// Where on known contents: elements with a known 0/1 condition are selected.
+void trackWhereContents(InferContext& ctx) {
+  if (!isInteger(ctx.inputDType(1))) return;
+  auto c = ctx.inputContents(0), x = ctx.inputContents(1), y = ctx.inputContents(2);
+  if (!c || !x || !y) return;
+  size_t n = std::max({c->size(), x->size(), y->size()});
+  auto at = [n](const std::vector<Dim>& v, size_t i) -> const Dim* {
+    return v.size() == n ? &v[i] : v.size() == 1 ? &v[0] : nullptr;
+  };
+  std::vector<Dim> out;
+  for (size_t i = 0; i < n; ++i) {
+    const Dim *ci = at(*c, i), *xi = at(*x, i), *yi = at(*y, i);
+    if (!ci || !xi || !yi) return;
+    out.push_back(isConst(*ci) ? (ci->value ? *xi : *yi) : Dim::unknown());
+  }
   ctx.setOutputContents(0, std::move(out));
 }
 
@@ -196,15 +234,15 @@ void registerElementwiseOps(OpRegistry& r) {
       {"Sub", 2, 2, kNumbers, false, {}, subDims},
       {"Mul", 2, 2, kNumbers, false, {}, mulContents},
       {"Div", 2, 2, kNumbers, false, {}, divDims},
-      {"Mod", 2, 2, kNumbers, false, {{"fmod", I}}, nullptr, checkMod},
+      {"Mod", 2, 2, kNumbers, false, {{"fmod", I}}, modDims, checkMod},
       {"BitShift", 2, 2, kUnsigned, false, {{"direction", AttrKind::String, true}}, nullptr, checkBitShift},
       // Logic and comparisons.
       {"And", 2, 2, kBool, true, {}},
       {"Or", 2, 2, kBool, true, {}},
       {"Xor", 2, 2, kBool, true, {}},
-      {"Equal", 2, 2, kAll, true, {}},
-      {"Less", 2, 2, kNumbers, true, {}},
-      {"Greater", 2, 2, kNumbers, true, {}},
+      {"Equal", 2, 2, kAll, true, {}, equalDims},
+      {"Less", 2, 2, kNumbers, true, {}, lessDims},
+      {"Greater", 2, 2, kNumbers, true, {}, greaterDims},
       {"LessOrEqual", 2, 2, kNumbers, true, {}},
       {"GreaterOrEqual", 2, 2, kNumbers, true, {}},
       // Variadic.
@@ -287,6 +325,7 @@ void registerElementwiseOps(OpRegistry& r) {
               requireTypes(ctx, 0, kBool);
               requireSame(ctx, 1, 2);
               ctx.setOutput(0, ctx.inputDType(1), broadcastInputs(ctx, 0, 3));
+              trackWhereContents(ctx);
             })
             .flopsWith(outputElements));
 

@@ -15,13 +15,18 @@ namespace {
 
 const char* kDataRoot = "/usr/share/libonnx-testdata/data";
 
+ConformanceReport runDir(const std::string& dir, const std::string& label, const ConformanceOptions& options) {
+  ConformanceReport r = runConformance(dir, options);
+  for (const auto& c : r.cases)
+    if (c.status == ConformanceCase::Status::Failed) std::cout << "FAILED " << c.name << ": " << c.reason << "\n";
+  std::cout << label << ": " << r.passed << " passed, " << r.failed << " failed, " << r.skipped << " skipped\n";
+  return r;
+}
+
 void runSuite(const std::string& sub, double minPassRate) {
   std::string dir = std::string(kDataRoot) + "/" + sub;
   if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << dir << " not found: install libonnx-testdata (scripts/setup.sh)";
-  ConformanceReport r = runConformance(dir, {});
-  for (const auto& c : r.cases)
-    if (c.status == ConformanceCase::Status::Failed) std::cout << "FAILED " << c.name << ": " << c.reason << "\n";
-  std::cout << sub << ": " << r.passed << " passed, " << r.failed << " failed, " << r.skipped << " skipped\n";
+  ConformanceReport r = runDir(dir, sub, {});
   ASSERT_GT(r.passed, 0);
   double rate = double(r.passed) / double(r.passed + r.failed);
   EXPECT_GE(rate, minPassRate) << "pass rate " << rate << " over supported cases";
@@ -33,3 +38,15 @@ TEST(Conformance, NodeTests) { runSuite("node", 0.95); }
 TEST(Conformance, PytorchConvertedTests) { runSuite("pytorch-converted", 0.95); }
 TEST(Conformance, PytorchOperatorTests) { runSuite("pytorch-operator", 0.95); }
 TEST(Conformance, SimpleTests) { runSuite("simple", 0.95); }
+
+// torchvision architectures exported by PyTorch (scripts/make_torch_fixtures.py):
+// batch 1 and 2, outputs within 1e-4 relative of PyTorch's.
+TEST(Conformance, TorchvisionExports) {
+  ConformanceOptions o;
+  o.rtol = 1e-4;
+  o.atol = 1e-5;
+  ConformanceReport r = runDir(FRICTION_SOURCE_DIR "/tests/models/torch", "torchvision", o);
+  EXPECT_GE(r.passed, 7);
+  EXPECT_EQ(r.failed, 0);
+  EXPECT_EQ(r.skipped, 0);
+}

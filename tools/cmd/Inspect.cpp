@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/OpRegistry.h"
+#include "ir/TextFormat.h"
 #include "tools/cmd/Commands.h"
 #include "tools/cmd/Common.h"
 
@@ -12,7 +13,7 @@ namespace {
 struct InspectArgs {
   std::string model;
   int64_t batch = 1;
-  bool json = false;
+  bool json = false, ir = false;
 };
 
 nlohmann::json valueJson(const Value* v) {
@@ -21,6 +22,10 @@ nlohmann::json valueJson(const Value* v) {
 
 void inspect(const InspectArgs& a) {
   auto g = loadForBatch(a.model, a.batch);
+  if (a.ir) {
+    std::cout << printGraph(*g, PrintOptions{.maxConstantBytes = 64});
+    return;
+  }
   struct OpStats {
     int64_t count = 0, flops = 0;
   };
@@ -67,6 +72,7 @@ void addInspect(CLI::App& app) {
   cmd->add_option("model", args->model, "path to .onnx/.fir or zoo:ARCH?knobs")->required();
   cmd->add_option("--batch", args->batch, "binds the symbolic batch dim (FLOPs are per this batch)")->check(CLI::PositiveNumber);
   cmd->add_flag("--json", args->json, "machine-readable output");
+  cmd->add_flag("--ir", args->ir, "print the graph as text IR (constants over 64 bytes elided)");
   cmd->callback([args] { inspect(*args); });
 }
 

@@ -30,7 +30,7 @@ std::vector<int64_t> broadcastIndexMap(const std::vector<int64_t>& outShape, con
 }
 
 int64_t normalizeAxis(const Node& node, int64_t axis, int64_t rank) {
-  FRICTION_CHECK(axis >= -rank && axis < std::max<int64_t>(rank, 1),
+  FRICTION_CHECK(axis >= -rank && axis < rank,
                  node.describe() + ": axis " + std::to_string(axis) + " out of range for rank " +
                      std::to_string(rank));
   return axis < 0 ? axis + rank : axis;
