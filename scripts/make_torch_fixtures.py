@@ -52,6 +52,12 @@ def models():
     yield "convnext", convnext.ConvNeXt([block(16, 32, 1), block(32, None, 1)], num_classes=10), 32
 
 
+def full_models():
+    """Full-size torchvision models (too large to commit; for manual checks)."""
+    for name in ["resnet50", "mobilenet_v2", "vit_b_16"]:
+        yield name, getattr(torchvision.models, name)(weights=None), 224
+
+
 def randomize_batchnorm(model, gen):
     for m in model.modules():
         if isinstance(m, torch.nn.BatchNorm2d):
@@ -70,8 +76,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "models", "torch"))
     ap.add_argument("--opset", type=int, default=17)
+    ap.add_argument("--full", action="store_true", help="full-size ResNet-50, MobileNetV2, ViT-B/16 instead")
     args = ap.parse_args()
-    for name, model, res in models():
+    for name, model, res in (full_models() if args.full else models()):
         torch.manual_seed(0)
         gen = torch.Generator().manual_seed(1)
         for p in model.parameters():

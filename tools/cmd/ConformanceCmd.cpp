@@ -55,6 +55,9 @@ void addConformance(CLI::App& app) {
   cmd->add_option("dir", args->dir, "folder of <case>/model.onnx + test_data_set_*")->required();
   cmd->add_option("--backend", args->options.backend, "backend to test");
   cmd->add_option("--filter", args->options.filter, "regex over case names");
+  cmd->add_option("--rtol", args->options.rtol, "relative tolerance for float outputs (default 1e-3)");
+  cmd->add_option("--atol", args->options.atol, "absolute tolerance for float outputs (default 1e-7)");
+  cmd->add_flag("--scale-relative", args->options.scaleRelative, "rtol relative to each output's largest |value|");
   cmd->add_flag("--json", args->json, "machine-readable output");
   cmd->add_flag("-v,--verbose", args->verbose, "print every case as it runs");
   cmd->callback([args] { conformance(*args); });

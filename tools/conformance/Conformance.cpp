@@ -64,18 +64,22 @@ std::vector<std::string> numberedFiles(const fs::path& dir, const std::string& p
 }
 
 // Empty when `got` matches `want` within tolerance; otherwise the reason.
-std::string compareTensors(const Tensor& got, const Tensor& want, double rtol, double atol) {
+std::string compareTensors(const Tensor& got, const Tensor& want, const ConformanceOptions& opt) {
   if (got.dtype() != want.dtype())
     return "dtype " + std::string(dtypeName(got.dtype())) + ", expected " + std::string(dtypeName(want.dtype()));
   if (got.shape() != want.shape())
     return "shape " + got.type().shape.str() + ", expected " + want.type().shape.str();
   bool exact = !isFloat(want.dtype());
+  double scale = 0;
+  if (opt.scaleRelative)
+    for (int64_t i = 0; i < want.numel(); ++i) scale = std::max(scale, std::fabs(want.elementAsDouble(i)));
   double worst = 0;
   int64_t worstAt = -1;
   for (int64_t i = 0; i < want.numel(); ++i) {
     double g = got.elementAsDouble(i), w = want.elementAsDouble(i);
     if (std::isnan(w) && std::isnan(g)) continue;
-    if (exact ? g == w : (g == w || std::fabs(g - w) <= atol + rtol * std::fabs(w))) continue;
+    double ref = opt.scaleRelative ? scale : std::fabs(w);
+    if (exact ? g == w : (g == w || std::fabs(g - w) <= opt.atol + opt.rtol * ref)) continue;
     double err = std::isnan(g - w) ? INFINITY : std::fabs(g - w);
     if (worstAt < 0 || err > worst) worst = err, worstAt = i;
   }
@@ -119,7 +123,7 @@ ConformanceCase runCase(const fs::path& caseDir, const ConformanceOptions& opt) 
       FRICTION_CHECK(outputs.size() == expected.size(), "produced " + std::to_string(outputs.size()) +
                                                             " outputs, expected " + std::to_string(expected.size()));
       for (size_t i = 0; i < outputs.size(); ++i) {
-        std::string why = compareTensors(outputs[i], expected[i], opt.rtol, opt.atol);
+        std::string why = compareTensors(outputs[i], expected[i], opt);
         FRICTION_CHECK(why.empty(), set.filename().string() + " output " + std::to_string(i) + ": " + why);
       }
     }
