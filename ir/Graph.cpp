@@ -180,6 +180,25 @@ void Graph::eraseNodes(const std::function<bool(const Node&)>& dead) {
   values_.erase(std::remove_if(values_.begin(), values_.end(), gone), values_.end());
 }
 
+void Graph::eraseInitializers(const std::function<bool(const Value*)>& dead) {
+  std::unordered_set<const Value*> gone;
+  for (Value* v : initializers_)
+    if (dead(v)) gone.insert(v);
+  if (gone.empty()) return;
+  for (const auto& n : nodes_)
+    for (Value* in : n->inputs_)
+      FRICTION_CHECK(!gone.count(in), "erasing initializer '" + in->name() + "' still used by " + n->describe());
+  initializers_.erase(std::remove_if(initializers_.begin(), initializers_.end(), [&](Value* v) { return gone.count(v) > 0; }),
+                      initializers_.end());
+  values_.erase(std::remove_if(values_.begin(), values_.end(),
+                               [&](const std::unique_ptr<Value>& v) {
+                                 if (!gone.count(v.get())) return false;
+                                 byName_.erase(v->name());
+                                 return true;
+                               }),
+                values_.end());
+}
+
 size_t Graph::parameterBytes() const {
   size_t b = 0;
   for (Value* v : initializers_) b += v->constant().byteSize();

@@ -139,6 +139,8 @@ class Graph {
   void topologicalSort();
   // Removes nodes for which `dead` is true, and values no longer referenced.
   void eraseNodes(const std::function<bool(const Node&)>& dead);
+  // Removes initializers for which `dead` is true (they must be unused).
+  void eraseInitializers(const std::function<bool(const Value*)>& dead);
   // Total number of bytes held by initializers.
   size_t parameterBytes() const;
 

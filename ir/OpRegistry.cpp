@@ -71,6 +71,7 @@ const OpRegistry& OpRegistry::instance() {
     registerElementwiseOps(r);
     registerNnOps(r);
     registerTensorOps(r);
+    registerRegionOps(r);
     return r;
   }();
   return registry;

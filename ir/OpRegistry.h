@@ -100,5 +100,6 @@ int64_t nodeFlops(const Node& node);
 void registerElementwiseOps(OpRegistry& r);
 void registerNnOps(OpRegistry& r);
 void registerTensorOps(OpRegistry& r);
+void registerRegionOps(OpRegistry& r);
 
 }  // namespace friction

@@ -463,6 +463,8 @@ std::string printGraph(const Graph& graph, const PrintOptions& options) {
   return os.str();
 }
 
+std::string printAttribute(const Attribute& a) { return formatAttr(a, PrintOptions{}, ""); }
+
 std::unique_ptr<Graph> parseGraph(const std::string& text, const std::string& source) {
   Parser p(text, source);
   auto g = p.parseGraphBlock();

@@ -21,6 +21,8 @@ struct PrintOptions {
 };
 
 std::string printGraph(const Graph& graph, const PrintOptions& options = {});
+// One attribute value as the text format writes it (tensors as `tensor<..> hex"..."`).
+std::string printAttribute(const Attribute& a);
 // Parses text produced by printGraph. `source` names the input in errors
 // ("file.fir:12:5: ..."). The result is verified.
 std::unique_ptr<Graph> parseGraph(const std::string& text, const std::string& source = "<text>");

@@ -27,6 +27,14 @@ void verifyStructure(const Graph& graph) {
   }
   for (const auto& n : graph.nodes()) {
     validateNode(*n);
+    for (const auto& [name, a] : n->attrs())
+      if (auto* body = std::get_if<std::shared_ptr<Graph>>(&a)) {
+        try {
+          verifyStructure(**body);
+        } catch (const Error& e) {
+          throw Error(n->describe() + ": attribute '" + name + "': " + e.what());
+        }
+      }
     for (const Value* in : n->inputs())
       FRICTION_CHECK(!in || defined.count(in), n->describe() + ": input '" + (in ? in->name() : "") +
                                                    "' is not defined before use (dangling or cyclic)");

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   friction::cli::addRun(app);
   friction::cli::addConformance(app);
   friction::cli::addZoo(app);
+  friction::cli::addPasses(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

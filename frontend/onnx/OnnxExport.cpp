@@ -1,6 +1,8 @@
 #include "frontend/onnx/OnnxExport.h"
 
+#include <algorithm>
 #include <fstream>
+#include <unordered_map>
 
 #include <onnx/checker.h>
 
@@ -59,6 +61,44 @@ void setAttribute(onnx::AttributeProto& a, const std::string& name, const Attrib
 
 }  // namespace
 
+namespace {
+
+// Emits the nodes of `g` into `gp`. `names` maps values to their exported
+// names; Fused regions are inlined (ONNX has no such op), their internal
+// values and initializers prefixed with the region's node name.
+void emitNodes(const Graph& g, onnx::GraphProto& gp, std::unordered_map<const Value*, std::string>& names,
+               const std::string& prefix, const std::vector<Value*>& graphOutputs) {
+  auto nameOf = [&](const Value* v) -> std::string {
+    auto it = names.find(v);
+    return it != names.end() ? it->second : prefix + v->name();
+  };
+  for (Value* v : g.initializers()) *gp.add_initializer() = tensorToProto(v->constant(), nameOf(v));
+  for (const auto& n : g.nodes()) {
+    if (n->op() == "Fused") {
+      const Graph& body = *std::get<std::shared_ptr<Graph>>(*n->findAttr("body"));
+      for (size_t i = 0; i < body.inputs().size(); ++i) names[body.inputs()[i]] = nameOf(n->input(i));
+      for (size_t i = 0; i < body.outputs().size(); ++i) names[body.outputs()[i]] = nameOf(n->output(i));
+      emitNodes(body, gp, names, prefix + n->name() + "/", graphOutputs);
+      continue;
+    }
+    auto* np = gp.add_node();
+    np->set_op_type(n->op());
+    np->set_name(prefix + n->name());
+    for (Value* in : n->inputs()) np->add_input(in ? nameOf(in) : "");
+    for (Value* out : n->outputs()) {
+      np->add_output(nameOf(out));
+      bool isGraphOutput = std::find(graphOutputs.begin(), graphOutputs.end(), out) != graphOutputs.end();
+      if (!isGraphOutput && out->shape().hasRank() && !names.count(out)) {
+        setValueInfo(*gp.add_value_info(), *out);
+        gp.mutable_value_info(gp.value_info_size() - 1)->set_name(nameOf(out));
+      }
+    }
+    for (const auto& [name, value] : n->attrs()) setAttribute(*np->add_attribute(), name, value);
+  }
+}
+
+}  // namespace
+
 onnx::ModelProto exportOnnx(const Graph& graph) {
   onnx::ModelProto model;
   model.set_ir_version(8);
@@ -69,20 +109,8 @@ onnx::ModelProto exportOnnx(const Graph& graph) {
   auto* gp = model.mutable_graph();
   gp->set_name(graph.name());
   for (Value* v : graph.inputs()) setValueInfo(*gp->add_input(), *v);
-  for (Value* v : graph.initializers()) *gp->add_initializer() = tensorToProto(v->constant(), v->name());
-  for (const auto& n : graph.nodes()) {
-    auto* np = gp->add_node();
-    np->set_op_type(n->op());
-    np->set_name(n->name());
-    for (Value* in : n->inputs()) np->add_input(in ? in->name() : "");
-    for (Value* out : n->outputs()) {
-      np->add_output(out->name());
-      if (std::find(graph.outputs().begin(), graph.outputs().end(), out) == graph.outputs().end() &&
-          out->shape().hasRank())
-        setValueInfo(*gp->add_value_info(), *out);
-    }
-    for (const auto& [name, value] : n->attrs()) setAttribute(*np->add_attribute(), name, value);
-  }
+  std::unordered_map<const Value*, std::string> names;
+  emitNodes(graph, *gp, names, "", graph.outputs());
   for (Value* v : graph.outputs()) setValueInfo(*gp->add_output(), *v);
   return model;
 }

@@ -10,6 +10,7 @@ const KernelRegistry& KernelRegistry::instance() {
     registerElementwiseKernels(r);
     registerNnKernels(r);
     registerTensorKernels(r);
+    registerRegionKernels(r);
     return r;
   }();
   return registry;

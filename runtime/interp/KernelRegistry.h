@@ -28,5 +28,6 @@ class KernelRegistry {
 void registerElementwiseKernels(KernelRegistry& r);
 void registerNnKernels(KernelRegistry& r);
 void registerTensorKernels(KernelRegistry& r);
+void registerRegionKernels(KernelRegistry& r);
 
 }  // namespace friction::interp

@@ -9,5 +9,6 @@ void addInspect(CLI::App& app);
 void addRun(CLI::App& app);
 void addConformance(CLI::App& app);
 void addZoo(CLI::App& app);
+void addPasses(CLI::App& app);  // `passes` and `opt`
 
 }  // namespace friction::cli

@@ -1,6 +1,7 @@
 #include "tools/cmd/Common.h"
 
 #include <cstdio>
+#include <iostream>
 #include <random>
 
 #include "frontend/ModelSource.h"
@@ -9,9 +10,9 @@
 
 namespace friction::cli {
 
-std::unique_ptr<Graph> loadForBatch(const std::string& spec, int64_t batch) {
+std::unique_ptr<Graph> loadForBatch(const std::string& spec, std::optional<int64_t> batch) {
   auto g = loadModel(spec);
-  bindInputDims(*g, batchBindings(*g, batch));
+  if (batch) bindInputDims(*g, batchBindings(*g, *batch));
   return g;
 }
 
@@ -32,6 +33,26 @@ std::vector<Tensor> makeInputs(const Graph& graph, uint64_t seed) {
     inputs.push_back(std::move(t));
   }
   return inputs;
+}
+
+void addPipelineOptions(CLI::App* cmd, PipelineOptions& o) {
+  auto* d = cmd->add_option("--disable", o.disable, "default pipeline without these passes")->delimiter(',');
+  auto* on = cmd->add_option("--only", o.only, "only these passes (and their prerequisites)")->delimiter(',');
+  auto* p = cmd->add_option("--passes", o.passes, "exactly these passes in this order; 'none' for no pass")->delimiter(',');
+  d->excludes(on)->excludes(p);
+  on->excludes(p);
+}
+
+std::unique_ptr<Graph> loadAndOptimize(const std::string& spec, std::optional<int64_t> batch, const PipelineOptions& options,
+                                       const RunOptions& run, std::vector<PassRecord>* records) {
+  bool none = options.passes.size() == 1 && options.passes[0] == "none";
+  std::vector<std::string> notes;
+  std::vector<const PassInfo*> pipeline = none ? std::vector<const PassInfo*>{} : buildPipeline(options, &notes);
+  for (const auto& n : notes) std::cerr << "note: " << n << "\n";
+  auto g = loadForBatch(spec, batch);
+  auto recs = runPipeline(*g, pipeline, run);
+  if (records) *records = std::move(recs);
+  return g;
 }
 
 std::string humanCount(double v) {

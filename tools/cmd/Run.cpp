@@ -20,6 +20,7 @@ struct RunArgs {
   int64_t batch = 1;
   uint64_t seed = 0;
   bool json = false;
+  PipelineOptions pipeline;
 };
 
 std::vector<Tensor> readInputs(const Graph& g, const std::string& dir) {
@@ -43,7 +44,7 @@ nlohmann::json summary(const std::string& name, const Tensor& t) {
 }
 
 void runModel(const RunArgs& a) {
-  auto g = loadForBatch(a.model, a.batch);
+  auto g = loadAndOptimize(a.model, a.batch, a.pipeline);
   std::vector<Tensor> inputs = a.inputsDir.empty() ? makeInputs(*g, a.seed) : readInputs(*g, a.inputsDir);
   auto backend = createBackend(a.backend);
   auto t0 = std::chrono::steady_clock::now();
@@ -85,6 +86,7 @@ void addRun(CLI::App& app) {
   cmd->add_option("--outputs", args->outputsDir, "folder to write output_<i>.pb to");
   cmd->add_option("--seed", args->seed, "seed of the generated inputs");
   cmd->add_flag("--json", args->json, "machine-readable output");
+  addPipelineOptions(cmd, args->pipeline);
   cmd->callback([args] { runModel(*args); });
 }
 
