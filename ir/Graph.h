@@ -135,6 +135,11 @@ class Graph {
   std::vector<Value*> allValues() const;
   void setOutputs(std::vector<Value*> outs) { outputs_ = std::move(outs); }
 
+  // Graph-level results of analyses (e.g. plan-memory's buffer assignment),
+  // keyed by name; printed and parsed by the text format.
+  std::map<std::string, Attribute>& metadata() { return metadata_; }
+  const std::map<std::string, Attribute>& metadata() const { return metadata_; }
+
   // Reorders nodes topologically (stable for already-sorted graphs). Throws on cycles.
   void topologicalSort();
   // Removes nodes for which `dead` is true, and values no longer referenced.
@@ -151,6 +156,7 @@ class Graph {
   std::vector<std::unique_ptr<Value>> values_;
   std::unordered_map<std::string, Value*> byName_;
   std::vector<Value*> inputs_, outputs_, initializers_;
+  std::map<std::string, Attribute> metadata_;
   int64_t nextId_ = 0;
 };
 

@@ -138,6 +138,7 @@ void printGraphBody(std::ostringstream& os, const Graph& g, const PrintOptions& 
     os << " @" << quote(n->name()) << "\n";
   }
   for (const Value* v : g.outputs()) os << in << "output " << valueRef(v) << "\n";
+  for (const auto& [name, a] : g.metadata()) os << in << "meta " << quote(name) << " = " << formatAttr(a, opt, in) << "\n";
   os << indent << "}";
 }
 
@@ -411,6 +412,12 @@ class Parser {
     if (w == "output") {
       expect('%');
       g.addOutput(lookup(g, parseName()));
+      return;
+    }
+    if (w == "meta") {
+      std::string name = parseString();
+      expect('=');
+      g.metadata()[name] = parseAttrValue();
       return;
     }
     pos_ = at;

@@ -6,6 +6,7 @@
 //     const %w : f32[4,3,3,3] = hex"0000803f..."
 //     %y : f32[N,4,8,8] = Conv(%x, %w, _) {pads = [1, 1, 1, 1]} @"conv1"
 //     output %y
+//     meta "memory.peak_bytes" = 4096
 //   }
 #pragma once
 #include <memory>

@@ -24,6 +24,8 @@ std::unique_ptr<Graph> attributeZoo() {
   Value* l = b.op("LeakyRelu", {k}, {{"alpha", 0.1f}});
   Value* s = b.op("Add", {l, c});
   b.output(s);
+  g->metadata()["memory.offsets"] = std::vector<int64_t>{0, 64, 128};
+  g->metadata()["note"] = std::string("kept");
   return g;
 }
 
