@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# End-to-end checks of the friction CLI as a user runs it: bad input gets a
+# short error naming the culprit and exit code 1 (never a crash or a hang),
+# and the main commands work on real files. Usage: cli_tests.sh FRICTION_BINARY
+set -uo pipefail
+F=$1
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0 passes=0
+
+# expect_error NAME PATTERN -- CMD...: exit code 1 and stderr matching PATTERN.
+expect_error() {
+  local name=$1 pattern=$2; shift 3
+  local err rc
+  err=$(timeout 60 "$@" 2>&1 >/dev/null); rc=$?
+  if [[ $rc -eq 1 && "$err" =~ $pattern ]]; then passes=$((passes + 1))
+  else echo "FAIL $name: exit $rc, stderr: $err"; fails=$((fails + 1)); fi
+}
+# expect_ok NAME PATTERN -- CMD...: exit 0 and stdout matching PATTERN.
+expect_ok() {
+  local name=$1 pattern=$2; shift 3
+  local out rc
+  out=$(timeout 300 "$@" 2>&1); rc=$?
+  if [[ $rc -eq 0 && "$out" =~ $pattern ]]; then passes=$((passes + 1))
+  else echo "FAIL $name: exit $rc, output: ${out:0:400}"; fails=$((fails + 1)); fi
+}
+
+NODE=/usr/share/libonnx-testdata/data/node
+: > "$T/empty.onnx"
+head -c 3000 /dev/urandom > "$T/random.onnx"
+head -c 100 "$NODE/test_conv_with_strides_padding/model.onnx" > "$T/truncated.onnx"
+mkdir -p "$T/dir.onnx"
+
+expect_error missing-file "missing.onnx.*No such file" -- "$F" inspect "$T/missing.onnx"
+expect_error empty-file "empty.onnx: file is empty" -- "$F" inspect "$T/empty.onnx"
+expect_error random-bytes "random.onnx" -- "$F" inspect "$T/random.onnx"
+expect_error truncated "truncated.onnx" -- "$F" run "$T/truncated.onnx"
+expect_error directory "not a regular file" -- "$F" inspect "$T/dir.onnx"
+expect_error bad-zoo-arch "unknown zoo architecture 'nope'" -- "$F" inspect "zoo:nope"
+expect_error bad-zoo-knob "unknown knob 'depht'" -- "$F" inspect "zoo:resnet?depht=2"
+expect_error bad-backend "unknown backend 'warp'" -- "$F" run "zoo:mlp" --backend warp
+expect_error bad-pass "unknown pass 'fold-everything'" -- "$F" opt "zoo:mlp" --disable fold-everything
+expect_error missing-inputs "input_0.pb" -- "$F" run "$NODE/test_relu/model.onnx" --inputs "$T"
+expect_error wrong-input-shape "input 'x' has shape" -- "$F" run "$NODE/test_relu/model.onnx" --inputs "$NODE/test_conv_with_strides_padding/test_data_set_0"
+expect_error bad-fir "bad.fir:1:" -- bash -c "echo 'graph \"g\" opset 17 { input %x : q9[1] }' > '$T/bad.fir' && '$F' inspect '$T/bad.fir'"
+
+expect_ok inspect "FLOPs" -- "$F" inspect "zoo:resnet?depth=2&width=8&resolution=16"
+expect_ok inspect-json '"parameters"' -- "$F" inspect "zoo:mlp" --json
+expect_ok run-json '"outputs"' -- "$F" run "zoo:mlp" --batch 3 --json
+expect_ok run-test-data "output_0|min" -- "$F" run "$NODE/test_conv_with_strides_padding/model.onnx" --inputs "$NODE/test_conv_with_strides_padding/test_data_set_0" --outputs "$T/out"
+expect_ok outputs-written "output_0.pb" -- ls "$T/out"
+expect_ok zoo-list "^resnet" -- "$F" zoo list
+expect_ok zoo-export "wrote" -- "$F" zoo export resnet --depth 2 --width 8 --resolution 16 -o "$T/r.onnx"
+expect_ok reimport "input : f32\[1,3,16,16\]" -- "$F" inspect "$T/r.onnx"
+expect_ok opt-fir "wrote" -- "$F" opt "$T/r.onnx" -o "$T/r.fir"
+expect_ok run-fir "batch 2" -- "$F" run "$T/r.fir" --batch 2
+expect_ok conformance-line "^[0-9]+ passed, 0 failed, [0-9]+ skipped$" -- bash -c "'$F' conformance '$NODE' --filter '^test_(relu|conv_with_strides_padding)\$' | tail -1"
+expect_ok passes "eliminate-dead-code" -- "$F" passes
+
+echo "$passes passed, $fails failed"
+[[ $fails -eq 0 ]]
