@@ -12,12 +12,13 @@ struct DTypeInfo {
   DType type;
   std::string_view name;
   size_t size;
+  int32_t onnxCode;  // TensorProto.DataType
 };
 constexpr std::array<DTypeInfo, 13> kInfo = {{
-    {DType::F32, "f32", 4}, {DType::F64, "f64", 8}, {DType::F16, "f16", 2}, {DType::BF16, "bf16", 2},
-    {DType::I8, "i8", 1},   {DType::I16, "i16", 2}, {DType::I32, "i32", 4}, {DType::I64, "i64", 8},
-    {DType::U8, "u8", 1},   {DType::U16, "u16", 2}, {DType::U32, "u32", 4}, {DType::U64, "u64", 8},
-    {DType::Bool, "bool", 1},
+    {DType::F32, "f32", 4, 1},  {DType::F64, "f64", 8, 11}, {DType::F16, "f16", 2, 10}, {DType::BF16, "bf16", 2, 16},
+    {DType::I8, "i8", 1, 3},    {DType::I16, "i16", 2, 5},  {DType::I32, "i32", 4, 6},  {DType::I64, "i64", 8, 7},
+    {DType::U8, "u8", 1, 2},    {DType::U16, "u16", 2, 4},  {DType::U32, "u32", 4, 12}, {DType::U64, "u64", 8, 13},
+    {DType::Bool, "bool", 1, 9},
 }};
 }  // namespace
 
@@ -29,6 +30,16 @@ DType dtypeFromName(std::string_view name) {
     if (i.name == name) return i.type;
   throw Error("unknown dtype '" + std::string(name) + "'");
 }
+
+DType dtypeFromOnnxCode(int64_t code, const std::string& context) {
+  for (const auto& i : kInfo)
+    if (i.onnxCode == code) return i.type;
+  if (code == 8) throw Error(context + ": string tensors are not supported");
+  if (code == 0) throw Error(context + ": element type is undefined");
+  throw Error(context + ": unsupported element type " + std::to_string(code));
+}
+
+int32_t dtypeToOnnxCode(DType t) { return kInfo[size_t(t)].onnxCode; }
 
 bool isFloat(DType t) { return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16; }
 bool isSignedInt(DType t) { return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64; }

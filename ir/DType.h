@@ -12,6 +12,12 @@ enum class DType : uint8_t { F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U3
 size_t dtypeSize(DType t);
 std::string_view dtypeName(DType t);  // short text-format name: f32, i64, bool, ...
 DType dtypeFromName(std::string_view name);  // throws Error on unknown names
+// ONNX TensorProto.DataType codes (used by ONNX files and by attributes such
+// as Cast's `to`). Throws Error for codes friction has no dtype for
+// (string=8, complex, float8), naming `context`.
+DType dtypeFromOnnxCode(int64_t code, const std::string& context);
+int32_t dtypeToOnnxCode(DType t);
+
 bool isFloat(DType t);
 bool isSignedInt(DType t);
 bool isUnsignedInt(DType t);

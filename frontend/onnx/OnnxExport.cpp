@@ -15,7 +15,7 @@ namespace {
 void setValueInfo(onnx::ValueInfoProto& vi, const Value& v) {
   vi.set_name(v.name());
   auto* tt = vi.mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(dtypeToOnnx(v.dtype()));
+  tt->set_elem_type(dtypeToOnnxCode(v.dtype()));
   if (!v.shape().hasRank()) return;
   auto* shape = tt->mutable_shape();
   for (const Dim& d : v.shape().dims()) {

@@ -28,7 +28,7 @@ TensorType typeFromValueInfo(const onnx::ValueInfoProto& vi, const std::string& 
   FRICTION_CHECK(vi.type().has_tensor_type(), ctx + ": only tensor types are supported");
   const auto& tt = vi.type().tensor_type();
   TensorType type;
-  type.dtype = dtypeFromOnnx(tt.elem_type(), ctx);
+  type.dtype = dtypeFromOnnxCode(tt.elem_type(), ctx);
   if (!tt.has_shape()) {
     type.shape = Shape::unknownRank();
     return type;

@@ -15,46 +15,6 @@ namespace friction::onnxio {
 
 using onnx::TensorProto;
 
-DType dtypeFromOnnx(int32_t elemType, const std::string& context) {
-  switch (elemType) {
-    case TensorProto::FLOAT: return DType::F32;
-    case TensorProto::DOUBLE: return DType::F64;
-    case TensorProto::FLOAT16: return DType::F16;
-    case TensorProto::BFLOAT16: return DType::BF16;
-    case TensorProto::INT8: return DType::I8;
-    case TensorProto::INT16: return DType::I16;
-    case TensorProto::INT32: return DType::I32;
-    case TensorProto::INT64: return DType::I64;
-    case TensorProto::UINT8: return DType::U8;
-    case TensorProto::UINT16: return DType::U16;
-    case TensorProto::UINT32: return DType::U32;
-    case TensorProto::UINT64: return DType::U64;
-    case TensorProto::BOOL: return DType::Bool;
-    case TensorProto::STRING: throw Error(context + ": string tensors are not supported");
-    case TensorProto::UNDEFINED: throw Error(context + ": element type is undefined");
-    default: throw Error(context + ": unsupported element type " + std::to_string(elemType));
-  }
-}
-
-int32_t dtypeToOnnx(DType t) {
-  switch (t) {
-    case DType::F32: return TensorProto::FLOAT;
-    case DType::F64: return TensorProto::DOUBLE;
-    case DType::F16: return TensorProto::FLOAT16;
-    case DType::BF16: return TensorProto::BFLOAT16;
-    case DType::I8: return TensorProto::INT8;
-    case DType::I16: return TensorProto::INT16;
-    case DType::I32: return TensorProto::INT32;
-    case DType::I64: return TensorProto::INT64;
-    case DType::U8: return TensorProto::UINT8;
-    case DType::U16: return TensorProto::UINT16;
-    case DType::U32: return TensorProto::UINT32;
-    case DType::U64: return TensorProto::UINT64;
-    case DType::Bool: return TensorProto::BOOL;
-  }
-  return TensorProto::UNDEFINED;
-}
-
 namespace {
 
 // Copies the typed repeated field of `proto` into `t` (sizes already checked).
@@ -93,7 +53,7 @@ std::string readExternal(const TensorProto& proto, const std::string& baseDir, s
 
 Tensor tensorFromProto(TensorProto& proto, const std::string& baseDir, const std::string& context) {
   FRICTION_CHECK(!proto.has_segment(), context + ": segmented tensors are not supported");
-  DType dtype = dtypeFromOnnx(proto.data_type(), context);
+  DType dtype = dtypeFromOnnxCode(proto.data_type(), context);
   std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
   for (int64_t d : dims)
     FRICTION_CHECK(d >= 0, context + ": negative dimension " + std::to_string(d));
@@ -149,7 +109,7 @@ Tensor tensorFromProto(TensorProto& proto, const std::string& baseDir, const std
 TensorProto tensorToProto(const Tensor& t, const std::string& name) {
   TensorProto p;
   p.set_name(name);
-  p.set_data_type(dtypeToOnnx(t.dtype()));
+  p.set_data_type(dtypeToOnnxCode(t.dtype()));
   for (int64_t d : t.shape()) p.add_dims(d);
   p.set_raw_data(std::string(static_cast<const char*>(t.rawData()), t.byteSize()));
   return p;

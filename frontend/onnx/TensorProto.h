@@ -9,10 +9,6 @@
 
 namespace friction::onnxio {
 
-// ONNX TensorProto::DataType <-> DType. Unsupported types (string, complex) throw Error.
-DType dtypeFromOnnx(int32_t elemType, const std::string& context);
-int32_t dtypeToOnnx(DType t);
-
 // Converts `proto`, moving its raw_data into the tensor (no copy). `baseDir`
 // resolves external data files. `context` names the tensor in errors.
 Tensor tensorFromProto(onnx::TensorProto& proto, const std::string& baseDir, const std::string& context);

@@ -196,27 +196,6 @@ void checkPRelu(InferContext& ctx) {
   ctx.setOutput(0, ctx.inputType(0));
 }
 
-// ONNX TensorProto.DataType codes for Cast's `to`.
-DType dtypeFromOnnx(const InferContext& ctx, int64_t code) {
-  switch (code) {
-    case 1: return DType::F32;
-    case 2: return DType::U8;
-    case 3: return DType::I8;
-    case 4: return DType::U16;
-    case 5: return DType::I16;
-    case 6: return DType::I32;
-    case 7: return DType::I64;
-    case 9: return DType::Bool;
-    case 10: return DType::F16;
-    case 11: return DType::F64;
-    case 12: return DType::U32;
-    case 13: return DType::U64;
-    case 16: return DType::BF16;
-    case 8: ctx.fail("casting to string (to=8) is not supported");
-    default: ctx.fail("unsupported target type to=" + std::to_string(code));
-  }
-}
-
 // Output = input 0's shape with `outType`; integer contents pass through.
 void passThrough(InferContext& ctx, DType outType) {
   ctx.setOutput(0, outType, ctx.inputShape(0));
@@ -332,7 +311,7 @@ void registerElementwiseOps(OpRegistry& r) {
   r.add(OpSchema("Identity").inferWith([](InferContext& ctx) { passThrough(ctx, ctx.inputDType(0)); }));
 
   r.add(OpSchema("Cast").attr("to", AttrKind::Int, true).inferWith([](InferContext& ctx) {
-    passThrough(ctx, dtypeFromOnnx(ctx, ctx.node().attrInt("to", 0)));
+    passThrough(ctx, dtypeFromOnnxCode(ctx.node().attrInt("to", 0), ctx.node().describe() + ": Cast 'to'"));
   }));
 
   r.add(OpSchema("CastLike").inputs(2, 2).inferWith([](InferContext& ctx) {

@@ -501,7 +501,7 @@ void inferOneHot(InferContext& ctx) {
 void inferEyeLike(InferContext& ctx) {
   const TensorType& x = ctx.inputType(0);
   ctx.check(!x.shape.hasRank() || x.shape.rank() == 2, "input must be 2-D, got " + x.shape.str());
-  DType dt = ctx.node().hasAttr("dtype") ? dtypeFromOnnx(ctx.node().attrInt("dtype", 1)) : x.dtype;
+  DType dt = ctx.node().hasAttr("dtype") ? dtypeFromOnnxCode(ctx.node().attrInt("dtype", 1), ctx.node().describe()) : x.dtype;
   ctx.setOutput(0, dt, x.shape.hasRank() ? x.shape : unknownDims(2));
 }
 

@@ -51,8 +51,6 @@ int64_t resizeDim(int64_t in, float scale);
 // Range's element count: max(ceil((limit - start) / delta), 0).
 int64_t rangeCount(double start, double limit, double delta);
 
-// ONNX TensorProto data type code (EyeLike's dtype attribute) to DType.
-DType dtypeFromOnnx(int64_t code);
 
 // The tensor a Constant node produces from whichever value attribute it has.
 Tensor constantValue(const Node& node);

@@ -432,7 +432,7 @@ std::vector<Tensor> range(const Node&, const std::vector<Tensor>& in) {
 
 std::vector<Tensor> eyeLike(const Node& node, const std::vector<Tensor>& in) {
   FRICTION_CHECK(in[0].rank() == 2, node.describe() + ": input must be 2-D");
-  DType dt = node.hasAttr("dtype") ? dtypeFromOnnx(node.attrInt("dtype", 1)) : in[0].dtype();
+  DType dt = node.hasAttr("dtype") ? dtypeFromOnnxCode(node.attrInt("dtype", 1), node.describe()) : in[0].dtype();
   Tensor one = Tensor::scalarF32(1).castTo(dt);
   int64_t k = node.attrInt("k", 0);
   return {gatherBy(one, in[0].shape(), [&](const Shape64& idx, int64_t) { return idx[1] - idx[0] == k ? 0 : -1; })};
