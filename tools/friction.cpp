@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   friction::cli::addConformance(app);
   friction::cli::addZoo(app);
   friction::cli::addPasses(app);
+  friction::cli::addBench(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

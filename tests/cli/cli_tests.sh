@@ -56,6 +56,8 @@ expect_ok opt-fir "wrote" -- "$F" opt "$T/r.onnx" -o "$T/r.fir"
 expect_ok run-fir "batch 2" -- "$F" run "$T/r.fir" --batch 2
 expect_ok conformance-line "^[0-9]+ passed, 0 failed, [0-9]+ skipped$" -- bash -c "'$F' conformance '$NODE' --filter '^test_(relu|conv_with_strides_padding)\$' | tail -1"
 expect_ok passes "eliminate-dead-code" -- "$F" passes
+expect_ok bench "median .* ms" -- "$F" bench "zoo:mlp" --reps 5 --warmup 1
+expect_ok bench-json "\"samples_ms\"" -- "$F" bench "zoo:mlp" --reps 3 --json
 
 echo "$passes passed, $fails failed"
 [[ $fails -eq 0 ]]

@@ -7,6 +7,7 @@
 #include "ir/Specialize.h"
 #include "ir/TextFormat.h"
 #include "ir/Verifier.h"
+#include "runtime/Inputs.h"
 #include "runtime/interp/Interpreter.h"
 #include "tools/cmd/Common.h"
 
@@ -75,7 +76,7 @@ void expectSameNumerics(const std::function<std::unique_ptr<Graph>()>& build, co
   RunOptions r;
   r.verifyEach = true;
   runPipeline(*optimized, buildPipeline(pipeline), r);
-  std::vector<Tensor> inputs = cli::makeInputs(*reference, 42);
+  std::vector<Tensor> inputs = seededInputs(*reference, 42);
   std::vector<Tensor> want = interp::run(*reference, inputs);
   std::vector<Tensor> got = interp::run(*optimized, inputs);
   ASSERT_EQ(got.size(), want.size());

@@ -10,5 +10,6 @@ void addRun(CLI::App& app);
 void addConformance(CLI::App& app);
 void addZoo(CLI::App& app);
 void addPasses(CLI::App& app);  // `passes` and `opt`
+void addBench(CLI::App& app);
 
 }  // namespace friction::cli

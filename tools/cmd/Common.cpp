@@ -16,25 +16,6 @@ std::unique_ptr<Graph> loadForBatch(const std::string& spec, std::optional<int64
   return g;
 }
 
-std::vector<Tensor> makeInputs(const Graph& graph, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::vector<Tensor> inputs;
-  for (const Value* in : graph.inputs()) {
-    FRICTION_CHECK(in->shape().isStatic(), "input '" + in->name() + "' has shape " + in->shape().str() +
-                                               ": only a symbolic batch at axis 0 can be bound (--batch); "
-                                               "give the inputs with --inputs DIR");
-    Tensor t(in->dtype(), in->shape().staticDims());
-    if (isFloat(in->dtype())) {
-      Tensor f(DType::F64, t.shape());
-      for (int64_t i = 0; i < f.numel(); ++i) f.data<double>()[i] = u(rng);
-      t = f.castTo(in->dtype());
-    }
-    inputs.push_back(std::move(t));
-  }
-  return inputs;
-}
-
 void addPipelineOptions(CLI::App* cmd, PipelineOptions& o) {
   auto* d = cmd->add_option("--disable", o.disable, "default pipeline without these passes")->delimiter(',');
   auto* on = cmd->add_option("--only", o.only, "only these passes (and their prerequisites)")->delimiter(',');

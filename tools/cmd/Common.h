@@ -13,9 +13,6 @@ namespace friction::cli {
 // Loads MODEL and, when the graph has a symbolic batch, binds it to `batch`
 // (nullopt keeps it symbolic).
 std::unique_ptr<Graph> loadForBatch(const std::string& spec, std::optional<int64_t> batch);
-// Deterministic inputs for every graph input: floats uniform in [-1, 1),
-// integers and bools zero. Fails on dims that are still symbolic.
-std::vector<Tensor> makeInputs(const Graph& graph, uint64_t seed);
 // "1.23 G" style numbers.
 std::string humanCount(double v);
 

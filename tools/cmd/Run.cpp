@@ -7,6 +7,7 @@
 #include "frontend/onnx/TensorProto.h"
 #include "ir/Error.h"
 #include "runtime/Backend.h"
+#include "runtime/Inputs.h"
 #include "tools/cmd/Commands.h"
 #include "tools/cmd/Common.h"
 
@@ -45,7 +46,7 @@ nlohmann::json summary(const std::string& name, const Tensor& t) {
 
 void runModel(const RunArgs& a) {
   auto g = loadAndOptimize(a.model, a.batch, a.pipeline);
-  std::vector<Tensor> inputs = a.inputsDir.empty() ? makeInputs(*g, a.seed) : readInputs(*g, a.inputsDir);
+  std::vector<Tensor> inputs = a.inputsDir.empty() ? seededInputs(*g, a.seed) : readInputs(*g, a.inputsDir);
   auto backend = createBackend(a.backend);
   auto t0 = std::chrono::steady_clock::now();
   auto compiled = backend->compile(*g);

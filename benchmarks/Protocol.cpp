@@ -1,0 +1,85 @@
+#include "benchmarks/Protocol.h"
+
+#include <omp.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "ir/Error.h"
+#include "runtime/Backend.h"
+#include "runtime/interp/Interpreter.h"
+#include "runtime/Inputs.h"
+
+namespace friction::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double msSince(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// Largest absolute and relative (to the largest |reference|) difference over all outputs.
+void compareOutputs(const std::vector<Tensor>& got, const std::vector<Tensor>& want, Measurement& m) {
+  FRICTION_CHECK(got.size() == want.size(), "backend produced " + std::to_string(got.size()) + " outputs, expected " +
+                                                std::to_string(want.size()));
+  double maxAbs = 0, maxRel = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    FRICTION_CHECK(got[i].shape() == want[i].shape(), "output " + std::to_string(i) + " has shape " +
+                                                          got[i].type().shape.str() + ", expected " +
+                                                          want[i].type().shape.str());
+    double scale = 0, err = 0;
+    for (int64_t k = 0; k < want[i].numel(); ++k) {
+      double w = want[i].elementAsDouble(k), g = got[i].elementAsDouble(k);
+      scale = std::max(scale, std::fabs(w));
+      err = std::max(err, std::isnan(g - w) ? (std::isnan(g) && std::isnan(w) ? 0.0 : INFINITY) : std::fabs(g - w));
+    }
+    maxAbs = std::max(maxAbs, err);
+    maxRel = std::max(maxRel, scale > 0 ? err / scale : err);
+  }
+  m.maxAbsError = maxAbs;
+  m.maxRelError = maxRel;
+}
+
+}  // namespace
+
+Measurement measure(const Graph& optimized, const Graph* reference, const MeasureOptions& o) {
+  Measurement m;
+  if (o.threads > 0) omp_set_num_threads(o.threads);
+  m.threads = omp_get_max_threads();
+  std::vector<Tensor> inputs = seededInputs(optimized, o.seed);
+
+  auto backend = createBackend(o.backend);
+  auto t0 = Clock::now();
+  auto compiled = backend->compile(optimized);
+  m.compileMs = msSince(t0);
+
+  std::vector<Tensor> outputs;
+  for (int i = 0; i < std::max(o.warmup, 1); ++i) outputs = compiled->run(inputs);
+  if (o.checkOutputs && reference) compareOutputs(outputs, interp::run(*reference, inputs), m);
+
+  metrics::SummaryOptions so;
+  so.seed = o.seed;
+  auto budgetStart = Clock::now();
+  m.stopReason = "reps";
+  while (int(m.samplesMs.size()) < o.reps) {
+    auto r0 = Clock::now();
+    compiled->run(inputs);
+    m.samplesMs.push_back(msSince(r0));
+    if (int(m.samplesMs.size()) < o.minReps) continue;
+    if (o.targetRelCI > 0 && metrics::precisionReached(m.samplesMs, o.targetRelCI, size_t(o.minReps), o.seed)) {
+      m.stopReason = "ci";
+      break;
+    }
+    if (msSince(budgetStart) > o.maxSeconds * 1e3) {
+      m.stopReason = "time";
+      break;
+    }
+  }
+  m.summary = metrics::summarize(m.samplesMs, so);
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  m.peakRssKb = ru.ru_maxrss;
+  return m;
+}
+
+}  // namespace friction::bench

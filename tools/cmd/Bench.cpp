@@ -1,0 +1,77 @@
+// `friction bench`: one model, one backend, one pass configuration, measured
+// under the protocol of benchmarks/Protocol.h.
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "benchmarks/Protocol.h"
+#include "tools/cmd/Commands.h"
+#include "tools/cmd/Common.h"
+
+namespace friction::cli {
+namespace {
+
+struct BenchArgs {
+  std::string model;
+  int64_t batch = 1;
+  bool json = false;
+  PipelineOptions pipeline;
+  bench::MeasureOptions measure;
+};
+
+void benchModel(const BenchArgs& a) {
+  auto optimized = loadAndOptimize(a.model, a.batch, a.pipeline);
+  std::unique_ptr<Graph> reference;
+  if (a.measure.checkOutputs) reference = loadForBatch(a.model, a.batch);
+  bench::Measurement m = bench::measure(*optimized, reference.get(), a.measure);
+  const auto& s = m.summary;
+  if (a.json) {
+    nlohmann::json j{{"model", a.model},
+                     {"backend", a.measure.backend},
+                     {"batch", a.batch},
+                     {"threads", m.threads},
+                     {"compile_ms", m.compileMs},
+                     {"samples_ms", m.samplesMs},
+                     {"median_ms", s.median},
+                     {"p10_ms", s.p10},
+                     {"p90_ms", s.p90},
+                     {"ci95_ms", {s.medianCI.low, s.medianCI.high}},
+                     {"unstable", s.unstable},
+                     {"stop", m.stopReason},
+                     {"peak_rss_kb", m.peakRssKb}};
+    if (m.maxAbsError >= 0) j["max_abs_error"] = m.maxAbsError, j["max_rel_error"] = m.maxRelError;
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::printf("%s  backend %s  batch %ld  threads %d\n", a.model.c_str(), a.measure.backend.c_str(), long(a.batch), m.threads);
+  std::printf("  median %.3f ms  (p10 %.3f, p90 %.3f, 95%% CI %.3f-%.3f)  over %zu runs, stopped by %s%s\n", s.median,
+              s.p10, s.p90, s.medianCI.low, s.medianCI.high, s.n, m.stopReason.c_str(),
+              s.unstable ? "  UNSTABLE: CI wider than 5% of the median" : "");
+  std::printf("  throughput %.1f samples/s  compile %.1f ms  peak RSS %.1f MB\n", 1000.0 * double(a.batch) / s.median,
+              m.compileMs, double(m.peakRssKb) / 1024);
+  if (m.maxAbsError >= 0)
+    std::printf("  vs interp on the unoptimized model: max abs error %.3g, max rel error %.3g\n", m.maxAbsError,
+                m.maxRelError);
+}
+
+}  // namespace
+
+void addBench(CLI::App& app) {
+  auto args = std::make_shared<BenchArgs>();
+  auto* cmd = app.add_subcommand("bench", "measure latency under the protocol (warm-up, repetitions, CI)");
+  cmd->add_option("model", args->model, "path to .onnx/.fir or zoo:ARCH?knobs")->required();
+  cmd->add_option("--backend", args->measure.backend, "interp, cpu, cuda, or a vendor bridge");
+  cmd->add_option("--batch", args->batch, "binds the symbolic batch dim")->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", args->measure.warmup, "warm-up runs (not measured)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--reps", args->measure.reps, "maximum measured runs")->check(CLI::PositiveNumber);
+  cmd->add_option("--min-reps", args->measure.minReps, "runs before the adaptive stop may end")->check(CLI::PositiveNumber);
+  cmd->add_option("--target-ci", args->measure.targetRelCI, "stop once the 95% CI half-width / median is below this (0: off)");
+  cmd->add_option("--max-seconds", args->measure.maxSeconds, "time budget for the measured runs");
+  cmd->add_option("--threads", args->measure.threads, "OpenMP threads (default: all cores)");
+  cmd->add_option("--seed", args->measure.seed, "seed of inputs and bootstrap");
+  cmd->add_flag("!--no-check", args->measure.checkOutputs, "skip the comparison with the interpreter");
+  cmd->add_flag("--json", args->json, "machine-readable output with raw samples");
+  addPipelineOptions(cmd, args->pipeline);
+  cmd->callback([args] { benchModel(*args); });
+}
+
+}  // namespace friction::cli
