@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   friction::cli::addZoo(app);
   friction::cli::addPasses(app);
   friction::cli::addBench(app);
+  friction::cli::addAblate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -11,5 +11,6 @@ void addConformance(CLI::App& app);
 void addZoo(CLI::App& app);
 void addPasses(CLI::App& app);  // `passes` and `opt`
 void addBench(CLI::App& app);
+void addAblate(CLI::App& app);
 
 }  // namespace friction::cli

@@ -1,0 +1,188 @@
+#include "benchmarks/ResultsStore.h"
+
+#include <sqlite3.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "ir/Error.h"
+#include "ir/TextFormat.h"
+
+#ifndef FRICTION_GIT_REVISION
+#define FRICTION_GIT_REVISION "unknown"
+#endif
+
+namespace friction::bench {
+namespace {
+
+const char* kSchema = R"(
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS measurements (
+  id INTEGER PRIMARY KEY,
+  cell_key TEXT NOT NULL UNIQUE,
+  experiment TEXT NOT NULL,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+  model TEXT NOT NULL, model_hash TEXT NOT NULL, backend TEXT NOT NULL, batch INTEGER NOT NULL,
+  passes TEXT NOT NULL, config_json TEXT NOT NULL, threads INTEGER NOT NULL,
+  n INTEGER NOT NULL, median_ms REAL NOT NULL, p10_ms REAL NOT NULL, p90_ms REAL NOT NULL,
+  ci_low_ms REAL NOT NULL, ci_high_ms REAL NOT NULL, unstable INTEGER NOT NULL, stop_reason TEXT NOT NULL,
+  compile_ms REAL NOT NULL, peak_rss_kb INTEGER NOT NULL, max_abs_error REAL, max_rel_error REAL,
+  samples_json TEXT NOT NULL,
+  cpu_model TEXT NOT NULL, cpu_cores INTEGER NOT NULL, cpu_flags TEXT NOT NULL,
+  git_revision TEXT NOT NULL, tool_version TEXT NOT NULL, libraries TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS measurements_experiment ON measurements (experiment);
+)";
+
+// Prepared statement with RAII finalize.
+struct Stmt {
+  sqlite3_stmt* s = nullptr;
+  Stmt(sqlite3* db, const char* sql) {
+    FRICTION_CHECK(sqlite3_prepare_v2(db, sql, -1, &s, nullptr) == SQLITE_OK,
+                   std::string("results store: ") + sqlite3_errmsg(db));
+  }
+  ~Stmt() { sqlite3_finalize(s); }
+  void text(int i, const std::string& v) { sqlite3_bind_text(s, i, v.c_str(), -1, SQLITE_TRANSIENT); }
+  void real(int i, double v) { sqlite3_bind_double(s, i, v); }
+  void integer(int i, int64_t v) { sqlite3_bind_int64(s, i, v); }
+  std::string colText(int i) const {
+    auto* t = sqlite3_column_text(s, i);
+    return t ? reinterpret_cast<const char*>(t) : "";
+  }
+};
+
+std::string cpuInfoField(const std::string& field) {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind(field, 0) == 0) {
+      auto colon = line.find(':');
+      return colon == std::string::npos ? "" : line.substr(colon + 2);
+    }
+  return "";
+}
+
+}  // namespace
+
+Fingerprint Fingerprint::ofThisMachine() {
+  Fingerprint fp;
+  fp.cpuModel = cpuInfoField("model name");
+  // The flags that change kernel choice; the full list is long and noisy.
+  std::set<std::string> all;
+  std::istringstream flags(cpuInfoField("flags"));
+  for (std::string f; flags >> f;) all.insert(f);
+  for (const char* f : {"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "amx_tile"})
+    if (all.count(f)) fp.cpuFlags += (fp.cpuFlags.empty() ? "" : " ") + std::string(f);
+  fp.cores = int(std::thread::hardware_concurrency());
+  fp.gitRevision = FRICTION_GIT_REVISION;
+  fp.toolVersion = "friction 0.1";
+  fp.libraries = nlohmann::json{{"sqlite", sqlite3_libversion()}, {"compiler", __VERSION__}}.dump();
+  return fp;
+}
+
+ResultsStore::ResultsStore(const std::string& path) : path_(path) {
+  FRICTION_CHECK(sqlite3_open(path.c_str(), &db_) == SQLITE_OK,
+                 "cannot open results store '" + path + "': " + (db_ ? sqlite3_errmsg(db_) : "out of memory"));
+  sqlite3_busy_timeout(db_, 10000);
+  try {
+    exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+    exec(kSchema);
+    Stmt get(db_, "SELECT value FROM meta WHERE key = 'schema_version'");
+    if (sqlite3_step(get.s) == SQLITE_ROW) {
+      int v = std::stoi(get.colText(0));
+      FRICTION_CHECK(v == kSchemaVersion, "results store '" + path + "' has schema version " + std::to_string(v) +
+                                              ", this friction writes version " + std::to_string(kSchemaVersion));
+    } else {
+      exec("INSERT INTO meta (key, value) VALUES ('schema_version', '" + std::to_string(kSchemaVersion) + "')");
+    }
+  } catch (...) {
+    sqlite3_close(db_);
+    throw;
+  }
+}
+
+ResultsStore::~ResultsStore() { sqlite3_close(db_); }
+
+void ResultsStore::exec(const std::string& sql) const {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : "unknown error";
+    sqlite3_free(err);
+    throw Error("results store '" + path_ + "': " + msg);
+  }
+}
+
+bool ResultsStore::hasCell(const std::string& cellKey) const {
+  Stmt q(db_, "SELECT 1 FROM measurements WHERE cell_key = ?");
+  q.text(1, cellKey);
+  return sqlite3_step(q.s) == SQLITE_ROW;
+}
+
+void ResultsStore::add(const CellRecord& r, const Fingerprint& fp) {
+  Stmt q(db_, R"(INSERT OR REPLACE INTO measurements (cell_key, experiment, model, model_hash, backend, batch, passes,
+    config_json, threads, n, median_ms, p10_ms, p90_ms, ci_low_ms, ci_high_ms, unstable, stop_reason, compile_ms,
+    peak_rss_kb, max_abs_error, max_rel_error, samples_json, cpu_model, cpu_cores, cpu_flags, git_revision,
+    tool_version, libraries) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?))");
+  const Measurement& m = r.m;
+  int i = 1;
+  q.text(i++, r.cellKey), q.text(i++, r.experiment), q.text(i++, r.model), q.text(i++, r.modelHash);
+  q.text(i++, r.backend), q.integer(i++, r.batch), q.text(i++, r.passes), q.text(i++, r.configJson);
+  q.integer(i++, m.threads), q.integer(i++, int64_t(m.summary.n)), q.real(i++, m.summary.median);
+  q.real(i++, m.summary.p10), q.real(i++, m.summary.p90), q.real(i++, m.summary.medianCI.low);
+  q.real(i++, m.summary.medianCI.high), q.integer(i++, m.summary.unstable), q.text(i++, m.stopReason);
+  q.real(i++, m.compileMs), q.integer(i++, m.peakRssKb);
+  if (m.maxAbsError >= 0) q.real(i, m.maxAbsError), q.real(i + 1, m.maxRelError);
+  i += 2;  // unbound parameters are NULL: not checked
+  q.text(i++, nlohmann::json(m.samplesMs).dump()), q.text(i++, fp.cpuModel), q.integer(i++, fp.cores);
+  q.text(i++, fp.cpuFlags), q.text(i++, fp.gitRevision), q.text(i++, fp.toolVersion), q.text(i++, fp.libraries);
+  FRICTION_CHECK(sqlite3_step(q.s) == SQLITE_DONE, "results store '" + path_ + "': " + sqlite3_errmsg(db_));
+}
+
+std::vector<CellRecord> ResultsStore::cells(const std::string& experimentPrefix) const {
+  Stmt q(db_, R"(SELECT cell_key, experiment, model, model_hash, backend, batch, passes, config_json, threads,
+    median_ms, p10_ms, p90_ms, ci_low_ms, ci_high_ms, unstable, stop_reason, compile_ms, peak_rss_kb,
+    max_abs_error, max_rel_error, samples_json FROM measurements WHERE experiment LIKE ? || '%' ORDER BY id)");
+  q.text(1, experimentPrefix);
+  std::vector<CellRecord> out;
+  while (sqlite3_step(q.s) == SQLITE_ROW) {
+    CellRecord r;
+    int i = 0;
+    r.cellKey = q.colText(i++), r.experiment = q.colText(i++), r.model = q.colText(i++);
+    r.modelHash = q.colText(i++), r.backend = q.colText(i++), r.batch = sqlite3_column_int64(q.s, i++);
+    r.passes = q.colText(i++), r.configJson = q.colText(i++);
+    Measurement& m = r.m;
+    m.threads = sqlite3_column_int(q.s, i++);
+    m.summary.median = sqlite3_column_double(q.s, i++), m.summary.p10 = sqlite3_column_double(q.s, i++);
+    m.summary.p90 = sqlite3_column_double(q.s, i++), m.summary.medianCI.low = sqlite3_column_double(q.s, i++);
+    m.summary.medianCI.high = sqlite3_column_double(q.s, i++), m.summary.unstable = sqlite3_column_int(q.s, i++);
+    m.stopReason = q.colText(i++), m.compileMs = sqlite3_column_double(q.s, i++);
+    m.peakRssKb = long(sqlite3_column_int64(q.s, i++));
+    bool checked = sqlite3_column_type(q.s, i) != SQLITE_NULL;
+    m.maxAbsError = checked ? sqlite3_column_double(q.s, i) : -1;
+    m.maxRelError = checked ? sqlite3_column_double(q.s, i + 1) : -1;
+    i += 2;
+    m.samplesMs = nlohmann::json::parse(q.colText(i++)).get<std::vector<double>>();
+    m.summary.n = m.samplesMs.size();
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::string modelHash(const Graph& g) {
+  // FNV-1a over the structure (constants elided) and then every weight's bytes.
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](const void* data, size_t n) {
+    auto* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  };
+  std::string structure = printGraph(g, PrintOptions{.maxConstantBytes = 0});
+  mix(structure.data(), structure.size());
+  for (const Value* v : g.initializers()) mix(v->constant().rawData(), v->constant().byteSize());
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+}  // namespace friction::bench

@@ -1,0 +1,58 @@
+// The results store: one SQLite file, schema documented in docs/results-store.md.
+// Every measurement is committed as it completes (WAL journal), so a killed
+// sweep or ablation loses nothing already measured, and `hasCell` lets a
+// resumed one skip finished cells.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "benchmarks/Protocol.h"
+
+struct sqlite3;
+
+namespace friction::bench {
+
+constexpr int kSchemaVersion = 1;
+
+// Where a measurement was taken: recorded in every row.
+struct Fingerprint {
+  std::string cpuModel, cpuFlags, gitRevision, toolVersion, libraries;
+  int cores = 0;
+  static Fingerprint ofThisMachine();
+};
+
+// One measured cell: model x backend x batch x pass configuration.
+struct CellRecord {
+  std::string cellKey;     // unique id of the cell (model, backend, batch, passes, threads, experiment)
+  std::string experiment;  // e.g. "ablate:loo" or a sweep name
+  std::string model, modelHash, backend, passes;  // passes: enabled passes, comma-separated, pipeline order
+  int64_t batch = 1;
+  std::string configJson;  // the full configuration
+  Measurement m;
+};
+
+class ResultsStore {
+ public:
+  // Opens or creates `path`; refuses a file of another schema version.
+  explicit ResultsStore(const std::string& path);
+  ~ResultsStore();
+  ResultsStore(const ResultsStore&) = delete;
+  ResultsStore& operator=(const ResultsStore&) = delete;
+
+  bool hasCell(const std::string& cellKey) const;
+  // Inserts (or, for the same key, replaces) one row and commits it.
+  void add(const CellRecord& r, const Fingerprint& fp);
+  std::vector<CellRecord> cells(const std::string& experimentPrefix = "") const;
+
+ private:
+  void exec(const std::string& sql) const;
+  sqlite3* db_ = nullptr;
+  std::string path_;
+};
+
+// A stable 64-bit hash of a graph: structure, types, attributes and weights (hex).
+std::string modelHash(const Graph& g);
+
+}  // namespace friction::bench
