@@ -34,6 +34,10 @@ CREATE TABLE IF NOT EXISTS measurements (
   cpu_model TEXT NOT NULL, cpu_cores INTEGER NOT NULL, cpu_flags TEXT NOT NULL,
   git_revision TEXT NOT NULL, tool_version TEXT NOT NULL, libraries TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS measurements_experiment ON measurements (experiment);
+CREATE TABLE IF NOT EXISTS attributions (
+  experiment TEXT NOT NULL, model TEXT NOT NULL, backend TEXT NOT NULL, batch INTEGER NOT NULL,
+  method TEXT NOT NULL, pass TEXT NOT NULL, value_ms REAL NOT NULL, stderr_ms REAL NOT NULL,
+  PRIMARY KEY (experiment, model, backend, batch, method, pass));
 )";
 
 // Prepared statement with RAII finalize.
@@ -165,6 +169,37 @@ std::vector<CellRecord> ResultsStore::cells(const std::string& experimentPrefix)
     i += 2;
     m.samplesMs = nlohmann::json::parse(q.colText(i++)).get<std::vector<double>>();
     m.summary.n = m.samplesMs.size();
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+void ResultsStore::setAttributions(const std::vector<AttributionRecord>& rows) {
+  exec("BEGIN");
+  try {
+    for (const auto& r : rows) {
+      Stmt q(db_, R"(INSERT OR REPLACE INTO attributions (experiment, model, backend, batch, method, pass, value_ms,
+        stderr_ms) VALUES (?,?,?,?,?,?,?,?))");
+      q.text(1, r.experiment), q.text(2, r.model), q.text(3, r.backend), q.integer(4, r.batch);
+      q.text(5, r.method), q.text(6, r.pass), q.real(7, r.valueMs), q.real(8, r.stdErrMs);
+      FRICTION_CHECK(sqlite3_step(q.s) == SQLITE_DONE, "results store '" + path_ + "': " + sqlite3_errmsg(db_));
+    }
+    exec("COMMIT");
+  } catch (...) {
+    exec("ROLLBACK");
+    throw;
+  }
+}
+
+std::vector<AttributionRecord> ResultsStore::attributions() const {
+  Stmt q(db_, "SELECT experiment, model, backend, batch, method, pass, value_ms, stderr_ms FROM attributions "
+              "ORDER BY experiment, model, backend, batch, method, rowid");
+  std::vector<AttributionRecord> out;
+  while (sqlite3_step(q.s) == SQLITE_ROW) {
+    AttributionRecord r;
+    r.experiment = q.colText(0), r.model = q.colText(1), r.backend = q.colText(2);
+    r.batch = sqlite3_column_int64(q.s, 3), r.method = q.colText(4), r.pass = q.colText(5);
+    r.valueMs = sqlite3_column_double(q.s, 6), r.stdErrMs = sqlite3_column_double(q.s, 7);
     out.push_back(std::move(r));
   }
   return out;

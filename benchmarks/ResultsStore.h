@@ -33,6 +33,14 @@ struct CellRecord {
   Measurement m;
 };
 
+// A pass's attributed latency for one model/backend/batch ("loo", "aoi",
+// "shapley", or "interaction" with pass = "a|b").
+struct AttributionRecord {
+  std::string experiment, model, backend, method, pass;
+  int64_t batch = 1;
+  double valueMs = 0, stdErrMs = 0;
+};
+
 class ResultsStore {
  public:
   // Opens or creates `path`; refuses a file of another schema version.
@@ -45,6 +53,9 @@ class ResultsStore {
   // Inserts (or, for the same key, replaces) one row and commits it.
   void add(const CellRecord& r, const Fingerprint& fp);
   std::vector<CellRecord> cells(const std::string& experimentPrefix = "") const;
+  // Replaces the attribution rows of (experiment, model, backend, batch, method) with `rows`.
+  void setAttributions(const std::vector<AttributionRecord>& rows);
+  std::vector<AttributionRecord> attributions() const;
 
  private:
   void exec(const std::string& sql) const;

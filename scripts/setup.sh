@@ -20,13 +20,25 @@ for p in "${PACKAGES[@]}"; do
 done
 
 if ((${#missing[@]} == 0)); then
-  echo "setup: all ${#PACKAGES[@]} packages present"
-  exit 0
+  echo "setup: all ${#PACKAGES[@]} Debian packages present"
+else
+  echo "setup: installing ${#missing[@]} missing packages: ${missing[*]}"
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "setup: installing ${#missing[@]} missing packages: ${missing[*]}"
-SUDO=""
-if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The project venv: plotting for `friction report` (and, later, vendor bridges).
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+REQ="$ROOT/benchmarks/report/requirements.txt"
+STAMP="$ROOT/.venv/.requirements"
+if [[ -x "$ROOT/.venv/bin/python" ]] && cmp -s "$REQ" "$STAMP"; then
+  echo "setup: venv up to date"
+else
+  echo "setup: creating the project venv in .venv"
+  python3 -m venv "$ROOT/.venv"
+  "$ROOT/.venv/bin/pip" install -q --disable-pip-version-check -r "$REQ"
+  cp "$REQ" "$STAMP"
+fi
 echo "setup: done"

@@ -59,5 +59,22 @@ expect_ok passes "eliminate-dead-code" -- "$F" passes
 expect_ok bench "median .* ms" -- "$F" bench "zoo:mlp" --reps 5 --warmup 1
 expect_ok bench-json "\"samples_ms\"" -- "$F" bench "zoo:mlp" --reps 3 --json
 
+# Ablation into a store, then the report: every figure must be an inline PNG that decodes.
+expect_ok ablate "measurements stored" -- "$F" ablate "zoo:mlp?depth=2" --batches 1,2 --mode shapley --over fold-constants,eliminate-dead-code --reps 3 --warmup 1 --db "$T/r.db"
+expect_ok ablate-resume "stored" -- "$F" ablate "zoo:mlp?depth=2" --batches 1,2 --mode shapley --over fold-constants,eliminate-dead-code --reps 3 --warmup 1 --db "$T/r.db" --resume
+expect_error report-missing-db "does not exist" -- "$F" report --db "$T/none.db" -o "$T/x.html"
+if [[ -x "$(dirname "$0")/../../.venv/bin/python" ]]; then
+  expect_ok report "wrote" -- "$F" report --db "$T/r.db" -o "$T/report/report.html"
+  expect_ok report-figures "figures ok: [1-9]" -- python3 -c "
+import base64, re, sys
+h = open('$T/report/report.html').read()
+imgs = re.findall(r'src=\"data:image/png;base64,([^\"]+)\"', h)
+assert imgs and all(base64.b64decode(d).startswith(b'\\x89PNG') for d in imgs)
+print('figures ok:', len(imgs))"
+  expect_ok report-csv "median_ms" -- head -1 "$T/report/report.csv"
+else
+  echo "SKIP report: no project venv (scripts/setup.sh creates it)"
+fi
+
 echo "$passes passed, $fails failed"
 [[ $fails -eq 0 ]]

@@ -116,6 +116,16 @@ void ablate(const AblateArgs& a) {
     }
     row["attribution_ms"] = value;
     if (!err.empty()) row["stderr_ms"] = err;
+    std::vector<bench::AttributionRecord> records;
+    auto record = [&](const std::string& method, const std::string& pass, double v, double e) {
+      records.push_back({"ablate:" + a.mode, a.model, a.measure.backend, method, pass, batch, v, e});
+    };
+    for (int p = 0; p < n; ++p) record(a.mode, passes[size_t(p)], value[size_t(p)], err.empty() ? 0 : err[size_t(p)]);
+    if (row.contains("interactions_ms"))
+      for (int p = 0; p < n; ++p)
+        for (int q = p + 1; q < n; ++q)
+          record("interaction", passes[size_t(p)] + "|" + passes[size_t(q)], row["interactions_ms"][p][q], 0);
+    store.setAttributions(records);
     out["batches"].push_back(row);
     if (a.json) continue;
     const char* meaning = a.mode == "loo"   ? "latency added by turning the pass off"

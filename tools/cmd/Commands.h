@@ -12,5 +12,6 @@ void addZoo(CLI::App& app);
 void addPasses(CLI::App& app);  // `passes` and `opt`
 void addBench(CLI::App& app);
 void addAblate(CLI::App& app);
+void addReport(CLI::App& app);
 
 }  // namespace friction::cli

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Renders friction's report data (JSON written by `friction report`) as one
+self-contained HTML file: every figure is an inline PNG. Metrics are computed
+in C++ (benchmarks/metrics); this script only draws.
+
+Usage: render_report.py DATA.json OUT.html
+"""
+import base64
+import html
+import io
+import json
+import sys
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def figure_html(fig, caption):
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    data = base64.b64encode(buf.getvalue()).decode()
+    return (f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+
+
+def grouped(series):
+    groups = defaultdict(list)
+    for s in series:
+        groups[(s["model"], s["backend"])].append(s)
+    return groups
+
+
+def batch_figures(data):
+    out = []
+    for (model, backend), series in grouped(data.get("series", [])).items():
+        if not any(len(s["points"]) >= 2 for s in series):
+            continue
+        fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+        for s in series:
+            b = [p["batch"] for p in s["points"]]
+            axes[0].errorbar(b, [p["median_ms"] for p in s["points"]],
+                             yerr=[[p["median_ms"] - p["ci_ms"][0] for p in s["points"]],
+                                   [p["ci_ms"][1] - p["median_ms"] for p in s["points"]]],
+                             marker="o", capsize=3, label=s["config"])
+            axes[1].plot([m["batch"] for m in s["metrics"]], [m["throughput"] for m in s["metrics"]], marker="o")
+            axes[2].plot([m["batch"] for m in s["metrics"]], [m["friction"] for m in s["metrics"]], marker="o")
+        titles = ["median latency L(b), ms (95% CI)", "throughput T(b), samples/s", "friction F(b) = max(0, 1 - E(b))"]
+        for ax, t in zip(axes, titles):
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("batch")
+            ax.set_title(t, fontsize=10)
+        axes[0].legend(fontsize=7)
+        phis = ", ".join(f'{s["config"]}: phi={s["phi"]:.2f}' for s in series if "phi" in s)
+        out.append(figure_html(fig, f"{model} on {backend}: latency, throughput and friction vs batch. {phis}"))
+    return out
+
+
+def attribution_figures(data):
+    out = []
+    groups = defaultdict(list)
+    for a in data.get("attributions", []) or []:
+        if a["method"] != "interaction":
+            groups[(a["model"], a["backend"], a["batch"], a["method"])].append(a)
+    for (model, backend, batch, method), rows in groups.items():
+        fig, ax = plt.subplots(figsize=(8, 0.35 * len(rows) + 1.2))
+        names = [r["pass"] for r in rows]
+        vals = [r["value_ms"] for r in rows]
+        errs = [r["stderr_ms"] for r in rows]
+        ax.barh(names, vals, xerr=errs if any(errs) else None, color=["tab:green" if v > 0 else "tab:red" for v in vals])
+        ax.axvline(0, color="black", linewidth=0.8)
+        ax.invert_yaxis()
+        ax.set_xlabel("ms")
+        meaning = {"loo": "latency added when the pass is turned off",
+                   "aoi": "latency change when only this pass is on",
+                   "shapley": "Shapley value of latency (negative = the pass saves time)"}[method]
+        out.append(figure_html(fig, f"Pass attribution ({method}), {model} on {backend}, batch {batch}: {meaning}"))
+    inter = defaultdict(dict)
+    for a in data.get("attributions", []) or []:
+        if a["method"] == "interaction":
+            inter[(a["model"], a["backend"], a["batch"])][tuple(a["pass"].split("|"))] = a["value_ms"]
+    for (model, backend, batch), pairs in inter.items():
+        names = sorted({p for pair in pairs for p in pair})
+        idx = {n: i for i, n in enumerate(names)}
+        grid = [[0.0] * len(names) for _ in names]
+        for (p, q), v in pairs.items():
+            grid[idx[p]][idx[q]] = grid[idx[q]][idx[p]] = v
+        fig, ax = plt.subplots(figsize=(1 + 0.5 * len(names), 1 + 0.5 * len(names)))
+        lim = max((abs(v) for row in grid for v in row), default=1) or 1
+        im = ax.imshow(grid, cmap="coolwarm", vmin=-lim, vmax=lim)
+        ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
+        ax.set_yticks(range(len(names)), names, fontsize=7)
+        fig.colorbar(im, ax=ax, label="ms")
+        out.append(figure_html(fig, f"Pairwise pass interactions (Shapley interaction index), {model} on {backend}, "
+                                    f"batch {batch}: negative = the pair saves more together than apart"))
+    return out
+
+
+def ranking_figures(data):
+    out = []
+    for r in data.get("rankings", []):
+        fig, ax = plt.subplots(figsize=(5, 0.4 * len(r["items"]) + 1.5))
+        inverted = {(i["a"], i["b"]) for i in r.get("inversions", [])} | {(i["b"], i["a"]) for i in r.get("inversions", [])}
+        involved = {n for pair in inverted for n in pair}
+        for item in r["items"]:
+            color = "tab:red" if item["name"] in involved else "tab:gray"
+            ax.plot([0, 1], [item["rank_a"], item["rank_b"]], marker="o", color=color)
+            ax.annotate(item["name"], (1.02, item["rank_b"]), fontsize=7, va="center")
+        ax.set_xticks([0, 1], [r["condition_a"], r["condition_b"]])
+        ax.invert_yaxis()
+        ax.set_ylabel("rank (0 = fastest)")
+        ax.set_xlim(-0.1, 1.6)
+        n_inv = len(r.get("inversions", []))
+        out.append(figure_html(fig, f'Rankings on {r["backend"]}, batch {r["batch"]}: {r["condition_a"]} vs '
+                                    f'{r["condition_b"]}; Kendall tau {r["kendall_tau"]:.2f}; {n_inv} significant '
+                                    f"inversion(s) in red"))
+    return out
+
+
+def depth_figures(data):
+    out = []
+    for d in data.get("depth", []):
+        n = [p["blocks"] for p in d["points"]]
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+        axes[0].plot(n, [p["baseline_ms"] for p in d["points"]], marker="o", label="all-off")
+        axes[0].plot(n, [p["compiled_ms"] for p in d["points"]], marker="o", label="default")
+        axes[0].set_xlabel("blocks N")
+        axes[0].set_title("latency, ms", fontsize=10)
+        axes[0].legend()
+        axes[1].plot(n, [p["speedup"] for p in d["points"]], marker="o")
+        axes[1].set_xlabel("blocks N")
+        axes[1].set_title("speedup S(N)", fontsize=10)
+        out.append(figure_html(fig, f'Depth scaling of {d["family"]} on {d["backend"]}, batch {d["batch"]}: '
+                                    f'{d["slope_baseline_ms"]:.3f} vs {d["slope_compiled_ms"]:.3f} ms per added block '
+                                    f'(ratio {d["slope_ratio"]:.2f})'))
+    return out
+
+
+def inversion_table(data):
+    rows = []
+    for r in data.get("rankings", []):
+        for i in r.get("inversions", []):
+            rows.append(f'<tr><td>{html.escape(r["backend"])}</td><td>{r["batch"]}</td><td>{html.escape(i["a"])} / '
+                        f'{html.escape(i["b"])}</td><td>{i["ratio_a"]:.3f} [{i["ci_a"][0]:.3f}, {i["ci_a"][1]:.3f}]</td>'
+                        f'<td>{i["ratio_b"]:.3f} [{i["ci_b"][0]:.3f}, {i["ci_b"][1]:.3f}]</td></tr>')
+    if not rows:
+        return "<p>No significant ranking inversions (both bootstrap CIs of the ratio of medians must exclude 1).</p>"
+    return ("<table><tr><th>backend</th><th>batch</th><th>pair</th><th>ratio all-off [95% CI]</th>"
+            "<th>ratio default [95% CI]</th></tr>" + "".join(rows) + "</table>")
+
+
+def main():
+    data = json.load(open(sys.argv[1]))
+    sections = [
+        ("Latency, throughput and friction vs batch", batch_figures(data)),
+        ("Pass attribution", attribution_figures(data)),
+        ("Rankings", ranking_figures(data)),
+        ("Depth scaling", depth_figures(data)),
+    ]
+    body = [f'<h1>friction report</h1><p>{data["measurements"]} measurements from {html.escape(data["db"])}. '
+            "Metric definitions: docs/metrics.md. Raw rows: the .csv beside this file.</p>"]
+    for title, figs in sections:
+        body.append(f"<h2>{title}</h2>")
+        body.extend(figs if figs else ["<p>No data for this section in the store.</p>"])
+        if title == "Rankings":
+            body.append(inversion_table(data))
+    style = ("body{font-family:sans-serif;max-width:1200px;margin:auto}figure{margin:1em 0}"
+             "img{max-width:100%}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px}")
+    with open(sys.argv[2], "w") as f:
+        f.write(f"<!doctype html><html><head><meta charset='utf-8'><title>friction report</title>"
+                f"<style>{style}</style></head><body>{''.join(body)}</body></html>")
+
+
+if __name__ == "__main__":
+    main()
