@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# The main job: set up, build, then inspect and run a built-in zoo model on
-# the reference interpreter. MODEL overrides the model (any MODEL spec).
+# The main job: set up, build, then ablate every pass on a built-in zoo model
+# (leave-one-out, batches 1 and 4) and write the report to out/report.html.
+# MODEL, BACKEND and BATCHES override the defaults.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
 MODEL=${MODEL:-"zoo:resnet?depth=4&width=32&resolution=64"}
+BACKEND=${BACKEND:-interp}   # the compiled cpu backend replaces interp once it lands
+BATCHES=${BATCHES:-1,4}
+mkdir -p out
 echo "== friction inspect $MODEL"
 build/bin/friction inspect "$MODEL"
-echo "== friction run $MODEL --batch 2"
-build/bin/friction run "$MODEL" --batch 2
+echo "== friction ablate $MODEL --backend $BACKEND --batches $BATCHES --mode loo"
+build/bin/friction ablate "$MODEL" --backend "$BACKEND" --batches "$BATCHES" --mode loo \
+  --warmup 2 --reps 15 --target-ci 0.03 --db out/results.db
+echo "== friction report"
+build/bin/friction report --db out/results.db -o out/report.html
