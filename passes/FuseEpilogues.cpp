@@ -1,0 +1,93 @@
+// fuse-epilogues: a Conv/ConvTranspose/MatMul/Gemm and the single-use chain
+// after it become one `Fused` node of kind "epilogue":
+//   anchor [→ bias Add] [→ residual Add] [→ activation] [→ residual Add]
+// (one residual Add at most). The bias is a constant broadcast along the
+// channel axis (1 for convolutions, last for MatMul/Gemm); a residual is a
+// non-constant operand of the result's own shape; activations are the
+// unary ops below or an Erf-GELU. Every value inside has a single use, so
+// the region has one output and cannot close a cycle.
+#include <set>
+
+#include "passes/Regions.h"
+
+namespace friction {
+namespace {
+
+bool isAnchor(const Node& n) {
+  return n.numOutputs() == 1 &&
+         (n.op() == "Conv" || n.op() == "ConvTranspose" || n.op() == "MatMul" || n.op() == "Gemm");
+}
+
+bool isActivation(const Node& n) {
+  static const std::set<std::string> ops = {"Relu",        "Clip",      "LeakyRelu", "Sigmoid",
+                                            "HardSigmoid", "HardSwish", "Tanh"};
+  return ops.count(n.op()) > 0;
+}
+
+// The other operand of a binary Add that consumes `x`.
+const Value* otherOperand(const Node& add, const Value* x) {
+  if (add.op() != "Add" || add.numInputs() != 2) return nullptr;
+  return add.input(0) == x ? add.input(1) : add.input(0);
+}
+
+// A constant that is 1 everywhere but the channel axis of `x` (right-aligned
+// broadcast), i.e. one value per channel or a scalar.
+bool isChannelBias(const Value* x, const Value* b, size_t channelAxis) {
+  const Tensor* t = constantOf(b);
+  const Shape& xs = x->shape();
+  if (!t || !xs.hasRank() || t->rank() > xs.rank()) return false;
+  size_t offset = xs.rank() - t->rank();
+  for (size_t i = 0; i < t->rank(); ++i) {
+    int64_t d = t->dim(int(i));
+    if (d != 1 && !(i + offset == channelAxis && xs[channelAxis] == Dim(d))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void fuseEpilogues(Graph& g, PassContext& ctx) {
+  UseInfo u(g);
+  std::vector<std::vector<Node*>> regions;
+  std::unordered_set<const Node*> claimed;  // a residual Add can follow two anchors
+  for (const auto& node : g.nodes()) {
+    Node& anchor = *node;
+    if (!isAnchor(anchor) || !anchor.output(0)->shape().hasRank()) continue;
+    size_t channelAxis = anchor.op().rfind("Conv", 0) == 0 ? 1 : anchor.output(0)->shape().rank() - 1;
+    std::vector<Node*> chain = {&anchor};
+    const Value* cur = anchor.output(0);
+    auto take = [&](auto accept) {
+      Node* next = u.soleUser(cur);
+      if (!next || claimed.count(next) || next->numOutputs() != 1 || !accept(*next)) return false;
+      chain.push_back(next);
+      cur = next->output(0);
+      return true;
+    };
+    auto bias = [&](const Node& n) {
+      const Value* b = otherOperand(n, cur);
+      return b && isChannelBias(cur, b, channelAxis);
+    };
+    auto residual = [&](const Node& n) {
+      const Value* r = otherOperand(n, cur);
+      return r && r != cur && !constantOf(r) && n.output(0)->type() == cur->type();
+    };
+    auto activation = [&] {
+      if (take([](const Node& n) { return isActivation(n); })) return true;
+      std::vector<Node*> gelu = matchErfGelu(u, cur);
+      if (gelu.empty() || claimed.count(gelu.back())) return false;
+      chain.insert(chain.end(), gelu.begin(), gelu.end());
+      cur = gelu.back()->output(0);  // the pattern's result is its last node
+      return true;
+    };
+    take(bias);
+    bool residualFirst = take(residual);
+    activation();
+    if (!residualFirst) take(residual);
+    if (chain.size() < 2) continue;
+    claimed.insert(chain.begin(), chain.end());
+    regions.push_back(std::move(chain));
+  }
+  for (const auto& r : regions) fuseRegion(g, r, "epilogue", ctx);
+}
+
+}  // namespace friction

@@ -1,0 +1,111 @@
+// plan-memory: liveness-based buffer assignment for intermediates, i.e. the
+// outputs of top-level nodes that are not graph outputs (Constant nodes'
+// outputs are parameters, not intermediates). In node order each value lives
+// over [def, last use]; values are placed greedy-by-size (largest first) at
+// the best-fitting 64-byte-aligned gap among already placed values whose
+// intervals overlap, in one arena. A node's output never shares with its own
+// inputs (their intervals meet at the node). Values are not aliased
+// (Reshape & co. get their own buffers), and Fused bodies are not planned:
+// their internals are the kernel's business.
+//
+// Symbolic dims: the plan is for static shapes only. With any symbolic dim
+// the pass records nothing and counts "skipped (symbolic shapes)"; bind the
+// batch first (friction run --batch, or the zoo's batch=B knob).
+//
+// The pass only annotates; the graph's values are unchanged. Metadata:
+//   memory.values (strings), memory.offsets, memory.sizes (ints),
+//   memory.arena_bytes, memory.naive_bytes (int)
+// Stats: "values planned", "arena bytes", "naive bytes" (no reuse), and
+// "peak live bytes" (the largest sum of simultaneously live values: the lower
+// bound any plan needs).
+#include <algorithm>
+
+#include "passes/Pass.h"
+
+namespace friction {
+namespace {
+
+constexpr int64_t kAlign = 64;
+int64_t alignUp(int64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+struct Buffer {
+  const Value* value;
+  int64_t size;   // bytes, unaligned
+  int def, last;  // live interval in node indices, inclusive
+  int64_t offset = -1;
+};
+
+}  // namespace
+
+void planMemory(Graph& g, PassContext& ctx) {
+  for (const char* k : {"memory.values", "memory.offsets", "memory.sizes", "memory.arena_bytes", "memory.naive_bytes"})
+    g.metadata().erase(k);
+  std::unordered_map<const Value*, int> index;  // value -> buffers index
+  std::vector<Buffer> bufs;
+  std::vector<const Value*> outputs = {g.outputs().begin(), g.outputs().end()};
+  auto isOutput = [&](const Value* v) { return std::find(outputs.begin(), outputs.end(), v) != outputs.end(); };
+  const auto& nodes = g.nodes();
+  for (int i = 0; i < int(nodes.size()); ++i) {
+    const Node& n = *nodes[i];
+    for (const Value* in : n.inputs())
+      if (auto it = index.find(in); in && it != index.end()) bufs[it->second].last = i;
+    if (n.op() == "Constant") continue;
+    for (const Value* v : n.outputs()) {
+      if (isOutput(v)) continue;
+      if (!v->shape().hasRank() || !v->shape().isStatic()) {
+        ctx.count("skipped (symbolic shapes)");
+        return;
+      }
+      index[v] = int(bufs.size());
+      bufs.push_back({v, *v->shape().numel() * int64_t(dtypeSize(v->dtype())), i, i});
+    }
+  }
+
+  // Largest first; among equals, earliest definition, so the plan is deterministic.
+  std::vector<Buffer*> order;
+  for (auto& b : bufs) order.push_back(&b);
+  std::stable_sort(order.begin(), order.end(), [](const Buffer* a, const Buffer* b) { return a->size > b->size; });
+  std::vector<Buffer*> placed;
+  int64_t arena = 0, naive = 0;
+  for (Buffer* b : order) {
+    naive += alignUp(b->size);
+    std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, end) of live-overlapping buffers
+    for (const Buffer* q : placed)
+      if (q->def <= b->last && b->def <= q->last) busy.push_back({q->offset, q->offset + alignUp(q->size)});
+    std::sort(busy.begin(), busy.end());
+    // Best fit: the smallest gap that holds b; else the end of the busy ranges.
+    int64_t need = alignUp(b->size), cursor = 0, best = -1, bestGap = INT64_MAX;
+    for (auto [lo, hi] : busy) {
+      if (lo - cursor >= need && lo - cursor < bestGap) best = cursor, bestGap = lo - cursor;
+      cursor = std::max(cursor, hi);
+    }
+    b->offset = best >= 0 ? best : cursor;
+    arena = std::max(arena, b->offset + need);
+    placed.push_back(b);
+  }
+
+  // Peak of simultaneously live bytes, by a sweep over node indices.
+  std::vector<int64_t> delta(nodes.size() + 1, 0);
+  for (const auto& b : bufs) delta[b.def] += alignUp(b.size), delta[b.last + 1] -= alignUp(b.size);
+  int64_t live = 0, peak = 0;
+  for (int64_t d : delta) peak = std::max(peak, live += d);
+
+  std::vector<std::string> names;
+  std::vector<int64_t> offsets, sizes;
+  for (const auto& b : bufs) {
+    names.push_back(b.value->name());
+    offsets.push_back(b.offset);
+    sizes.push_back(b.size);
+  }
+  g.metadata()["memory.values"] = names;
+  g.metadata()["memory.offsets"] = offsets;
+  g.metadata()["memory.sizes"] = sizes;
+  g.metadata()["memory.arena_bytes"] = arena;
+  g.metadata()["memory.naive_bytes"] = naive;
+  ctx.count("values planned", int64_t(bufs.size()));
+  ctx.count("arena bytes", arena);
+  ctx.count("naive bytes", naive);
+  ctx.count("peak live bytes", peak);
+}
+
+}  // namespace friction

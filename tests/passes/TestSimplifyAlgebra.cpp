@@ -1,0 +1,356 @@
+#include "tests/passes/PassTestUtil.h"
+#include "tests/passes/PassTestUtil.h"
+
+using namespace friction;
+using namespace friction::testing;
+
+namespace {
+void expectUnchanged(const std::string& text) {
+  auto stats = expectPassRewrites("simplify-algebra", text, text);
+  EXPECT_TRUE(stats.empty()) << stats.begin()->first;
+}
+}  // namespace
+
+TEST(SimplifyAlgebra, RemovesIdentity) {
+  auto stats = expectPassRewrites("simplify-algebra", R"(
+graph "g" opset 17 {
+  input %x : f32[N,4]
+  %a : f32[N,4] = Identity(%x) @"a"
+  %y : f32[N,4] = Relu(%a) @"y"
+  output %y
+}
+)",
+                                  R"(
+graph "g" opset 17 {
+  input %x : f32[N,4]
+  %y : f32[N,4] = Relu(%x) @"y"
+  output %y
+}
+)");
+  EXPECT_EQ(stats["identities removed"], 1);
+}
+
+TEST(SimplifyAlgebra, KeepsNoOpsThatProduceGraphOutputs) {
+  // Removing them would rename the model's outputs.
+  expectUnchanged(R"(
+graph "g" opset 17 {
+  input %x : f32[N,4]
+  const %one : f32[1] = hex"0000803f"
+  %r : f32[N,4] = Relu(%x) @"r"
+  %y : f32[N,4] = Identity(%r) @"y"
+  %z : f32[N,4] = Mul(%x, %one) @"z"
+  output %y
+  output %z
+}
+)");
+}
+
+TEST(SimplifyAlgebra, RemovesInferenceDropout) {
+  auto stats = expectPassRewrites("simplify-algebra", R"(
+graph "g" opset 17 {
+  input %x : f32[N,4]
+  const %ratio : f32[] = hex"0000003f"
+  const %training : bool[] = hex"00"
+  %a : f32[N,4] = Dropout(%x) @"a"
+  %b : f32[N,4] = Dropout(%a, %ratio, %training) @"b"
+  %y : f32[N,4] = Relu(%b) @"y"
+  output %y
+}
+)",
+                                  R"(
+graph "g" opset 17 {
+  input %x : f32[N,4]
+  %y : f32[N,4] = Relu(%x) @"y"
+  output %y
+}
+)");
+  EXPECT_EQ(stats["dropouts removed"], 2);
+}
+
+TEST(SimplifyAlgebra, KeepsDropoutWhoseMaskIsUsed) {
+  expectUnchanged(R"(
+graph "g" opset 17 {
+  input %x : f32[N,4]
+  %a : f32[N,4], %mask : bool[N,4] = Dropout(%x) @"a"
+  %y : f32[N,4] = Relu(%a) @"y"
+  output %y
+  output %mask
+}
+)");
+}
+
+TEST(SimplifyAlgebra, RemovesNeutralArithmetic) {
+  // x * 1, 0 + x, x - 0, x / 1, with per-channel constants that broadcast into x.
+  auto stats = expectPassRewrites("simplify-algebra", R"(
+graph "g" opset 17 {
+  input %x : f32[N,2]
+  const %ones : f32[2] = hex"0000803f0000803f"
+  const %zero : f32[1,1] = hex"00000000"
+  const %one : f32[] = hex"0000803f"
+  %a : f32[N,2] = Mul(%x, %ones) @"a"
+  %b : f32[N,2] = Add(%zero, %a) @"b"
+  %c : f32[N,2] = Sub(%b, %zero) @"c"
+  %d : f32[N,2] = Div(%c, %one) @"d"
+  %e : f32[N,2] = Mul(%one, %d) @"e"
+  %y : f32[N,2] = Relu(%e) @"y"
+  output %y
+}
+)",
+                                  R"(
+graph "g" opset 17 {
+  input %x : f32[N,2]
+  %y : f32[N,2] = Relu(%x) @"y"
+  output %y
+}
+)");
+  EXPECT_EQ(stats["neutral arithmetic removed"], 5);
+}
+
+TEST(SimplifyAlgebra, KeepsArithmeticThatBroadcastsOrIsNotNeutral) {
+  // ones[2,4] makes x[4] bigger; zeros[4] stretches x[N,1]; 0 - x and x * 2 are not x.
+  expectUnchanged(R"(
+graph "g" opset 17 {
+  input %x : f32[4]
+  input %w : f32[N,1]
+  const %ones : f32[2,4] = hex"0000803f0000803f0000803f0000803f0000803f0000803f0000803f0000803f"
+  const %zeros : f32[4] = hex"00000000000000000000000000000000"
+  const %two : f32[] = hex"00000040"
+  %a : f32[2,4] = Mul(%x, %ones) @"a"
+  %b : f32[N,4] = Add(%w, %zeros) @"b"
+  %c : f32[4] = Sub(%zeros, %x) @"c"
+  %d : f32[4] = Mul(%x, %two) @"d"
+  output %a
+  output %b
+  output %c
+  output %d
+}
+)");
+}
+
+TEST(SimplifyAlgebra, RemovesSameTypeCast) {
+  auto stats = expectPassRewrites("simplify-algebra", R"(
+graph "g" opset 17 {
+  input %x : f32[N,4]
+  %a : f32[N,4] = Cast(%x) {to = 1} @"a"
+  %b : f16[N,4] = Cast(%a) {to = 10} @"b"
+  output %b
+}
+)",
+                                  R"(
+graph "g" opset 17 {
+  input %x : f32[N,4]
+  %b : f16[N,4] = Cast(%x) {to = 10} @"b"
+  output %b
+}
+)");
+  EXPECT_EQ(stats["casts removed"], 1);
+}
+
+TEST(SimplifyAlgebra, RemovesReshapeToTheSameShape) {
+  auto stats = expectPassRewrites("simplify-algebra", R"(
+graph "g" opset 17 {
+  input %x : f32[N,12]
+  const %t : i64[2] = hex"ffffffffffffffff0c00000000000000"
+  %a : f32[N,12] = Reshape(%x, %t) @"a"
+  %y : f32[N,12] = Relu(%a) @"y"
+  output %y
+}
+)",
+                                  R"(
+graph "g" opset 17 {
+  input %x : f32[N,12]
+  %y : f32[N,12] = Relu(%x) @"y"
+  output %y
+}
+)");
+  EXPECT_EQ(stats["reshapes removed"], 1);
+}
+
+TEST(SimplifyAlgebra, KeepsReshapeToAnUnknownShape) {
+  // The target is computed at run time: the output shape is not provably x's.
+  expectUnchanged(R"(
+graph "g" opset 17 {
+  input %x : f32[N,12]
+  input %t : i64[2]
+  %a : f32[?,?] = Reshape(%x, %t) @"a"
+  %y : f32[?,?] = Relu(%a) @"y"
+  output %y
+}
+)");
+}
+
+TEST(SimplifyAlgebra, RemovesExpandToTheSameShape) {
+  auto stats = expectPassRewrites("simplify-algebra", R"(
+graph "g" opset 17 {
+  input %x : f32[N,4]
+  const %s : i64[2] = hex"01000000000000000400000000000000"
+  const %s2 : i64[3] = hex"030000000000000001000000000000000400000000000000"
+  %a : f32[N,4] = Expand(%x, %s) @"a"
+  %b : f32[3,N,4] = Expand(%a, %s2) @"b"
+  output %b
+}
+)",
+                                  R"(
+graph "g" opset 17 {
+  input %x : f32[N,4]
+  const %s2 : i64[3] = hex"030000000000000001000000000000000400000000000000"
+  %b : f32[3,N,4] = Expand(%x, %s2) @"b"
+  output %b
+}
+)");
+  EXPECT_EQ(stats["expands removed"], 1);
+}
+
+TEST(SimplifyAlgebra, FoldsReshapeOfReshape) {
+  auto stats = expectPassRewrites("simplify-algebra", R"(
+graph "g" opset 17 {
+  input %x : f32[2,3,4]
+  const %t1 : i64[2] = hex"06000000000000000400000000000000"
+  const %t2 : i64[2] = hex"0400000000000000ffffffffffffffff"
+  %a : f32[6,4] = Reshape(%x, %t1) @"a"
+  %b : f32[4,6] = Reshape(%a, %t2) @"b"
+  output %b
+}
+)",
+                                  R"(
+graph "g" opset 17 {
+  input %x : f32[2,3,4]
+  const %t2 : i64[2] = hex"0400000000000000ffffffffffffffff"
+  %b : f32[4,6] = Reshape(%x, %t2) @"b"
+  output %b
+}
+)");
+  EXPECT_EQ(stats["reshapes folded"], 1);
+}
+
+TEST(SimplifyAlgebra, FoldsReshapeOfFlattenKeepingASharedProducer) {
+  // The Flatten has another user, so it stays.
+  expectPassRewrites("simplify-algebra", R"(
+graph "g" opset 17 {
+  input %x : f32[2,3,4]
+  const %t : i64[3] = hex"040000000000000003000000000000000200000000000000"
+  %a : f32[2,12] = Flatten(%x) {axis = 1} @"a"
+  %b : f32[4,3,2] = Reshape(%a, %t) @"b"
+  %c : f32[2,12] = Relu(%a) @"c"
+  output %b
+  output %c
+}
+)",
+                     R"(
+graph "g" opset 17 {
+  input %x : f32[2,3,4]
+  const %t : i64[3] = hex"040000000000000003000000000000000200000000000000"
+  %a : f32[2,12] = Flatten(%x) {axis = 1} @"a"
+  %b : f32[4,3,2] = Reshape(%x, %t) @"b"
+  %c : f32[2,12] = Relu(%a) @"c"
+  output %b
+  output %c
+}
+)");
+}
+
+TEST(SimplifyAlgebra, KeepsReshapeOfReshapeWhenTheTargetCopiesADim) {
+  // A 0 in the outer target copies a dim of the intermediate [6,4], not of x.
+  expectUnchanged(R"(
+graph "g" opset 17 {
+  input %x : f32[2,3,4]
+  const %t1 : i64[2] = hex"06000000000000000400000000000000"
+  const %t2 : i64[2] = hex"0000000000000000ffffffffffffffff"
+  %a : f32[6,4] = Reshape(%x, %t1) @"a"
+  %b : f32[6,4] = Reshape(%a, %t2) @"b"
+  output %b
+}
+)");
+}
+
+TEST(SimplifyAlgebra, ComposesTransposes) {
+  auto stats = expectPassRewrites("simplify-algebra", R"(
+graph "g" opset 17 {
+  input %x : f32[2,3,4]
+  %a : f32[3,2,4] = Transpose(%x) {perm = [1, 0, 2]} @"a"
+  %b : f32[3,4,2] = Transpose(%a) {perm = [0, 2, 1]} @"b"
+  output %b
+}
+)",
+                                  R"(
+graph "g" opset 17 {
+  input %x : f32[2,3,4]
+  %b : f32[3,4,2] = Transpose(%x) {perm = [1, 2, 0]} @"b"
+  output %b
+}
+)");
+  EXPECT_EQ(stats["transposes composed"], 1);
+}
+
+TEST(SimplifyAlgebra, RemovesTransposesThatCancel) {
+  // NCHW -> NHWC -> NCHW, with a symbolic batch.
+  auto stats = expectPassRewrites("simplify-algebra", R"(
+graph "g" opset 17 {
+  input %x : f32[N,3,4,5]
+  %a : f32[N,4,5,3] = Transpose(%x) {perm = [0, 2, 3, 1]} @"a"
+  %b : f32[N,3,4,5] = Transpose(%a) {perm = [0, 3, 1, 2]} @"b"
+  %y : f32[N,3,4,5] = Relu(%b) @"y"
+  output %y
+}
+)",
+                                  R"(
+graph "g" opset 17 {
+  input %x : f32[N,3,4,5]
+  %y : f32[N,3,4,5] = Relu(%x) @"y"
+  output %y
+}
+)");
+  EXPECT_EQ(stats["transposes composed"], 1);
+  EXPECT_EQ(stats["transposes removed"], 1);
+}
+
+TEST(SimplifyAlgebra, CancelsSqueezeUnsqueezePairs) {
+  auto stats = expectPassRewrites("simplify-algebra", R"(
+graph "g" opset 17 {
+  input %x : f32[N,1,4]
+  const %one : i64[1] = hex"0100000000000000"
+  const %last : i64[1] = hex"ffffffffffffffff"
+  const %three : i64[1] = hex"0300000000000000"
+  %a : f32[N,4] = Squeeze(%x, %one) @"a"
+  %b : f32[N,1,4] = Unsqueeze(%a, %one) @"b"
+  %c : f32[N,1,4,1] = Unsqueeze(%b, %last) @"c"
+  %d : f32[N,1,4] = Squeeze(%c, %three) @"d"
+  %y : f32[N,1,4] = Relu(%d) @"y"
+  output %y
+}
+)",
+                                  R"(
+graph "g" opset 17 {
+  input %x : f32[N,1,4]
+  %y : f32[N,1,4] = Relu(%x) @"y"
+  output %y
+}
+)");
+  EXPECT_EQ(stats["squeeze pairs cancelled"], 2);
+}
+
+TEST(SimplifyAlgebra, KeepsSqueezeUnsqueezeOnOtherAxes) {
+  expectUnchanged(R"(
+graph "g" opset 17 {
+  input %x : f32[N,1,4]
+  const %zero : i64[1] = hex"0000000000000000"
+  const %one : i64[1] = hex"0100000000000000"
+  %a : f32[N,4] = Squeeze(%x, %one) @"a"
+  %b : f32[1,N,4] = Unsqueeze(%a, %zero) @"b"
+  output %b
+}
+)");
+}
+
+class SimplifyAlgebraNumerics : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SimplifyAlgebraNumerics, MatchesUnoptimized) {
+  auto build = modelBuilder(GetParam());
+  expectSameNumerics(build, PipelineOptions{.passes = {"simplify-algebra"}});
+  expectSameNumericsSymbolic(build, {"simplify-algebra"});
+  // After fold-constants more reshape targets are constant, so the chain rewrites fire more.
+  expectSameNumerics(build, PipelineOptions{.passes = {"fold-constants", "simplify-algebra"}});
+  expectSameNumericsSymbolic(build, {"fold-constants", "simplify-algebra"});
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, SimplifyAlgebraNumerics, ::testing::ValuesIn(kNumericsModels), testNameOf);
