@@ -23,11 +23,13 @@ std::vector<std::string> splitList(const char* csv) {
   return r;
 }
 
-const PassInfo& requirePass(const std::string& name) {
-  const PassInfo* p = findPass(name);
+const PassInfo& requirePass(const std::vector<PassInfo>& registry, const std::string& name) {
+  const PassInfo* p = nullptr;
+  for (const auto& q : registry)
+    if (q.name == name) p = &q;
   if (!p) {
     std::string known;
-    for (const auto& q : allPasses()) known += (known.empty() ? "" : ", ") + q.name;
+    for (const auto& q : registry) known += (known.empty() ? "" : ", ") + q.name;
     throw Error("unknown pass '" + name + "' (passes: " + known + ")");
   }
   return *p;
@@ -52,16 +54,21 @@ const PassInfo* findPass(const std::string& name) {
 }
 
 std::vector<const PassInfo*> buildPipeline(const PipelineOptions& o, std::vector<std::string>* notes) {
+  return buildPipelineFrom(allPasses(), o, notes);
+}
+
+std::vector<const PassInfo*> buildPipelineFrom(const std::vector<PassInfo>& registry, const PipelineOptions& o,
+                                               std::vector<std::string>* notes) {
   int given = int(!o.disable.empty()) + int(!o.only.empty()) + int(!o.passes.empty());
   FRICTION_CHECK(given <= 1, "use only one of --disable, --only and --passes");
   for (const auto* list : {&o.disable, &o.only, &o.passes})
-    for (const auto& n : *list) requirePass(n);
+    for (const auto& n : *list) requirePass(registry, n);
 
   std::vector<const PassInfo*> pipeline;
   if (!o.passes.empty()) {
     // Explicit order: prerequisites must come earlier.
     for (const auto& n : o.passes) {
-      const PassInfo& p = requirePass(n);
+      const PassInfo& p = requirePass(registry, n);
       for (const auto& pre : p.prerequisites) {
         bool before = std::any_of(pipeline.begin(), pipeline.end(), [&](const PassInfo* q) { return q->name == pre; });
         FRICTION_CHECK(before, "--passes: " + p.name + " needs " + pre + " to run before it");
@@ -78,22 +85,22 @@ std::vector<const PassInfo*> buildPipeline(const PipelineOptions& o, std::vector
       std::string n = work.back();
       work.pop_back();
       if (!chosen.insert(n).second) continue;
-      for (const auto& pre : requirePass(n).prerequisites)
+      for (const auto& pre : requirePass(registry, n).prerequisites)
         if (!chosen.count(pre)) {
           if (notes) notes->push_back(n + " needs " + pre + ": added");
           work.push_back(pre);
         }
     }
   } else {
-    for (const auto& p : allPasses()) chosen.insert(p.name);
+    for (const auto& p : registry) chosen.insert(p.name);
     for (const auto& n : o.disable) chosen.erase(n);
-    for (const auto& p : allPasses())
+    for (const auto& p : registry)
       if (chosen.count(p.name))
         for (const auto& pre : p.prerequisites)
           FRICTION_CHECK(chosen.count(pre), "cannot disable " + pre + ": " + p.name + " needs it (disable " + p.name +
                                                 " too, or keep " + pre + ")");
   }
-  for (const auto& p : allPasses())
+  for (const auto& p : registry)
     if (chosen.count(p.name)) pipeline.push_back(&p);
   return pipeline;
 }

@@ -19,6 +19,9 @@ struct PipelineOptions {
 // unknown names, conflicting switches, or a disabled prerequisite.
 // `notes` receives what the resolution added ("fuse-x needs y: added").
 std::vector<const PassInfo*> buildPipeline(const PipelineOptions& options, std::vector<std::string>* notes = nullptr);
+// The same over another registry (tests of the resolution rules).
+std::vector<const PassInfo*> buildPipelineFrom(const std::vector<PassInfo>& registry, const PipelineOptions& options,
+                                               std::vector<std::string>* notes = nullptr);
 
 // Structural statistics of a graph, before and after each pass.
 struct GraphStats {
