@@ -111,6 +111,14 @@ Value* Graph::findValue(const std::string& name) const {
   return it == byName_.end() ? nullptr : it->second;
 }
 
+void Graph::renameValue(Value* v, const std::string& name) {
+  if (v->name() == name) return;
+  FRICTION_CHECK(!byName_.count(name), "cannot rename '" + v->name() + "' to '" + name + "': the name is taken");
+  byName_.erase(v->name());
+  v->name_ = name;
+  byName_[name] = v;
+}
+
 std::vector<Value*> Graph::allValues() const {
   std::vector<Value*> r;
   r.reserve(values_.size());

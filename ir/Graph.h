@@ -126,6 +126,8 @@ class Graph {
                 std::map<std::string, Attribute> attrs = {}, std::string nodeName = "");
 
   Value* findValue(const std::string& name) const;
+  // Renames `v`; the name must be free.
+  void renameValue(Value* v, const std::string& name);
   std::string freshName(const std::string& hint);
 
   const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }

@@ -1,8 +1,9 @@
-// fuse-epilogues: a Conv/ConvTranspose/MatMul/Gemm and the single-use chain
-// after it become one `Fused` node of kind "epilogue":
+// fuse-epilogues: a Conv/ConvTranspose/MatMul/Gemm (or a convolution that
+// convert-layout made an NHWC region) and the single-use chain after it become
+// one `Fused` node of kind "epilogue":
 //   anchor [→ bias Add] [→ residual Add] [→ activation] [→ residual Add]
 // (one residual Add at most). The bias is a constant broadcast along the
-// channel axis (1 for convolutions, last for MatMul/Gemm); a residual is a
+// channel axis (1 for NCHW convolutions, last for NHWC ones and MatMul/Gemm); a residual is a
 // non-constant operand of the result's own shape; activations are the
 // unary ops below or an Erf-GELU. Every value inside has a single use, so
 // the region has one output and cannot close a cycle.
@@ -13,9 +14,19 @@
 namespace friction {
 namespace {
 
+bool isConvOp(const std::string& op) { return op == "Conv" || op == "ConvTranspose"; }
+
+// A convolution that convert-layout wrapped as an NHWC region: its output is
+// channels-last, so its epilogue's bias broadcasts along the last axis.
+bool isNhwcConv(const Node& n) {
+  if (n.op() != "Fused" || n.attrString("kind", "") != "nhwc") return false;
+  for (const auto& m : std::get<std::shared_ptr<Graph>>(*n.findAttr("body"))->nodes())
+    if (isConvOp(m->op())) return true;
+  return false;
+}
+
 bool isAnchor(const Node& n) {
-  return n.numOutputs() == 1 &&
-         (n.op() == "Conv" || n.op() == "ConvTranspose" || n.op() == "MatMul" || n.op() == "Gemm");
+  return n.numOutputs() == 1 && (isConvOp(n.op()) || n.op() == "MatMul" || n.op() == "Gemm" || isNhwcConv(n));
 }
 
 bool isActivation(const Node& n) {
@@ -53,7 +64,7 @@ void fuseEpilogues(Graph& g, PassContext& ctx) {
   for (const auto& node : g.nodes()) {
     Node& anchor = *node;
     if (!isAnchor(anchor) || !anchor.output(0)->shape().hasRank()) continue;
-    size_t channelAxis = anchor.op().rfind("Conv", 0) == 0 ? 1 : anchor.output(0)->shape().rank() - 1;
+    size_t channelAxis = isConvOp(anchor.op()) ? 1 : anchor.output(0)->shape().rank() - 1;
     std::vector<Node*> chain = {&anchor};
     const Value* cur = anchor.output(0);
     auto take = [&](auto accept) {
@@ -87,7 +98,7 @@ void fuseEpilogues(Graph& g, PassContext& ctx) {
     claimed.insert(chain.begin(), chain.end());
     regions.push_back(std::move(chain));
   }
-  for (const auto& r : regions) fuseRegion(g, r, "epilogue", ctx);
+  fuseSingleOutputRegions(g, regions, "epilogue", ctx);
 }
 
 }  // namespace friction

@@ -75,7 +75,7 @@ void fuseReductions(Graph& g, PassContext& ctx) {
   }
   for (const Value* v : g.inputs())
     if (auto gelu = matchErfGelu(u, v); !gelu.empty()) add(std::move(gelu));
-  for (const auto& r : regions) fuseRegion(g, r, "reduction", ctx);
+  fuseSingleOutputRegions(g, regions, "reduction", ctx);
 }
 
 }  // namespace friction

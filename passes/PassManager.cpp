@@ -61,6 +61,7 @@ std::vector<const PassInfo*> buildPipelineFrom(const std::vector<PassInfo>& regi
                                                std::vector<std::string>* notes) {
   int given = int(!o.disable.empty()) + int(!o.only.empty()) + int(!o.passes.empty());
   FRICTION_CHECK(given <= 1, "use only one of --disable, --only and --passes");
+  if (o.passes == std::vector<std::string>{"none"}) return {};
   for (const auto* list : {&o.disable, &o.only, &o.passes})
     for (const auto& n : *list) requirePass(registry, n);
 
@@ -129,6 +130,18 @@ std::vector<PassRecord> runPipeline(Graph& g, const std::vector<const PassInfo*>
       for (size_t j = 0; j < i; ++j)
         if (pipeline[j]->name == inv && rerun.insert(pipeline[j]).second) schedule.push_back(pipeline[j]);
   if (!o.dumpDir.empty()) std::filesystem::create_directories(o.dumpDir);
+  // Passes may replace the values a graph returns; the model's interface
+  // (its output names) must survive them, so names are restored after each pass.
+  std::vector<std::string> outputNames;
+  for (const Value* v : g.outputs()) outputNames.push_back(v->name());
+  auto restoreOutputNames = [&] {
+    for (size_t i = 0; i < g.outputs().size() && i < outputNames.size(); ++i) {
+      Value* v = g.outputs()[i];
+      if (v->name() == outputNames[i]) continue;
+      if (Value* holder = g.findValue(outputNames[i])) g.renameValue(holder, g.freshName(outputNames[i] + ".replaced"));
+      g.renameValue(v, outputNames[i]);
+    }
+  };
   std::vector<PassRecord> records;
   for (size_t k = 0; k < schedule.size(); ++k) {
     const PassInfo& p = *schedule[k];
@@ -139,6 +152,7 @@ std::vector<PassRecord> runPipeline(Graph& g, const std::vector<const PassInfo*>
     auto t0 = std::chrono::steady_clock::now();
     try {
       p.run(g, ctx);
+      restoreOutputNames();
       if (o.verifyEach) verify(g);
     } catch (const Error& e) {
       throw Error("pass " + p.name + ": " + e.what());

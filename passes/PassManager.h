@@ -12,7 +12,7 @@ namespace friction {
 struct PipelineOptions {
   std::vector<std::string> disable;  // default pipeline minus these
   std::vector<std::string> only;     // just these (plus prerequisites), in default order
-  std::vector<std::string> passes;   // exactly these, in this order
+  std::vector<std::string> passes;   // exactly these, in this order; {"none"}: no pass
 };
 
 // Resolves the switches into an ordered list of passes. Throws Error on
@@ -26,7 +26,7 @@ std::vector<const PassInfo*> buildPipelineFrom(const std::vector<PassInfo>& regi
 // Structural statistics of a graph, before and after each pass.
 struct GraphStats {
   int64_t nodes = 0;            // top-level nodes
-  int64_t kernels = 0;          // nodes that would become kernels (Constant/shape-only nodes excluded)
+  int64_t kernels = 0;          // nodes other than Constant: each becomes one kernel (a Fused region is one)
   int64_t fusedRegions = 0;     // Fused nodes
   int64_t intermediateBytes = 0;  // bytes of all non-output node results (static shapes only)
   int64_t parameterBytes = 0;

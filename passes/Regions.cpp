@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ir/Error.h"
 #include "ir/OpRegistry.h"
 #include "ir/Verifier.h"
 
@@ -89,13 +90,13 @@ bool isConvex(const UseInfo& u, const std::unordered_set<const Node*>& region) {
   return true;
 }
 
-Node* fuseRegion(Graph& g, const std::vector<Node*>& nodes, const std::string& kind, PassContext& ctx) {
-  UseInfo u(g);
+namespace {
+
+// Builds the Fused node for `nodes` (appended to `g`), recording in `replace`
+// which old values its outputs stand for. Consumers are rewired later.
+Node* buildRegion(Graph& g, const UseInfo& u, const std::vector<Node*>& nodes, const std::string& kind,
+                  std::unordered_map<const Value*, Value*>& replace) {
   std::unordered_set<const Node*> inRegion(nodes.begin(), nodes.end());
-  if (!isConvex(u, inRegion)) {
-    ctx.count("regions rejected (cycle)");
-    return nullptr;
-  }
   std::vector<Node*> order(nodes);
   std::sort(order.begin(), order.end(), [&](Node* a, Node* b) { return u.index(a) < u.index(b); });
 
@@ -137,27 +138,67 @@ Node* fuseRegion(Graph& g, const std::vector<Node*>& nodes, const std::string& k
                           {{"body", body}, {"kind", kind}, {"provenance", provenance}},
                           kind + ":" + order.back()->name());
   inferNode(*fused);
-
-  // Rewire the consumers and graph outputs to the Fused node's results.
-  std::unordered_map<const Value*, Value*> replace;
   for (size_t i = 0; i < regionOutputs.size(); ++i) {
     fused->output(i)->setKnownContents(regionOutputs[i]->knownContents());
     replace[regionOutputs[i]] = fused->output(i);
   }
+  return fused;
+}
+
+// Rewires consumers and graph outputs to the regions' results, removes the
+// fused nodes, and sorts once.
+void finishRegions(Graph& g, const std::unordered_set<const Node*>& fusedAway,
+                   const std::unordered_map<const Value*, Value*>& replace) {
   for (const auto& n : g.nodes())
-    if (!inRegion.count(n.get()))
+    if (!fusedAway.count(n.get()))
       for (size_t i = 0; i < n->numInputs(); ++i)
         if (auto it = replace.find(n->input(i)); it != replace.end()) n->setInput(i, it->second);
   std::vector<Value*> outs = g.outputs();
   for (Value*& v : outs)
     if (auto it = replace.find(v); it != replace.end()) v = it->second;
   g.setOutputs(outs);
-
-  g.eraseNodes([&](const Node& n) { return inRegion.count(&n) > 0; });
+  g.eraseNodes([&](const Node& n) { return fusedAway.count(&n) > 0; });
   g.topologicalSort();
+}
+
+}  // namespace
+
+Node* fuseRegion(Graph& g, const std::vector<Node*>& nodes, const std::string& kind, PassContext& ctx) {
+  UseInfo u(g);
+  std::unordered_set<const Node*> inRegion(nodes.begin(), nodes.end());
+  if (!isConvex(u, inRegion)) {
+    ctx.count("regions rejected (cycle)");
+    return nullptr;
+  }
+  std::unordered_map<const Value*, Value*> replace;
+  Node* fused = buildRegion(g, u, nodes, kind, replace);
+  finishRegions(g, inRegion, replace);
   ctx.count("regions");
   ctx.count("nodes fused", int64_t(nodes.size()));
   return fused;
+}
+
+void fuseSingleOutputRegions(Graph& g, const std::vector<std::vector<Node*>>& regions, const std::string& kind,
+                             PassContext& ctx) {
+  // Disjoint convex regions with one output each can be contracted together:
+  // a cycle through two of them would need each to end before the other.
+  UseInfo u(g);
+  std::unordered_set<const Node*> fusedAway;
+  std::unordered_map<const Value*, Value*> replace;
+  for (const auto& nodes : regions) {
+    std::unordered_set<const Node*> inRegion(nodes.begin(), nodes.end());
+    if (!isConvex(u, inRegion)) {
+      ctx.count("regions rejected (cycle)");
+      continue;
+    }
+    size_t outputsBefore = replace.size();
+    buildRegion(g, u, nodes, kind, replace);
+    FRICTION_CHECK(replace.size() == outputsBefore + 1, kind + " region must have exactly one output");
+    fusedAway.insert(inRegion.begin(), inRegion.end());
+    ctx.count("regions");
+    ctx.count("nodes fused", int64_t(nodes.size()));
+  }
+  if (!fusedAway.empty()) finishRegions(g, fusedAway, replace);
 }
 
 }  // namespace friction

@@ -66,5 +66,9 @@ bool isConvex(const UseInfo& u, const std::unordered_set<const Node*>& region);
 // the region is not convex in the current graph. Counts "regions" and
 // "nodes fused"; re-sorts `g`. Other nodes of `g` stay valid.
 Node* fuseRegion(Graph& g, const std::vector<Node*>& nodes, const std::string& kind, PassContext& ctx);
+// The same for many disjoint regions with exactly one output each (chains),
+// with one use analysis and one sort for all: linear in graph size.
+void fuseSingleOutputRegions(Graph& g, const std::vector<std::vector<Node*>>& regions, const std::string& kind,
+                             PassContext& ctx);
 
 }  // namespace friction

@@ -111,6 +111,10 @@ namespace {
 
 // Runs both graphs on the same seeded inputs and compares every element.
 void expectSameOutputs(const Graph& reference, const Graph& optimized, double rtol, double atol) {
+  // The model's interface survives the passes: same output names, in order.
+  ASSERT_EQ(optimized.outputs().size(), reference.outputs().size());
+  for (size_t i = 0; i < reference.outputs().size(); ++i)
+    ASSERT_EQ(optimized.outputs()[i]->name(), reference.outputs()[i]->name());
   std::vector<Tensor> inputs = seededInputs(reference, 42);
   std::vector<Tensor> want = interp::run(reference, inputs);
   std::vector<Tensor> got = interp::run(optimized, inputs);

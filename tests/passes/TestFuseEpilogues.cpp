@@ -156,3 +156,18 @@ TEST(FuseEpilogues, EveryResnetConvEndsInAnEpilogue) {
   EXPECT_EQ(records[1].stats["nodes fused"], fusedNodes);
   EXPECT_EQ(records[1].after.fusedRegions, regions);
 }
+
+TEST(FuseEpilogues, FusesNhwcConvolutionsAfterConvertLayout) {
+  // The default pipeline runs convert-layout first: its NHWC conv regions must still anchor epilogues.
+  auto g = modelBuilder("resnet?depth=2&width=8&resolution=16")();
+  auto records = runPipeline(*g, buildPipeline(exactly({"fold-batchnorm", "convert-layout", "fuse-epilogues"})));
+  EXPECT_GT(records.back().stats["regions"], 0);
+  int epilogueOverNhwc = 0;
+  for (const auto& n : g->nodes())
+    if (n->op() == "Fused" && n->attrString("kind", "") == "epilogue")
+      for (const auto& m : std::get<std::shared_ptr<Graph>>(*n->findAttr("body"))->nodes())
+        epilogueOverNhwc += m->op() == "Fused" && m->attrString("kind", "") == "nhwc";
+  EXPECT_GT(epilogueOverNhwc, 0);
+  expectSameNumerics(modelBuilder("resnet?depth=2&width=8&resolution=16"),
+                     exactly({"fold-batchnorm", "convert-layout", "fuse-epilogues"}));
+}

@@ -33,7 +33,7 @@ struct OptArgs {
 };
 
 void printRecord(const PassRecord& r) {
-  std::fprintf(stderr, "%-34s %8.2f ms  nodes %ld -> %ld  kernels %ld -> %ld  fused %ld  intermediates %s -> %sB",
+  std::fprintf(stderr, "%-34s %8.2f ms  nodes %ld -> %ld  kernels %ld -> %ld  fused %ld  intermediates %sB -> %sB",
                r.name.c_str(), r.millis, long(r.before.nodes), long(r.after.nodes), long(r.before.kernels),
                long(r.after.kernels), long(r.after.fusedRegions), humanCount(double(r.before.intermediateBytes)).c_str(),
                humanCount(double(r.after.intermediateBytes)).c_str());
