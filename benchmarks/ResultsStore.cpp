@@ -205,6 +205,32 @@ std::vector<AttributionRecord> ResultsStore::attributions() const {
   return out;
 }
 
+void ResultsStore::mergeFrom(const std::string& otherPath) {
+  { ResultsStore check(otherPath); }  // refuses other schema versions with a clear message
+  Stmt attach(db_, "ATTACH DATABASE ? AS other");
+  attach.text(1, otherPath);
+  FRICTION_CHECK(sqlite3_step(attach.s) == SQLITE_DONE, "cannot attach '" + otherPath + "': " + sqlite3_errmsg(db_));
+  try {
+    // Columns are listed by name so the id column is renumbered here.
+    exec(R"(BEGIN;
+      INSERT OR IGNORE INTO measurements (cell_key, experiment, created_at, model, model_hash, backend, batch, passes,
+        config_json, threads, n, median_ms, p10_ms, p90_ms, ci_low_ms, ci_high_ms, unstable, stop_reason, compile_ms,
+        peak_rss_kb, max_abs_error, max_rel_error, samples_json, cpu_model, cpu_cores, cpu_flags, git_revision,
+        tool_version, libraries)
+      SELECT cell_key, experiment, created_at, model, model_hash, backend, batch, passes, config_json, threads, n,
+        median_ms, p10_ms, p90_ms, ci_low_ms, ci_high_ms, unstable, stop_reason, compile_ms, peak_rss_kb,
+        max_abs_error, max_rel_error, samples_json, cpu_model, cpu_cores, cpu_flags, git_revision, tool_version,
+        libraries FROM other.measurements;
+      INSERT OR IGNORE INTO attributions SELECT * FROM other.attributions;
+      COMMIT;)");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    exec("DETACH DATABASE other");
+    throw;
+  }
+  exec("DETACH DATABASE other");
+}
+
 std::string modelHash(const Graph& g) {
   // FNV-1a over the structure (constants elided) and then every weight's bytes.
   uint64_t h = 1469598103934665603ull;

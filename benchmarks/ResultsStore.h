@@ -56,6 +56,8 @@ class ResultsStore {
   // Replaces the attribution rows of (experiment, model, backend, batch, method) with `rows`.
   void setAttributions(const std::vector<AttributionRecord>& rows);
   std::vector<AttributionRecord> attributions() const;
+  // Copies every measurement and attribution of another store that this one lacks (same schema version).
+  void mergeFrom(const std::string& otherPath);
 
  private:
   void exec(const std::string& sql) const;

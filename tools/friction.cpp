@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   friction::cli::addPasses(app);
   friction::cli::addBench(app);
   friction::cli::addAblate(app);
+  friction::cli::addSweep(app);
   friction::cli::addReport(app);
   try {
     app.parse(argc, argv);

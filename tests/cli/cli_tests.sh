@@ -76,5 +76,30 @@ else
   echo "SKIP report: no project venv (scripts/setup.sh creates it)"
 fi
 
+# A sweep killed mid-way keeps every committed cell; --resume measures only the rest.
+cat > "$T/sweep.toml" <<'TOML'
+name = "kill-test"
+models = ["zoo:mlp?width=64"]
+depths = [1, 2, 3, 4]
+batches = [1, 2, 4]
+configs = ["all-off", "default"]
+reps = 40
+warmup = 2
+TOML
+"$F" sweep "$T/sweep.toml" --db "$T/sweep.db" 2> "$T/sweep.log" &
+pid=$!
+for _ in $(seq 1 200); do
+  rows=$(sqlite3 "$T/sweep.db" "select count(*) from measurements" 2>/dev/null || echo 0)
+  [[ "${rows:-0}" -ge 3 ]] && break
+  sleep 0.1
+done
+kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+kept=$(sqlite3 "$T/sweep.db" "select count(*) from measurements")
+expect_ok sweep-killed-keeps-rows "^ok$" -- bash -c "[[ $kept -ge 3 && $kept -lt 24 ]] && [[ \$(sqlite3 '$T/sweep.db' 'pragma integrity_check') == ok ]] && echo ok"
+expect_ok sweep-resume "$((24 - kept)) measured, $kept already stored" -- "$F" sweep "$T/sweep.toml" --db "$T/sweep.db" --resume
+expect_ok sweep-shard "4 in this shard" -- bash -c "'$F' sweep '$T/sweep.toml' --db '$T/shard.db' --shard 1/6 2>&1"
+expect_ok merge "merged 2 file" -- "$F" merge "$T/merged.db" "$T/sweep.db" "$T/shard.db"
+expect_error sweep-bad-spec "unknown key 'modles'" -- bash -c "printf 'modles = []\n' > '$T/bad.toml' && '$F' sweep '$T/bad.toml' --db '$T/bad.db'"
+
 echo "$passes passed, $fails failed"
 [[ $fails -eq 0 ]]

@@ -13,5 +13,6 @@ void addPasses(CLI::App& app);  // `passes` and `opt`
 void addBench(CLI::App& app);
 void addAblate(CLI::App& app);
 void addReport(CLI::App& app);
+void addSweep(CLI::App& app);  // `sweep` and `merge`
 
 }  // namespace friction::cli

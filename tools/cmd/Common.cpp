@@ -26,9 +26,8 @@ void addPipelineOptions(CLI::App* cmd, PipelineOptions& o) {
 
 std::unique_ptr<Graph> loadAndOptimize(const std::string& spec, std::optional<int64_t> batch, const PipelineOptions& options,
                                        const RunOptions& run, std::vector<PassRecord>* records) {
-  bool none = options.passes.size() == 1 && options.passes[0] == "none";
   std::vector<std::string> notes;
-  std::vector<const PassInfo*> pipeline = none ? std::vector<const PassInfo*>{} : buildPipeline(options, &notes);
+  std::vector<const PassInfo*> pipeline = buildPipeline(options, &notes);
   for (const auto& n : notes) std::cerr << "note: " << n << "\n";
   auto g = loadForBatch(spec, batch);
   auto recs = runPipeline(*g, pipeline, run);
