@@ -11,6 +11,7 @@ PACKAGES=(
   libsqlite3-dev nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libfmt-dev
   libgtest-dev libgmock-dev
   python3-venv sqlite3
+  chromium
 )
 
 missing=()

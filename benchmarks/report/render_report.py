@@ -167,11 +167,14 @@ def main():
         body.extend(figs if figs else ["<p>No data for this section in the store.</p>"])
         if title == "Rankings":
             body.append(inversion_table(data))
+    # After loading, the page records how many figures decoded: a headless browser test reads it back.
+    check = ("<script>window.addEventListener('load',()=>{const i=[...document.images];"
+             "document.body.dataset.figures=i.filter(x=>x.complete&&x.naturalWidth>0).length+'/'+i.length;});</script>")
     style = ("body{font-family:sans-serif;max-width:1200px;margin:auto}figure{margin:1em 0}"
              "img{max-width:100%}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px}")
     with open(sys.argv[2], "w") as f:
         f.write(f"<!doctype html><html><head><meta charset='utf-8'><title>friction report</title>"
-                f"<style>{style}</style></head><body>{''.join(body)}</body></html>")
+                f"<style>{style}</style>{check}</head><body>{''.join(body)}</body></html>")
 
 
 if __name__ == "__main__":

@@ -72,6 +72,13 @@ imgs = re.findall(r'src=\"data:image/png;base64,([^\"]+)\"', h)
 assert imgs and all(base64.b64decode(d).startswith(b'\\x89PNG') for d in imgs)
 print('figures ok:', len(imgs))"
   expect_ok report-csv "median_ms" -- head -1 "$T/report/report.csv"
+  if command -v chromium >/dev/null; then
+    # Every figure must render in a real browser: the page reports loaded/total images.
+    expect_ok report-renders-in-chromium 'data-figures="([1-9][0-9]*)/\1"' -- timeout 120 chromium --headless \
+      --no-sandbox --disable-gpu --virtual-time-budget=10000 --dump-dom "file://$T/report/report.html"
+  else
+    echo "SKIP report-renders-in-chromium: chromium not installed (scripts/setup.sh installs it)"
+  fi
 else
   echo "SKIP report: no project venv (scripts/setup.sh creates it)"
 fi
@@ -79,11 +86,11 @@ fi
 # A sweep killed mid-way keeps every committed cell; --resume measures only the rest.
 cat > "$T/sweep.toml" <<'TOML'
 name = "kill-test"
-models = ["zoo:mlp?width=64"]
+models = ["zoo:resnet?width=8&resolution=32"]
 depths = [1, 2, 3, 4]
 batches = [1, 2, 4]
 configs = ["all-off", "default"]
-reps = 40
+reps = 30
 warmup = 2
 TOML
 "$F" sweep "$T/sweep.toml" --db "$T/sweep.db" 2> "$T/sweep.log" &
