@@ -31,6 +31,8 @@ struct Measurement {
   double maxAbsError = -1, maxRelError = -1;  // -1: not checked
   long peakRssKb = 0;             // process peak resident memory after the run
   std::string stopReason;         // "reps", "ci", "time"
+  bool internalTiming = false;    // samples timed by the backend itself (bridges: transport excluded)
+  std::string executor;           // the backend's description: vendor version and settings
 };
 
 // Measures `optimized` (a graph with a bound batch); `reference`, when given,

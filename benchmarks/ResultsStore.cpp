@@ -32,7 +32,8 @@ CREATE TABLE IF NOT EXISTS measurements (
   compile_ms REAL NOT NULL, peak_rss_kb INTEGER NOT NULL, max_abs_error REAL, max_rel_error REAL,
   samples_json TEXT NOT NULL,
   cpu_model TEXT NOT NULL, cpu_cores INTEGER NOT NULL, cpu_flags TEXT NOT NULL,
-  git_revision TEXT NOT NULL, tool_version TEXT NOT NULL, libraries TEXT NOT NULL);
+  git_revision TEXT NOT NULL, tool_version TEXT NOT NULL, libraries TEXT NOT NULL,
+  executor TEXT NOT NULL DEFAULT '', internal_timing INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS measurements_experiment ON measurements (experiment);
 CREATE TABLE IF NOT EXISTS attributions (
   experiment TEXT NOT NULL, model TEXT NOT NULL, backend TEXT NOT NULL, batch INTEGER NOT NULL,
@@ -128,7 +129,7 @@ void ResultsStore::add(const CellRecord& r, const Fingerprint& fp) {
   Stmt q(db_, R"(INSERT OR REPLACE INTO measurements (cell_key, experiment, model, model_hash, backend, batch, passes,
     config_json, threads, n, median_ms, p10_ms, p90_ms, ci_low_ms, ci_high_ms, unstable, stop_reason, compile_ms,
     peak_rss_kb, max_abs_error, max_rel_error, samples_json, cpu_model, cpu_cores, cpu_flags, git_revision,
-    tool_version, libraries) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?))");
+    tool_version, libraries, executor, internal_timing) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?))");
   const Measurement& m = r.m;
   int i = 1;
   q.text(i++, r.cellKey), q.text(i++, r.experiment), q.text(i++, r.model), q.text(i++, r.modelHash);
@@ -141,13 +142,15 @@ void ResultsStore::add(const CellRecord& r, const Fingerprint& fp) {
   i += 2;  // unbound parameters are NULL: not checked
   q.text(i++, nlohmann::json(m.samplesMs).dump()), q.text(i++, fp.cpuModel), q.integer(i++, fp.cores);
   q.text(i++, fp.cpuFlags), q.text(i++, fp.gitRevision), q.text(i++, fp.toolVersion), q.text(i++, fp.libraries);
+  q.text(i++, m.executor), q.integer(i++, m.internalTiming);
   FRICTION_CHECK(sqlite3_step(q.s) == SQLITE_DONE, "results store '" + path_ + "': " + sqlite3_errmsg(db_));
 }
 
 std::vector<CellRecord> ResultsStore::cells(const std::string& experimentPrefix) const {
   Stmt q(db_, R"(SELECT cell_key, experiment, model, model_hash, backend, batch, passes, config_json, threads,
     median_ms, p10_ms, p90_ms, ci_low_ms, ci_high_ms, unstable, stop_reason, compile_ms, peak_rss_kb,
-    max_abs_error, max_rel_error, samples_json FROM measurements WHERE experiment LIKE ? || '%' ORDER BY id)");
+    max_abs_error, max_rel_error, samples_json, executor, internal_timing FROM measurements
+    WHERE experiment LIKE ? || '%' ORDER BY id)");
   q.text(1, experimentPrefix);
   std::vector<CellRecord> out;
   while (sqlite3_step(q.s) == SQLITE_ROW) {
@@ -169,6 +172,7 @@ std::vector<CellRecord> ResultsStore::cells(const std::string& experimentPrefix)
     i += 2;
     m.samplesMs = nlohmann::json::parse(q.colText(i++)).get<std::vector<double>>();
     m.summary.n = m.samplesMs.size();
+    m.executor = q.colText(i++), m.internalTiming = sqlite3_column_int(q.s, i++);
     out.push_back(std::move(r));
   }
   return out;
@@ -216,11 +220,11 @@ void ResultsStore::mergeFrom(const std::string& otherPath) {
       INSERT OR IGNORE INTO measurements (cell_key, experiment, created_at, model, model_hash, backend, batch, passes,
         config_json, threads, n, median_ms, p10_ms, p90_ms, ci_low_ms, ci_high_ms, unstable, stop_reason, compile_ms,
         peak_rss_kb, max_abs_error, max_rel_error, samples_json, cpu_model, cpu_cores, cpu_flags, git_revision,
-        tool_version, libraries)
+        tool_version, libraries, executor, internal_timing)
       SELECT cell_key, experiment, created_at, model, model_hash, backend, batch, passes, config_json, threads, n,
         median_ms, p10_ms, p90_ms, ci_low_ms, ci_high_ms, unstable, stop_reason, compile_ms, peak_rss_kb,
         max_abs_error, max_rel_error, samples_json, cpu_model, cpu_cores, cpu_flags, git_revision, tool_version,
-        libraries FROM other.measurements;
+        libraries, executor, internal_timing FROM other.measurements;
       INSERT OR IGNORE INTO attributions SELECT * FROM other.attributions;
       COMMIT;)");
   } catch (...) {

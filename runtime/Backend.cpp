@@ -21,12 +21,43 @@ class InterpBackend : public Backend {
   std::unique_ptr<CompiledModel> compile(const Graph& g) override { return std::make_unique<InterpModel>(g); }
 };
 
+std::map<std::string, BackendFactory>& registry() {
+  static std::map<std::string, BackendFactory> r = {
+      {"interp", [](const std::map<std::string, std::string>& o) -> std::unique_ptr<Backend> {
+         FRICTION_CHECK(o.empty(), "backend interp takes no options");
+         return std::make_unique<InterpBackend>();
+       }}};
+  return r;
+}
+
 }  // namespace
 
-std::vector<std::string> availableBackends() { return {"interp"}; }
+void registerBackend(const std::string& name, BackendFactory factory) { registry()[name] = std::move(factory); }
 
-std::unique_ptr<Backend> createBackend(const std::string& name) {
-  if (name == "interp") return std::make_unique<InterpBackend>();
+std::vector<std::string> availableBackends() {
+  std::vector<std::string> r;
+  for (const auto& [name, f] : registry()) r.push_back(name);
+  return r;
+}
+
+std::unique_ptr<Backend> createBackend(const std::string& spec) {
+  std::string name = spec.substr(0, spec.find('?'));
+  std::map<std::string, std::string> options;
+  if (spec.find('?') != std::string::npos) {
+    std::string rest = spec.substr(spec.find('?') + 1);
+    size_t pos = 0;
+    while (pos < rest.size()) {
+      size_t amp = rest.find('&', pos);
+      std::string kv = rest.substr(pos, amp == std::string::npos ? std::string::npos : amp - pos);
+      size_t eq = kv.find('=');
+      FRICTION_CHECK(eq != std::string::npos && eq > 0, "backend '" + spec + "': expected key=value, got '" + kv + "'");
+      options[kv.substr(0, eq)] = kv.substr(eq + 1);
+      if (amp == std::string::npos) break;
+      pos = amp + 1;
+    }
+  }
+  auto it = registry().find(name);
+  if (it != registry().end()) return it->second(options);
   std::string known;
   for (const auto& b : availableBackends()) known += (known.empty() ? "" : ", ") + b;
   static const char* planned[] = {"cpu", "cuda", "ort", "openvino", "tvm", "iree", "onednn", "tensorrt"};

@@ -2,6 +2,8 @@
 // the compiled CPU/CUDA backends and the vendor bridges. `compile` does all
 // ahead-of-time work; `run` is what the harness times.
 #pragma once
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +17,12 @@ class CompiledModel {
   virtual ~CompiledModel() = default;
   // One tensor per graph input, in order; returns one tensor per graph output.
   virtual std::vector<Tensor> run(const std::vector<Tensor>& inputs) = 0;
+  // Milliseconds the last run() spent inside the executor, when the backend
+  // measures it itself (a bridge to another process excludes its transport);
+  // negative when the caller's wall clock is the measurement.
+  virtual double lastRunMs() const { return -1; }
+  // Versions and settings of what executes the model (recorded with results).
+  virtual std::string description() const { return ""; }
 };
 
 class Backend {
@@ -25,9 +33,12 @@ class Backend {
   virtual std::unique_ptr<CompiledModel> compile(const Graph& graph) = 0;
 };
 
-// Backend names of the CLI contract; `createBackend` throws Error for names
-// that are unknown or not built yet, listing the available ones.
+// A backend spec is NAME or NAME?key=value&... (options are the backend's own,
+// e.g. `ort?level=basic&disable=ConstantFolding`). `createBackend` throws
+// Error for names that are unknown or not available, listing the available ones.
+using BackendFactory = std::function<std::unique_ptr<Backend>(const std::map<std::string, std::string>& options)>;
+void registerBackend(const std::string& name, BackendFactory factory);
 std::vector<std::string> availableBackends();
-std::unique_ptr<Backend> createBackend(const std::string& name);
+std::unique_ptr<Backend> createBackend(const std::string& spec);
 
 }  // namespace friction

@@ -4,8 +4,10 @@
 
 #include "ir/Error.h"
 #include "tools/cmd/Commands.h"
+#include "vendor_bridge/Bridges.h"
 
 int main(int argc, char** argv) {
+  friction::vendor::registerVendorBridges();
   CLI::App app{"friction: a graph compiler built to study graph compilation"};
   app.require_subcommand(1);
   friction::cli::addInspect(app);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <onnx/checker.h>
 
@@ -67,7 +68,8 @@ namespace {
 // names; Fused regions are inlined (ONNX has no such op), their internal
 // values and initializers prefixed with the region's node name.
 void emitNodes(const Graph& g, onnx::GraphProto& gp, std::unordered_map<const Value*, std::string>& names,
-               const std::string& prefix, const std::vector<Value*>& graphOutputs) {
+               std::unordered_set<std::string>& nodeNames, const std::string& prefix,
+               const std::vector<Value*>& graphOutputs) {
   auto nameOf = [&](const Value* v) -> std::string {
     auto it = names.find(v);
     return it != names.end() ? it->second : prefix + v->name();
@@ -78,12 +80,15 @@ void emitNodes(const Graph& g, onnx::GraphProto& gp, std::unordered_map<const Va
       const Graph& body = *std::get<std::shared_ptr<Graph>>(*n->findAttr("body"));
       for (size_t i = 0; i < body.inputs().size(); ++i) names[body.inputs()[i]] = nameOf(n->input(i));
       for (size_t i = 0; i < body.outputs().size(); ++i) names[body.outputs()[i]] = nameOf(n->output(i));
-      emitNodes(body, gp, names, prefix + n->name() + "/", graphOutputs);
+      emitNodes(body, gp, names, nodeNames, prefix + n->name() + "/", graphOutputs);
       continue;
     }
     auto* np = gp.add_node();
     np->set_op_type(n->op());
-    np->set_name(prefix + n->name());
+    // ONNX requires unique node names; inlined regions may repeat or omit them.
+    std::string nodeName = prefix + (n->name().empty() ? n->op() : n->name());
+    for (int k = 1; !nodeNames.insert(nodeName).second; ++k) nodeName = prefix + n->name() + "#" + std::to_string(k);
+    np->set_name(nodeName);
     for (Value* in : n->inputs()) np->add_input(in ? nameOf(in) : "");
     for (Value* out : n->outputs()) {
       np->add_output(nameOf(out));
@@ -110,7 +115,8 @@ onnx::ModelProto exportOnnx(const Graph& graph) {
   gp->set_name(graph.name());
   for (Value* v : graph.inputs()) setValueInfo(*gp->add_input(), *v);
   std::unordered_map<const Value*, std::string> names;
-  emitNodes(graph, *gp, names, "", graph.outputs());
+  std::unordered_set<std::string> nodeNames;
+  emitNodes(graph, *gp, names, nodeNames, "", graph.outputs());
   for (Value* v : graph.outputs()) setValueInfo(*gp->add_output(), *v);
   return model;
 }

@@ -108,5 +108,17 @@ expect_ok sweep-shard "4 in this shard" -- bash -c "'$F' sweep '$T/sweep.toml' -
 expect_ok merge "merged 2 file" -- "$F" merge "$T/merged.db" "$T/sweep.db" "$T/shard.db"
 expect_error sweep-bad-spec "unknown key 'modles'" -- bash -c "printf 'modles = []\n' > '$T/bad.toml' && '$F' sweep '$T/bad.toml' --db '$T/bad.db'"
 
+# The ONNX Runtime bridge, when the project venv has onnxruntime.
+VENV_PY="$(dirname "$0")/../../.venv/bin/python"
+if [[ -x "$VENV_PY" ]] && "$VENV_PY" -c "import onnxruntime" 2>/dev/null; then
+  expect_ok ort-run "on ort, batch 2" -- "$F" run "zoo:resnet?depth=2&width=8&resolution=16" --backend ort --batch 2
+  expect_ok ort-bench-matches-interp "max rel error [0-9.e-]*(e-0[5-9]|e-1)" -- "$F" bench "zoo:vit?depth=2&width=16&resolution=16&patch=8&heads=2" --backend "ort?level=all&threads=2" --reps 5
+  expect_ok ort-levels "onnxruntime .*disabled" -- "$F" bench "zoo:mlp" --backend "ort?level=disabled" --reps 3
+  expect_ok ort-conformance "^[0-9]+ passed, 0 failed" -- bash -c "'$F' conformance /usr/share/libonnx-testdata/data/node --backend ort --filter '^test_(conv_|relu|gemm|maxpool_2d|softmax_axis|reshape_|slice)' | tail -1"
+  expect_error ort-bad-option "unknown option 'lvl'" -- "$F" run "zoo:mlp" --backend "ort?lvl=1"
+else
+  echo "SKIP ort bridge: the project venv has no onnxruntime (scripts/setup.sh installs it)"
+fi
+
 echo "$passes passed, $fails failed"
 [[ $fails -eq 0 ]]

@@ -1,6 +1,9 @@
 // Whole-pipeline numerics: for every zoo archetype and every PyTorch export,
 // the default pipeline, each leave-one-out configuration and all passes off
 // give the unoptimized model's outputs on the interpreter (1e-4 relative).
+#include <set>
+
+#include "frontend/onnx/OnnxExport.h"
 #include "tests/passes/PassTestUtil.h"
 
 using namespace friction;
@@ -33,3 +36,21 @@ TEST_P(Pipeline, DefaultLeaveOneOutAndAllOffMatchUnoptimized) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Pipeline, ::testing::ValuesIn(kNumericsModels), testNameOf);
+
+// After the default pipeline (nested regions included) the model still exports
+// to valid ONNX with unique node names (ONNX Runtime rejects duplicates) and
+// computes the same outputs.
+TEST(Pipeline, DefaultPipelineExportsValidOnnx) {
+  std::vector<std::string> all;
+  for (const PassInfo* p : buildPipeline({})) all.push_back(p->name);
+  for (const auto& spec : kNumericsModels) {
+    if (spec.rfind("torch/", 0) == 0) continue;
+    SCOPED_TRACE(spec);
+    expectExportRoundTrip(spec, all);
+    auto g = modelBuilder(spec)();
+    runPipeline(*g, buildPipeline({}));
+    onnx::ModelProto m = onnxio::exportOnnx(*g);
+    std::set<std::string> names;
+    for (const auto& n : m.graph().node()) EXPECT_TRUE(names.insert(n.name()).second) << "duplicate node name " << n.name();
+  }
+}

@@ -37,12 +37,16 @@ void benchModel(const BenchArgs& a) {
                      {"ci95_ms", {s.medianCI.low, s.medianCI.high}},
                      {"unstable", s.unstable},
                      {"stop", m.stopReason},
-                     {"peak_rss_kb", m.peakRssKb}};
+                     {"peak_rss_kb", m.peakRssKb},
+                     {"executor", m.executor},
+                     {"internal_timing", m.internalTiming}};
     if (m.maxAbsError >= 0) j["max_abs_error"] = m.maxAbsError, j["max_rel_error"] = m.maxRelError;
     std::cout << j.dump(2) << "\n";
     return;
   }
-  std::printf("%s  backend %s  batch %ld  threads %d\n", a.model.c_str(), a.measure.backend.c_str(), long(a.batch), m.threads);
+  std::printf("%s  backend %s  batch %ld  threads %d%s%s\n", a.model.c_str(), a.measure.backend.c_str(), long(a.batch),
+              m.threads, m.executor.empty() ? "" : "  ", m.executor.c_str());
+  if (m.internalTiming) std::printf("  timed inside the executor (transport to the bridge's worker excluded)\n");
   std::printf("  median %.3f ms  (p10 %.3f, p90 %.3f, 95%% CI %.3f-%.3f)  over %zu runs, stopped by %s%s\n", s.median,
               s.p10, s.p90, s.medianCI.low, s.medianCI.high, s.n, m.stopReason.c_str(),
               s.unstable ? "  UNSTABLE: CI wider than 5% of the median" : "");

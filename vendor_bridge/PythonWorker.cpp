@@ -1,0 +1,66 @@
+#include "vendor_bridge/PythonWorker.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "ir/Error.h"
+
+namespace friction::vendor {
+
+std::string PythonWorker::python() {
+  if (const char* p = std::getenv("FRICTION_PYTHON")) return p;
+  std::string venv = std::string(FRICTION_SOURCE_DIR) + "/.venv/bin/python";
+  return std::filesystem::exists(venv) ? venv : "";
+}
+
+PythonWorker::PythonWorker(const std::string& script) : script_(script) {
+  std::string py = python();
+  FRICTION_CHECK(!py.empty(), "the project venv is missing: run scripts/setup.sh");
+  int toChild[2], fromChild[2];
+  FRICTION_CHECK(pipe(toChild) == 0 && pipe(fromChild) == 0, "cannot create pipes for the Python worker");
+  pid_ = fork();
+  FRICTION_CHECK(pid_ >= 0, "cannot start the Python worker");
+  if (pid_ == 0) {
+    dup2(toChild[0], 0);
+    dup2(fromChild[1], 1);
+    close(toChild[1]);
+    close(fromChild[0]);
+    execl(py.c_str(), py.c_str(), "-u", script.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(toChild[0]);
+  close(fromChild[1]);
+  in_ = fdopen(toChild[1], "w");
+  out_ = fdopen(fromChild[0], "r");
+}
+
+PythonWorker::~PythonWorker() {
+  if (in_) {
+    std::fputs("{\"cmd\": \"quit\"}\n", in_);
+    std::fclose(in_);
+  }
+  if (out_) std::fclose(out_);
+  if (pid_ > 0) waitpid(pid_, nullptr, 0);
+}
+
+nlohmann::json PythonWorker::request(const nlohmann::json& req) {
+  std::string line = req.dump() + "\n";
+  FRICTION_CHECK(std::fputs(line.c_str(), in_) >= 0 && std::fflush(in_) == 0,
+                 "the Python worker (" + script_ + ") is not running");
+  std::string answer;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, out_)) {
+    answer += buf;
+    if (!answer.empty() && answer.back() == '\n') break;
+  }
+  FRICTION_CHECK(!answer.empty(), "the Python worker (" + script_ + ") exited without answering");
+  nlohmann::json j = nlohmann::json::parse(answer);
+  FRICTION_CHECK(j.value("ok", false), "bridge: " + j.value("error", std::string("unknown error")));
+  return j;
+}
+
+}  // namespace friction::vendor

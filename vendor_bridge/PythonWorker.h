@@ -1,0 +1,35 @@
+// A long-lived Python process that a bridge talks to with one JSON object per
+// line on its stdin/stdout. Started once per compiled model, so interpreter
+// start-up and imports stay outside every measurement.
+#pragma once
+#include <sys/types.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace friction::vendor {
+
+class PythonWorker {
+ public:
+  // Runs `script` with the project venv's Python (FRICTION_PYTHON overrides it).
+  explicit PythonWorker(const std::string& script);
+  ~PythonWorker();
+  PythonWorker(const PythonWorker&) = delete;
+  PythonWorker& operator=(const PythonWorker&) = delete;
+
+  // Sends one request and returns the reply; throws Error with the worker's
+  // message when it answers {"ok": false, "error": ...} or dies.
+  nlohmann::json request(const nlohmann::json& req);
+
+  // The Python that workers run with, or "" when the venv is missing.
+  static std::string python();
+
+ private:
+  pid_t pid_ = -1;
+  FILE* in_ = nullptr;   // to the worker
+  FILE* out_ = nullptr;  // from the worker
+  std::string script_;
+};
+
+}  // namespace friction::vendor
