@@ -71,7 +71,28 @@ class OrtBackend : public Backend {
   std::map<std::string, std::string> options_;
 };
 
+// ONNX Runtime's CPU graph optimizers by the names `disabled_optimizers`
+// takes (basic and extended levels); see docs/vendor-mapping.md.
+const std::vector<std::string> kOrtOptimizers = {
+    "ConstantFolding",     "CommonSubexpressionElimination", "ConvBNFusion",    "ConvAddFusion",
+    "ConvMulFusion",       "ConvActivationFusion",           "GemmActivationFusion", "MatMulAddFusion",
+    "GeluFusion",          "LayerNormFusion",                "SkipLayerNormFusion",  "BiasGeluFusion",
+    "AttentionFusion",     "TransposeOptimizer",             "NchwcTransformer"};
+
 }  // namespace
+
+std::vector<std::string> vendorSwitches(const std::string& backendSpec) {
+  return backendSpec.substr(0, backendSpec.find('?')) == "ort" ? kOrtOptimizers : std::vector<std::string>{};
+}
+
+std::string withSwitchesOff(const std::string& backendSpec, const std::vector<std::string>& off) {
+  if (off.empty()) return backendSpec;
+  std::string list;
+  for (const auto& s : off) list += (list.empty() ? "" : ",") + s;
+  FRICTION_CHECK(backendSpec.find("disable=") == std::string::npos,
+                 "ablating vendor switches needs a backend spec without its own disable= list");
+  return backendSpec + (backendSpec.find('?') == std::string::npos ? "?" : "&") + "disable=" + list;
+}
 
 void registerOrtBackend() {
   registerBackend("ort", [](const std::map<std::string, std::string>& o) { return std::make_unique<OrtBackend>(o); });

@@ -116,6 +116,8 @@ if [[ -x "$VENV_PY" ]] && "$VENV_PY" -c "import onnxruntime" 2>/dev/null; then
   expect_ok ort-levels "onnxruntime .*disabled" -- "$F" bench "zoo:mlp" --backend "ort?level=disabled" --reps 3
   expect_ok ort-conformance "^[0-9]+ passed, 0 failed" -- bash -c "'$F' conformance /usr/share/libonnx-testdata/data/node --backend ort --filter '^test_(conv_|relu|gemm|maxpool_2d|softmax_axis|reshape_|slice)' | tail -1"
   expect_error ort-bad-option "unknown option 'lvl'" -- "$F" run "zoo:mlp" --backend "ort?lvl=1"
+  expect_ok ort-ablates-its-own-optimizers "ConstantFolding .*LayerNormFusion" -- bash -c "'$F' ablate 'zoo:vit?depth=1&width=16&resolution=16&patch=8&heads=2' --backend ort --batches 1 --over ConstantFolding,LayerNormFusion --reps 3 --warmup 1 --db '$T/ort.db' 2>/dev/null | tr '\n' ' '"
+  expect_error ort-unknown-switch "not a switch of backend ort" -- "$F" ablate "zoo:mlp" --backend ort --over fold-constants --db "$T/ort.db"
 else
   echo "SKIP ort bridge: the project venv has no onnxruntime (scripts/setup.sh installs it)"
 fi
