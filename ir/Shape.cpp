@@ -39,6 +39,15 @@ std::string Shape::str() const {
   return s + "]";
 }
 
+bool typeRefines(const TensorType& stored, const TensorType& inferred) {
+  if (stored.dtype != inferred.dtype) return false;
+  if (!inferred.shape.hasRank()) return true;
+  if (!stored.shape.hasRank() || stored.shape.rank() != inferred.shape.rank()) return false;
+  for (size_t i = 0; i < stored.shape.rank(); ++i)
+    if (!(stored.shape[i] == inferred.shape[i] || inferred.shape[i].isUnknown())) return false;
+  return true;
+}
+
 int64_t checkedNumel(const std::vector<int64_t>& dims) {
   constexpr int64_t kLimit = int64_t(1) << 62;
   int64_t n = 1;

@@ -68,6 +68,11 @@ struct TensorType {
   bool operator!=(const TensorType& o) const { return !(*this == o); }
 };
 
+// True when `stored` agrees with `inferred` and may know more: same dtype,
+// and every dim equal or left unknown by inference (e.g. filled in from a
+// model's declaration). The rule the verifier and passes use for stale types.
+bool typeRefines(const TensorType& stored, const TensorType& inferred);
+
 // Product of static dims with overflow and sanity checks (throws Error past 2^62 elements).
 int64_t checkedNumel(const std::vector<int64_t>& dims);
 

@@ -49,18 +49,6 @@ void verifyStructure(const Graph& graph) {
     FRICTION_CHECK(defined.count(v), "graph output '" + v->name() + "' is not defined");
 }
 
-namespace {
-// True when `stored` agrees with `inferred`, possibly knowing more (a dim
-// inference left unknown may have been filled in from a declaration).
-bool refines(const TensorType& stored, const TensorType& inferred) {
-  if (stored.dtype != inferred.dtype) return false;
-  if (!inferred.shape.hasRank()) return true;
-  if (!stored.shape.hasRank() || stored.shape.rank() != inferred.shape.rank()) return false;
-  for (size_t i = 0; i < stored.shape.rank(); ++i)
-    if (!(stored.shape[i] == inferred.shape[i] || inferred.shape[i].isUnknown())) return false;
-  return true;
-}
-}  // namespace
 
 void verify(Graph& graph) {
   verifyStructure(graph);
@@ -71,7 +59,7 @@ void verify(Graph& graph) {
     for (size_t i = 0; i < stored.size(); ++i) {
       TensorType now = n->output(i)->type();
       n->output(i)->setType(stored[i]);  // keep what the graph knew
-      FRICTION_CHECK(refines(stored[i], now), n->describe() + ": output '" + n->output(i)->name() +
+      FRICTION_CHECK(typeRefines(stored[i], now), n->describe() + ": output '" + n->output(i)->name() +
                                                   "' is typed " + stored[i].str() + " but inference gives " +
                                                   now.str());
     }

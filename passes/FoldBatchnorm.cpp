@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "ir/OpRegistry.h"
+#include "passes/PassUtil.h"
 #include "passes/Regions.h"
 
 namespace friction {
@@ -164,13 +165,7 @@ void foldBatchnorm(Graph& g, PassContext& ctx) {
   }
   if (ctx.stats["batchnorms folded"] == 0) return;
 
-  for (const auto& n : g.nodes())
-    for (size_t i = 0; i < n->numInputs(); ++i)
-      if (auto it = replace.find(n->input(i)); it != replace.end()) n->setInput(i, it->second);
-  std::vector<Value*> outs = g.outputs();
-  for (Value*& v : outs)
-    if (auto it = replace.find(v); it != replace.end()) v = it->second;
-  g.setOutputs(outs);
+  replaceAllUses(g, replace);
   g.eraseNodes([&](const Node& n) { return folded.count(&n) > 0; });
   // The replaced weights and BN parameters, unless something else still uses them.
   UseInfo after(g);

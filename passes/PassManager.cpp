@@ -161,8 +161,7 @@ std::vector<PassRecord> runPipeline(Graph& g, const std::vector<const PassInfo*>
     rec.after = graphStats(g);
     rec.stats = std::move(ctx.stats);
     if (!o.dumpDir.empty()) {
-      char prefix[16];
-      std::snprintf(prefix, sizeof prefix, "%02zu-", k + 1);
+      std::string prefix = (k + 1 < 10 ? "0" : "") + std::to_string(k + 1) + "-";
       std::ofstream(std::filesystem::path(o.dumpDir) / (prefix + p.name + ".fir")) << printGraph(g);
     }
     if (o.afterPass) o.afterPass(rec, g);

@@ -16,6 +16,19 @@ void replaceAllUses(Graph& g, Value* from, Value* to) {
   g.setOutputs(std::move(outs));
 }
 
+void replaceAllUses(Graph& g, const std::unordered_map<const Value*, Value*>& replace,
+                    const std::function<bool(const Node&)>& skip) {
+  for (const auto& n : g.nodes()) {
+    if (skip && skip(*n)) continue;
+    for (size_t i = 0; i < n->numInputs(); ++i)
+      if (auto it = replace.find(n->input(i)); it != replace.end()) n->setInput(i, it->second);
+  }
+  std::vector<Value*> outs = g.outputs();
+  for (Value*& v : outs)
+    if (auto it = replace.find(v); it != replace.end()) v = it->second;
+  g.setOutputs(std::move(outs));
+}
+
 UseIndex::UseIndex(Graph& g) : g_(g) {
   for (const auto& n : g.nodes())
     for (Value* in : n->inputs())
@@ -111,17 +124,6 @@ bool isNondeterministic(const std::string& op) {
   return ops.count(op) > 0;
 }
 
-namespace {
-// Same rule as the verifier: `stored` agrees with `inferred` and may know more.
-bool refines(const TensorType& stored, const TensorType& inferred) {
-  if (stored.dtype != inferred.dtype) return false;
-  if (!inferred.shape.hasRank()) return true;
-  if (!stored.shape.hasRank() || stored.shape.rank() != inferred.shape.rank()) return false;
-  for (size_t i = 0; i < stored.shape.rank(); ++i)
-    if (!(stored.shape[i] == inferred.shape[i] || inferred.shape[i].isUnknown())) return false;
-  return true;
-}
-}  // namespace
 
 bool reinferNode(Node& n) {
   std::vector<TensorType> types;
@@ -134,7 +136,7 @@ bool reinferNode(Node& n) {
   bool changed = false;
   for (size_t i = 0; i < n.numOutputs(); ++i) {
     Value* out = n.output(i);
-    if (refines(types[i], out->type()))
+    if (typeRefines(types[i], out->type()))
       out->setType(types[i]);
     else
       changed = true;

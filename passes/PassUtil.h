@@ -1,6 +1,8 @@
 // Small utilities shared by passes: rewiring uses, reading constants,
 // re-running inference after a rewrite.
 #pragma once
+#include <functional>
+#include <unordered_map>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -15,6 +17,9 @@ namespace friction {
 // sweep over the graph; for many rewrites use UseIndex instead. The caller
 // makes sure `to` is defined before every user of `from`.
 void replaceAllUses(Graph& g, Value* from, Value* to);
+// The same for many values at once (one sweep); nodes for which `skip` is true keep their inputs.
+void replaceAllUses(Graph& g, const std::unordered_map<const Value*, Value*>& replace,
+                    const std::function<bool(const Node&)>& skip = nullptr);
 
 // Users of every value, kept current by its rewiring methods, so a pass
 // doing many rewrites does not sweep the graph for each one.

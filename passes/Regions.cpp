@@ -5,6 +5,7 @@
 #include "ir/Error.h"
 #include "ir/OpRegistry.h"
 #include "ir/Verifier.h"
+#include "passes/PassUtil.h"
 
 namespace friction {
 
@@ -149,14 +150,7 @@ Node* buildRegion(Graph& g, const UseInfo& u, const std::vector<Node*>& nodes, c
 // fused nodes, and sorts once.
 void finishRegions(Graph& g, const std::unordered_set<const Node*>& fusedAway,
                    const std::unordered_map<const Value*, Value*>& replace) {
-  for (const auto& n : g.nodes())
-    if (!fusedAway.count(n.get()))
-      for (size_t i = 0; i < n->numInputs(); ++i)
-        if (auto it = replace.find(n->input(i)); it != replace.end()) n->setInput(i, it->second);
-  std::vector<Value*> outs = g.outputs();
-  for (Value*& v : outs)
-    if (auto it = replace.find(v); it != replace.end()) v = it->second;
-  g.setOutputs(outs);
+  replaceAllUses(g, replace, [&](const Node& n) { return fusedAway.count(&n) > 0; });
   g.eraseNodes([&](const Node& n) { return fusedAway.count(&n) > 0; });
   g.topologicalSort();
 }

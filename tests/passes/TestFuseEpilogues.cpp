@@ -139,9 +139,11 @@ TEST(FuseEpilogues, EveryResnetConvEndsInAnEpilogue) {
   runPipeline(*g, buildPipeline(exactly({"fold-batchnorm", "fuse-epilogues"})));
   int64_t regions = 0, fusedNodes = 0;
   for (const auto& n : g->nodes())
-    for (const auto& m : g->nodes())
-      if (n->op() == "Conv" && std::count(m->inputs().begin(), m->inputs().end(), n->output(0)))
+    for (const auto& m : g->nodes()) {
+      if (n->op() == "Conv" && std::count(m->inputs().begin(), m->inputs().end(), n->output(0))) {
         EXPECT_EQ(m->op(), "Fused") << n->name() << " feeds " << m->name();
+      }
+    }
   for (const auto& n : g->nodes()) {
     EXPECT_NE(n->op(), "Relu");
     EXPECT_NE(n->op(), "BatchNormalization");
