@@ -32,6 +32,7 @@ struct Measurement {
   long peakRssKb = 0;             // process peak resident memory after the run
   std::string stopReason;         // "reps", "ci", "time"
   bool internalTiming = false;    // samples timed by the backend itself (bridges: transport excluded)
+  double overheadMsPerRep = 0;    // harness time between timed regions (stopping rule, bookkeeping)
   std::string executor;           // the backend's description: vendor version and settings
 };
 

@@ -146,12 +146,13 @@ void ResultsStore::add(const CellRecord& r, const Fingerprint& fp) {
   FRICTION_CHECK(sqlite3_step(q.s) == SQLITE_DONE, "results store '" + path_ + "': " + sqlite3_errmsg(db_));
 }
 
-std::vector<CellRecord> ResultsStore::cells(const std::string& experimentPrefix) const {
+std::vector<CellRecord> ResultsStore::cells(const std::string& experimentPrefix, bool withSamples) const {
   Stmt q(db_, R"(SELECT cell_key, experiment, model, model_hash, backend, batch, passes, config_json, threads,
     median_ms, p10_ms, p90_ms, ci_low_ms, ci_high_ms, unstable, stop_reason, compile_ms, peak_rss_kb,
-    max_abs_error, max_rel_error, samples_json, executor, internal_timing FROM measurements
+    max_abs_error, max_rel_error, CASE WHEN ? THEN samples_json ELSE '' END, n, executor, internal_timing FROM measurements
     WHERE experiment LIKE ? || '%' ORDER BY id)");
-  q.text(1, experimentPrefix);
+  q.integer(1, withSamples);
+  q.text(2, experimentPrefix);
   std::vector<CellRecord> out;
   while (sqlite3_step(q.s) == SQLITE_ROW) {
     CellRecord r;
@@ -170,17 +171,35 @@ std::vector<CellRecord> ResultsStore::cells(const std::string& experimentPrefix)
     m.maxAbsError = checked ? sqlite3_column_double(q.s, i) : -1;
     m.maxRelError = checked ? sqlite3_column_double(q.s, i + 1) : -1;
     i += 2;
-    m.samplesMs = nlohmann::json::parse(q.colText(i++)).get<std::vector<double>>();
-    m.summary.n = m.samplesMs.size();
+    if (withSamples) m.samplesMs = nlohmann::json::parse(q.colText(i)).get<std::vector<double>>();
+    i++;
+    m.summary.n = size_t(sqlite3_column_int64(q.s, i++));
     m.executor = q.colText(i++), m.internalTiming = sqlite3_column_int(q.s, i++);
     out.push_back(std::move(r));
   }
   return out;
 }
 
-void ResultsStore::setAttributions(const std::vector<AttributionRecord>& rows) {
+std::vector<double> ResultsStore::samplesOf(const std::string& cellKey) const {
+  Stmt q(db_, "SELECT samples_json FROM measurements WHERE cell_key = ?");
+  q.text(1, cellKey);
+  FRICTION_CHECK(sqlite3_step(q.s) == SQLITE_ROW, "results store '" + path_ + "': no cell '" + cellKey + "'");
+  return nlohmann::json::parse(q.colText(0)).get<std::vector<double>>();
+}
+
+void ResultsStore::inTransaction(const std::function<void()>& f) {
   exec("BEGIN");
   try {
+    f();
+    exec("COMMIT");
+  } catch (...) {
+    exec("ROLLBACK");
+    throw;
+  }
+}
+
+void ResultsStore::setAttributions(const std::vector<AttributionRecord>& rows) {
+  inTransaction([&] {
     for (const auto& r : rows) {
       Stmt q(db_, R"(INSERT OR REPLACE INTO attributions (experiment, model, backend, batch, method, pass, value_ms,
         stderr_ms) VALUES (?,?,?,?,?,?,?,?))");
@@ -188,11 +207,7 @@ void ResultsStore::setAttributions(const std::vector<AttributionRecord>& rows) {
       q.text(5, r.method), q.text(6, r.pass), q.real(7, r.valueMs), q.real(8, r.stdErrMs);
       FRICTION_CHECK(sqlite3_step(q.s) == SQLITE_DONE, "results store '" + path_ + "': " + sqlite3_errmsg(db_));
     }
-    exec("COMMIT");
-  } catch (...) {
-    exec("ROLLBACK");
-    throw;
-  }
+  });
 }
 
 std::vector<AttributionRecord> ResultsStore::attributions() const {

@@ -4,6 +4,7 @@
 // resumed one skip finished cells.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,7 +53,13 @@ class ResultsStore {
   bool hasCell(const std::string& cellKey) const;
   // Inserts (or, for the same key, replaces) one row and commits it.
   void add(const CellRecord& r, const Fingerprint& fp);
-  std::vector<CellRecord> cells(const std::string& experimentPrefix = "") const;
+  // Runs `f` (e.g. many add() calls) as one transaction: for bulk imports, not for measurements.
+  void inTransaction(const std::function<void()>& f);
+  // Rows whose experiment starts with the prefix. Without `withSamples` the raw
+  // samples are left out (m.samplesMs empty; summary.n still set): much faster
+  // on large stores. samplesOf() fetches them for one cell.
+  std::vector<CellRecord> cells(const std::string& experimentPrefix = "", bool withSamples = true) const;
+  std::vector<double> samplesOf(const std::string& cellKey) const;
   // Replaces the attribution rows of (experiment, model, backend, batch, method) with `rows`.
   void setAttributions(const std::vector<AttributionRecord>& rows);
   std::vector<AttributionRecord> attributions() const;

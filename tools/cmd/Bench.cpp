@@ -39,7 +39,8 @@ void benchModel(const BenchArgs& a) {
                      {"stop", m.stopReason},
                      {"peak_rss_kb", m.peakRssKb},
                      {"executor", m.executor},
-                     {"internal_timing", m.internalTiming}};
+                     {"internal_timing", m.internalTiming},
+                     {"overhead_ms_per_rep", m.overheadMsPerRep}};
     if (m.maxAbsError >= 0) j["max_abs_error"] = m.maxAbsError, j["max_rel_error"] = m.maxRelError;
     std::cout << j.dump(2) << "\n";
     return;
@@ -50,8 +51,8 @@ void benchModel(const BenchArgs& a) {
   std::printf("  median %.3f ms  (p10 %.3f, p90 %.3f, 95%% CI %.3f-%.3f)  over %zu runs, stopped by %s%s\n", s.median,
               s.p10, s.p90, s.medianCI.low, s.medianCI.high, s.n, m.stopReason.c_str(),
               s.unstable ? "  UNSTABLE: CI wider than 5% of the median" : "");
-  std::printf("  throughput %.1f samples/s  compile %.1f ms  peak RSS %.1f MB\n", 1000.0 * double(a.batch) / s.median,
-              m.compileMs, double(m.peakRssKb) / 1024);
+  std::printf("  throughput %.1f samples/s  compile %.1f ms  peak RSS %.1f MB  harness overhead %.3f ms/run\n",
+              1000.0 * double(a.batch) / s.median, m.compileMs, double(m.peakRssKb) / 1024, m.overheadMsPerRep);
   if (m.maxAbsError >= 0)
     std::printf("  vs interp on the unoptimized model: max abs error %.3g, max rel error %.3g\n", m.maxAbsError,
                 m.maxRelError);

@@ -69,7 +69,7 @@ json batchSeries(const Cells& cells, const std::string& def) {
 }
 
 // Items = models; condition A = all passes off, B = the default pipeline.
-json rankings(const Cells& cells, const std::string& def) {
+json rankings(const Cells& cells, const std::string& def, const bench::ResultsStore& store) {
   std::map<std::pair<std::string, int64_t>, std::map<std::string, std::pair<const bench::CellRecord*, const bench::CellRecord*>>> groups;
   for (const auto& c : cells) {
     auto& slot = groups[{c.backend, c.batch}][c.model];
@@ -80,7 +80,8 @@ json rankings(const Cells& cells, const std::string& def) {
   for (const auto& [key, models] : groups) {
     std::vector<metrics::RankedItem> items;
     for (const auto& [model, pair] : models)
-      if (pair.first && pair.second) items.push_back({model, pair.first->m.samplesMs, pair.second->m.samplesMs});
+      if (pair.first && pair.second)
+        items.push_back({model, store.samplesOf(pair.first->cellKey), store.samplesOf(pair.second->cellKey)});
     if (items.size() < 2) continue;
     auto r = metrics::compareRankings(items);
     json j{{"backend", key.first}, {"batch", key.second}, {"condition_a", "all-off"}, {"condition_b", "default"},
@@ -135,7 +136,7 @@ void writeCsv(const Cells& cells, const fs::path& path) {
   for (const auto& c : cells) {
     const auto& s = c.m.summary;
     f << q(c.experiment) << "," << q(c.model) << "," << q(c.backend) << "," << c.batch << "," << q(c.passes) << ","
-      << c.m.threads << "," << c.m.samplesMs.size() << "," << s.median << "," << s.p10 << "," << s.p90 << ","
+      << c.m.threads << "," << s.n << "," << s.median << "," << s.p10 << "," << s.p90 << ","
       << s.medianCI.low << "," << s.medianCI.high << "," << s.unstable << "," << c.m.compileMs << ","
       << c.m.maxAbsError << "," << c.m.maxRelError << "\n";
   }
@@ -148,11 +149,11 @@ struct ReportArgs {
 void report(const ReportArgs& a) {
   FRICTION_CHECK(fs::exists(a.db), "results store '" + a.db + "' does not exist");
   bench::ResultsStore store(a.db);
-  Cells cells = store.cells();
+  Cells cells = store.cells("", /*withSamples=*/false);  // rankings fetch the few samples they need
   FRICTION_CHECK(!cells.empty(), "results store '" + a.db + "' has no measurements");
   std::string def = defaultPipeline();
   json data{{"db", a.db}, {"measurements", cells.size()}, {"series", batchSeries(cells, def)},
-            {"rankings", rankings(cells, def)}, {"depth", depthScaling(cells, def)}};
+            {"rankings", rankings(cells, def, store)}, {"depth", depthScaling(cells, def)}};
   for (const auto& r : store.attributions())
     data["attributions"].push_back({{"experiment", r.experiment}, {"model", r.model}, {"backend", r.backend},
                                     {"batch", r.batch}, {"method", r.method}, {"pass", r.pass},
