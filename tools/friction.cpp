@@ -2,12 +2,14 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "codegen/CpuBackend.h"
 #include "ir/Error.h"
 #include "tools/cmd/Commands.h"
 #include "vendor_bridge/Bridges.h"
 
 int main(int argc, char** argv) {
   friction::vendor::registerVendorBridges();
+  friction::codegen::registerCpuBackend();
   CLI::App app{"friction: a graph compiler built to study graph compilation"};
   app.require_subcommand(1);
   friction::cli::addInspect(app);

@@ -1,0 +1,67 @@
+// What the CPU code generator can turn into one compiled kernel, and the
+// interface between the runtime side (CpuBackend.cpp, no MLIR headers) and
+// the MLIR side (MlirLowering.cpp, the one MLIR-heavy translation unit).
+//
+// A kernel is one `func.func` over tensors: its arguments are the kernel's
+// inputs, then its outputs' initial buffers (destination-passing style); it
+// returns the outputs. Slice 1 handles f32 with static shapes:
+//   Elementwise  one elementwise op, or a Fused "elementwise" region: ONE
+//                linalg.generic whose payload computes the whole body per
+//                element (numpy broadcasting through the indexing maps)
+//   Contraction  MatMul/Gemm, or a Fused "epilogue" region anchored on one:
+//                linalg.fill + linalg.matmul/batch_matmul (or a contraction
+//                generic), then ONE generic applying alpha/C and the epilogue
+//                in place on the accumulator
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/Graph.h"
+
+namespace friction::codegen {
+
+enum class KernelKind { Elementwise, Contraction };
+
+// The flat view of one kernel: the nodes it computes (a single node, or a
+// Fused region's body), its inputs and outputs.
+struct KernelView {
+  KernelKind kind = KernelKind::Elementwise;
+  std::vector<const Node*> nodes;     // topological; for Contraction, nodes[0] is the MatMul/Gemm
+  std::vector<const Value*> inputs;   // kernel arguments, in order
+  std::vector<const Value*> outputs;  // kernel results, in order
+  std::vector<int64_t> domain;        // iteration space of the elementwise part (= output shape)
+};
+
+// Ops the elementwise payload emitter handles.
+bool isSupportedElementwise(const Node& n);
+// The kernel view of `node`, or nullptr with the reason in `why`.
+std::unique_ptr<KernelView> analyzeKernel(const Node& node, std::string* why = nullptr);
+// A structural key: op, attributes (Fused bodies printed structurally, node
+// names and provenance left out), input and output types. Equal keys compute
+// the same function, so they share one compiled kernel.
+std::string structuralKey(const Node& node);
+
+// The MLIR side. Kernels are called through their packed C interface: args[i]
+// points to a pointer to the i-th memref descriptor (inputs, then outputs).
+using PackedFn = void (*)(void**);
+
+struct CompiledBatch {
+  std::shared_ptr<void> owner;    // keeps the JIT (ExecutionEngine) alive
+  std::vector<PackedFn> entries;  // one per requested node, in order
+  double buildMs = 0;             // building the MLIR (C++ builders)
+  double lowerMs = 0;             // pass pipeline down to the LLVM dialect
+  double jitMs = 0;               // translation to LLVM IR, O3 and machine code
+};
+
+// Compiles kernels for `nodes` (each must have an analyzeKernel view) into one
+// module and one JIT. Throws Error with MLIR's diagnostics on failure.
+// FRICTION_CG_DUMP=1 prints the module after each stage to stderr.
+CompiledBatch compileKernels(const std::vector<const Node*>& nodes);
+
+// The module of one kernel after each stage ("built", "bufferized", "loops",
+// "llvm"), for documentation and tests.
+std::vector<std::pair<std::string, std::string>> kernelStages(const Node& node);
+
+}  // namespace friction::codegen

@@ -1,0 +1,519 @@
+// The one MLIR-heavy translation unit: builds kernels with MLIR's C++
+// builders, lowers them (one-shot bufferization, linalg to loops, LLVM
+// dialect) and JIT-compiles them with mlir::ExecutionEngine.
+//
+// Stages of one kernel (see docs/codegen.md):
+//   built       func.func over tensors: linalg.generic / linalg.fill + linalg.matmul
+//   bufferized  one-shot-bufferize with function boundaries (identity layouts),
+//               then drop-equivalent-buffer-results: outputs are written in
+//               place into the caller's buffers, the function returns nothing
+//   loops       convert-linalg-to-loops (scf.for over memref.load/store)
+//   llvm        scf->cf, expand-strided-metadata, lower-affine, math->llvm
+//               intrinsics and libm calls (erff, tanhf), memref/arith/func/cf->llvm
+//   JIT         LLVM IR, O3 for the host CPU (loop vectorizer), ORC machine code
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <mutex>
+#include <unordered_map>
+
+#include "codegen/Kernels.h"
+#include "ir/Error.h"
+
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/AllInterfaces.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/Transforms/SubsetInsertionOpInterfaceImpl.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace friction::codegen {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double msSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// One context for the process: dialect loading is the slow part of setup.
+struct Jit {
+  mlir::MLIRContext ctx;
+  std::mutex mu;
+  Jit() : ctx(registry(), mlir::MLIRContext::Threading::DISABLED) {
+    ctx.loadDialect<mlir::func::FuncDialect, mlir::arith::ArithDialect, mlir::math::MathDialect,
+                    mlir::linalg::LinalgDialect, mlir::tensor::TensorDialect, mlir::memref::MemRefDialect,
+                    mlir::scf::SCFDialect, mlir::cf::ControlFlowDialect, mlir::affine::AffineDialect,
+                    mlir::bufferization::BufferizationDialect, mlir::LLVM::LLVMDialect>();
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  }
+  static mlir::DialectRegistry registry() {
+    mlir::DialectRegistry r;
+    r.insert<mlir::func::FuncDialect, mlir::arith::ArithDialect, mlir::math::MathDialect, mlir::linalg::LinalgDialect,
+             mlir::tensor::TensorDialect, mlir::memref::MemRefDialect, mlir::scf::SCFDialect,
+             mlir::cf::ControlFlowDialect, mlir::affine::AffineDialect, mlir::bufferization::BufferizationDialect,
+             mlir::LLVM::LLVMDialect>();
+    mlir::linalg::registerAllDialectInterfaceImplementations(r);
+    mlir::arith::registerBufferizableOpInterfaceExternalModels(r);
+    mlir::arith::registerValueBoundsOpInterfaceExternalModels(r);
+    mlir::tensor::registerBufferizableOpInterfaceExternalModels(r);
+    mlir::tensor::registerValueBoundsOpInterfaceExternalModels(r);
+    mlir::tensor::registerSubsetOpInterfaceExternalModels(r);
+    mlir::memref::registerValueBoundsOpInterfaceExternalModels(r);
+    mlir::memref::registerAllocationOpInterfaceExternalModels(r);
+    mlir::bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(r);
+    mlir::registerBuiltinDialectTranslation(r);
+    mlir::registerLLVMDialectTranslation(r);
+    return r;
+  }
+  static Jit& get() {
+    static Jit* jit = new Jit();  // never destroyed: engines may outlive static destruction order
+    return *jit;
+  }
+};
+
+// Collects MLIR diagnostics for error messages.
+struct Diagnostics {
+  std::string text;
+  mlir::ScopedDiagnosticHandler handler;
+  explicit Diagnostics(mlir::MLIRContext& ctx)
+      : handler(&ctx, [this](mlir::Diagnostic& d) {
+          text += d.str() + "\n";
+          return mlir::success();
+        }) {}
+};
+
+std::string print(mlir::Operation* op) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  op->print(os);
+  return s;
+}
+
+mlir::RankedTensorType tensorType(mlir::OpBuilder& b, const std::vector<int64_t>& shape) {
+  return mlir::RankedTensorType::get(shape, b.getF32Type());
+}
+mlir::RankedTensorType tensorType(mlir::OpBuilder& b, const Value* v) { return tensorType(b, v->shape().staticDims()); }
+
+// The broadcasting indexing map of a value of shape `s` in `domain`.
+mlir::AffineMap broadcastMap(mlir::OpBuilder& b, const std::vector<int64_t>& s, const std::vector<int64_t>& domain) {
+  std::vector<mlir::AffineExpr> exprs;
+  size_t off = domain.size() - s.size();
+  for (size_t i = 0; i < s.size(); ++i)
+    exprs.push_back(s[i] == domain[i + off] ? b.getAffineDimExpr(unsigned(i + off)) : b.getAffineConstantExpr(0));
+  return mlir::AffineMap::get(unsigned(domain.size()), 0, exprs, b.getContext());
+}
+
+// Builds one kernel function.
+class KernelBuilder {
+ public:
+  KernelBuilder(mlir::OpBuilder& b, const KernelView& view) : b_(b), view_(view), loc_(b.getUnknownLoc()) {}
+
+  void build(const std::string& name) {
+    llvm::SmallVector<mlir::Type> argTypes, resultTypes;
+    for (const Value* v : view_.inputs) argTypes.push_back(tensorType(b_, v));
+    for (const Value* v : view_.outputs) {
+      argTypes.push_back(tensorType(b_, v));
+      resultTypes.push_back(tensorType(b_, v));
+    }
+    auto fn = b_.create<mlir::func::FuncOp>(loc_, name, b_.getFunctionType(argTypes, resultTypes));
+    fn->setAttr("llvm.emit_c_interface", b_.getUnitAttr());
+    mlir::Block* entry = fn.addEntryBlock();
+    mlir::OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(entry);
+    for (size_t i = 0; i < view_.inputs.size(); ++i) args_[view_.inputs[i]] = entry->getArgument(unsigned(i));
+    llvm::SmallVector<mlir::Value> inits;
+    for (size_t i = 0; i < view_.outputs.size(); ++i)
+      inits.push_back(entry->getArgument(unsigned(view_.inputs.size() + i)));
+
+    std::vector<const Node*> elementwise(view_.nodes.begin(), view_.nodes.end());
+    llvm::SmallVector<mlir::Value> results;
+    if (view_.kind == KernelKind::Contraction) {
+      const Node& anchor = *view_.nodes.front();
+      elementwise.erase(elementwise.begin());
+      mlir::Value acc = contraction(anchor, inits[0]);
+      bool gemmPost = anchor.op() == "Gemm" && (anchor.input(2) || anchor.attrFloat("alpha", 1.0f) != 1.0f);
+      if (elementwise.empty() && !gemmPost) {
+        results.push_back(acc);
+      } else {
+        // The epilogue: one generic updating the accumulator in place.
+        results = generic(elementwise, {acc}, &anchor);
+      }
+    } else {
+      results = generic(elementwise, inits, nullptr);
+    }
+    b_.create<mlir::func::ReturnOp>(loc_, results);
+  }
+
+ private:
+  mlir::Value f32(double v) { return b_.create<mlir::arith::ConstantOp>(loc_, b_.getF32FloatAttr(float(v))); }
+
+  // C = A x B into `init` (zero-filled first); for Gemm, transposes by indexing maps.
+  mlir::Value contraction(const Node& n, mlir::Value init) {
+    mlir::Value a = args_.at(n.input(0)), bm = args_.at(n.input(1));
+    std::vector<int64_t> as = n.input(0)->shape().staticDims(), bs = n.input(1)->shape().staticDims();
+    std::vector<int64_t> ys = n.output(0)->shape().staticDims();
+    auto zero = f32(0);
+    bool ta = n.op() == "Gemm" && n.attrInt("transA", 0) != 0;
+    bool tb = n.op() == "Gemm" && n.attrInt("transB", 0) != 0;
+    if (!ta && !tb && bs.size() == 2) {
+      // All of A's batch dims fold into M: one 2-D matmul.
+      if (as.size() == 2) {
+        auto filled = b_.create<mlir::linalg::FillOp>(loc_, mlir::ValueRange{zero}, mlir::ValueRange{init}).getResult(0);
+        return b_.create<mlir::linalg::MatmulOp>(loc_, mlir::ValueRange{a, bm}, mlir::ValueRange{filled}).getResult(0);
+      }
+      int64_t rows = 1;
+      for (size_t i = 0; i + 1 < as.size(); ++i) rows *= as[i];
+      mlir::ReassociationIndices lead;
+      for (size_t i = 0; i + 1 < as.size(); ++i) lead.push_back(int64_t(i));
+      llvm::SmallVector<mlir::ReassociationIndices> re = {lead, {int64_t(as.size() - 1)}};
+      auto a2 = b_.create<mlir::tensor::CollapseShapeOp>(loc_, tensorType(b_, {rows, as.back()}), a, re);
+      auto y2 = b_.create<mlir::tensor::CollapseShapeOp>(loc_, tensorType(b_, {rows, ys.back()}), init, re);
+      auto filled =
+          b_.create<mlir::linalg::FillOp>(loc_, mlir::ValueRange{zero}, mlir::ValueRange{y2.getResult()}).getResult(0);
+      auto mm = b_.create<mlir::linalg::MatmulOp>(loc_, mlir::ValueRange{a2.getResult(), bm}, mlir::ValueRange{filled})
+                    .getResult(0);
+      return b_.create<mlir::tensor::ExpandShapeOp>(loc_, tensorType(b_, ys), mm, re).getResult();
+    }
+    auto filled = b_.create<mlir::linalg::FillOp>(loc_, mlir::ValueRange{zero}, mlir::ValueRange{init}).getResult(0);
+    if (!ta && !tb && as.size() == 3 && bs.size() == 3 && as[0] == bs[0])
+      return b_.create<mlir::linalg::BatchMatmulOp>(loc_, mlir::ValueRange{a, bm}, mlir::ValueRange{filled})
+          .getResult(0);
+    // General case: a contraction generic over (batch..., m, n, k) with broadcast batch dims.
+    size_t nb = ys.size() - 2;
+    unsigned nd = unsigned(nb + 3), m = unsigned(nb), nn = unsigned(nb + 1), k = unsigned(nb + 2);
+    auto operandMap = [&](const std::vector<int64_t>& s, bool transposed, bool isA) {
+      std::vector<mlir::AffineExpr> e;
+      size_t sb = s.size() - 2, off = nb - sb;
+      for (size_t i = 0; i < sb; ++i)
+        e.push_back(s[i] == ys[i + off] ? b_.getAffineDimExpr(unsigned(i + off)) : b_.getAffineConstantExpr(0));
+      unsigned r = isA ? m : k, c = isA ? k : nn;
+      if (transposed) std::swap(r, c);
+      e.push_back(b_.getAffineDimExpr(r));
+      e.push_back(b_.getAffineDimExpr(c));
+      return mlir::AffineMap::get(nd, 0, e, b_.getContext());
+    };
+    std::vector<mlir::AffineExpr> ye;
+    for (unsigned i = 0; i < nb + 2; ++i) ye.push_back(b_.getAffineDimExpr(i));
+    llvm::SmallVector<mlir::AffineMap> maps = {operandMap(as, ta, true), operandMap(bs, tb, false),
+                                               mlir::AffineMap::get(nd, 0, ye, b_.getContext())};
+    llvm::SmallVector<mlir::utils::IteratorType> iters(nd, mlir::utils::IteratorType::parallel);
+    iters[k] = mlir::utils::IteratorType::reduction;
+    return b_
+        .create<mlir::linalg::GenericOp>(
+            loc_, mlir::TypeRange{init.getType()}, mlir::ValueRange{a, bm}, mlir::ValueRange{filled}, maps, iters,
+            [&](mlir::OpBuilder& nb2, mlir::Location l, mlir::ValueRange x) {
+              auto p = nb2.create<mlir::arith::MulFOp>(l, x[0], x[1]);
+              auto s = nb2.create<mlir::arith::AddFOp>(l, x[2], p);
+              nb2.create<mlir::linalg::YieldOp>(l, mlir::ValueRange{s});
+            })
+        .getResult(0);
+  }
+
+  // One linalg.generic over the domain computing `nodes` per element. With an
+  // `anchor`, the single output is the anchor's accumulator, updated in place.
+  llvm::SmallVector<mlir::Value> generic(const std::vector<const Node*>& nodes, llvm::SmallVector<mlir::Value> outs,
+                                         const Node* anchor) {
+    // Generic inputs: kernel arguments read by the elementwise part.
+    std::vector<const Value*> ins;
+    auto use = [&](const Value* v) {
+      if (v && args_.count(v) && std::find(ins.begin(), ins.end(), v) == ins.end()) ins.push_back(v);
+    };
+    for (const Node* n : nodes)
+      for (const Value* v : n->inputs()) use(v);
+    if (anchor && anchor->op() == "Gemm" && anchor->input(2)) use(anchor->input(2));
+    const auto& domain = view_.domain;
+    llvm::SmallVector<mlir::Value> inValues;
+    llvm::SmallVector<mlir::AffineMap> maps;
+    for (const Value* v : ins) {
+      inValues.push_back(args_.at(v));
+      maps.push_back(broadcastMap(b_, v->shape().staticDims(), domain));
+    }
+    for (size_t i = 0; i < outs.size(); ++i) maps.push_back(b_.getMultiDimIdentityMap(unsigned(domain.size())));
+    llvm::SmallVector<mlir::utils::IteratorType> iters(domain.size(), mlir::utils::IteratorType::parallel);
+    llvm::SmallVector<mlir::Type> types;
+    for (auto o : outs) types.push_back(o.getType());
+    auto op = b_.create<mlir::linalg::GenericOp>(
+        loc_, types, inValues, outs, maps, iters, [&](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange x) {
+          Payload p{pb, l};
+          for (size_t i = 0; i < ins.size(); ++i) p.scalars[ins[i]] = x[i];
+          if (anchor) {
+            mlir::Value acc = x[ins.size()];
+            if (anchor->op() == "Gemm") {
+              float alpha = anchor->attrFloat("alpha", 1.0f), beta = anchor->attrFloat("beta", 1.0f);
+              if (alpha != 1.0f) acc = p.mul(p.f32(alpha), acc);
+              if (const Value* c = anchor->input(2)) {
+                mlir::Value cv = p.scalars.at(c);
+                if (beta != 1.0f) cv = p.mul(p.f32(beta), cv);
+                acc = pb.create<mlir::arith::AddFOp>(l, acc, cv);
+              }
+            }
+            p.scalars[anchor->output(0)] = acc;
+          }
+          for (const Node* n : nodes) p.emit(*n);
+          llvm::SmallVector<mlir::Value> yields;
+          if (anchor)
+            yields.push_back(p.scalars.at(nodes.empty() ? anchor->output(0) : view_.outputs[0]));
+          else
+            for (const Value* v : view_.outputs) yields.push_back(p.scalars.at(v));
+          pb.create<mlir::linalg::YieldOp>(l, yields);
+        });
+    return llvm::SmallVector<mlir::Value>(op.getResults().begin(), op.getResults().end());
+  }
+
+  // Scalar code of the elementwise ops (f32), matching the interpreter's formulas.
+  struct Payload {
+    mlir::OpBuilder& b;
+    mlir::Location l;
+    std::unordered_map<const Value*, mlir::Value> scalars;
+    mlir::Value f32(double v) { return b.create<mlir::arith::ConstantOp>(l, b.getF32FloatAttr(float(v))); }
+    mlir::Value mul(mlir::Value x, mlir::Value y) { return b.create<mlir::arith::MulFOp>(l, x, y); }
+    void emit(const Node& n) {
+      auto in = [&](size_t i) { return scalars.at(n.input(i)); };
+      const std::string& op = n.op();
+      mlir::Value r;
+      if (op == "Add") r = b.create<mlir::arith::AddFOp>(l, in(0), in(1));
+      else if (op == "Sub") r = b.create<mlir::arith::SubFOp>(l, in(0), in(1));
+      else if (op == "Mul") r = mul(in(0), in(1));
+      else if (op == "Div") r = b.create<mlir::arith::DivFOp>(l, in(0), in(1));
+      else if (op == "Pow") r = b.create<mlir::math::PowFOp>(l, in(0), in(1));
+      else if (op == "Max") r = b.create<mlir::arith::MaximumFOp>(l, in(0), in(1));
+      else if (op == "Min") r = b.create<mlir::arith::MinimumFOp>(l, in(0), in(1));
+      else if (op == "Relu") r = b.create<mlir::arith::MaximumFOp>(l, in(0), f32(0));
+      else if (op == "Neg") r = b.create<mlir::arith::NegFOp>(l, in(0));
+      else if (op == "Exp") r = b.create<mlir::math::ExpOp>(l, in(0));
+      else if (op == "Log") r = b.create<mlir::math::LogOp>(l, in(0));
+      else if (op == "Tanh") r = b.create<mlir::math::TanhOp>(l, in(0));
+      else if (op == "Erf") r = b.create<mlir::math::ErfOp>(l, in(0));
+      else if (op == "Sqrt") r = b.create<mlir::math::SqrtOp>(l, in(0));
+      else if (op == "Abs") r = b.create<mlir::math::AbsFOp>(l, in(0));
+      else if (op == "Floor") r = b.create<mlir::math::FloorOp>(l, in(0));
+      else if (op == "Ceil") r = b.create<mlir::math::CeilOp>(l, in(0));
+      else if (op == "Reciprocal") r = b.create<mlir::arith::DivFOp>(l, f32(1), in(0));
+      else if (op == "Identity") r = in(0);
+      else if (op == "LeakyRelu") {
+        auto neg = b.create<mlir::arith::CmpFOp>(l, mlir::arith::CmpFPredicate::OLT, in(0), f32(0));
+        r = b.create<mlir::arith::SelectOp>(l, neg, mul(f32(n.attrFloat("alpha", 0.01f)), in(0)), in(0));
+      } else if (op == "Sigmoid") {
+        // x >= 0 ? 1/(1+e^-x) : e^x/(1+e^x), as e = e^-|x|: no overflow.
+        mlir::Value x = in(0);
+        auto e = b.create<mlir::math::ExpOp>(l, b.create<mlir::arith::NegFOp>(l, b.create<mlir::math::AbsFOp>(l, x)));
+        auto den = b.create<mlir::arith::AddFOp>(l, f32(1), e);
+        auto pos = b.create<mlir::arith::CmpFOp>(l, mlir::arith::CmpFPredicate::OGE, x, f32(0));
+        auto num = b.create<mlir::arith::SelectOp>(l, pos, f32(1), e);
+        r = b.create<mlir::arith::DivFOp>(l, num, den);
+      } else if (op == "Clip") {
+        r = in(0);
+        if (n.input(1)) r = b.create<mlir::arith::MaximumFOp>(l, r, in(1));
+        if (n.input(2)) r = b.create<mlir::arith::MinimumFOp>(l, r, in(2));
+      } else {
+        throw Error("codegen: no scalar lowering for " + op);
+      }
+      scalars[n.output(0)] = r;
+    }
+  };
+
+  mlir::OpBuilder& b_;
+  const KernelView& view_;
+  mlir::Location loc_;
+  std::unordered_map<const Value*, mlir::Value> args_;
+};
+
+mlir::OwningOpRef<mlir::ModuleOp> buildModule(Jit& jit, const std::vector<const Node*>& nodes) {
+  mlir::OpBuilder b(&jit.ctx);
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(b.getUnknownLoc());
+  b.setInsertionPointToEnd(module->getBody());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    std::string why;
+    auto view = analyzeKernel(*nodes[i], &why);
+    FRICTION_CHECK(view, "codegen: " + nodes[i]->describe() + " is not a kernel: " + why);
+    KernelBuilder(b, *view).build("k" + std::to_string(i));
+  }
+  return module;
+}
+
+// The pipeline in named stages, so each can be dumped.
+using Stage = std::pair<const char*, std::function<void(mlir::PassManager&)>>;
+std::vector<Stage> stages() {
+  return {
+      {"bufferized",
+       [](mlir::PassManager& pm) {
+         mlir::bufferization::OneShotBufferizationOptions o;
+         o.bufferizeFunctionBoundaries = true;
+         o.setFunctionBoundaryTypeConversion(mlir::bufferization::LayoutMapOption::IdentityLayoutMap);
+         pm.addPass(mlir::bufferization::createOneShotBufferizePass(o));
+         // Folds expand_shape(collapse_shape(arg)) back to arg, so results become recognizably equivalent.
+         pm.addPass(mlir::createCanonicalizerPass());
+         pm.addPass(mlir::bufferization::createDropEquivalentBufferResultsPass());
+       }},
+      {"loops", [](mlir::PassManager& pm) { pm.addNestedPass<mlir::func::FuncOp>(mlir::createConvertLinalgToLoopsPass()); }},
+      {"llvm",
+       [](mlir::PassManager& pm) {
+         pm.addPass(mlir::createConvertSCFToCFPass());
+         pm.addPass(mlir::memref::createExpandStridedMetadataPass());
+         pm.addPass(mlir::createLowerAffinePass());
+         pm.addPass(mlir::createConvertMathToLLVMPass());
+         pm.addPass(mlir::createConvertMathToLibmPass());
+         pm.addPass(mlir::createFinalizeMemRefToLLVMConversionPass());
+         pm.addPass(mlir::createArithToLLVMConversionPass());
+         pm.addPass(mlir::createConvertFuncToLLVMPass());
+         pm.addPass(mlir::createConvertControlFlowToLLVMPass());
+         pm.addPass(mlir::createReconcileUnrealizedCastsPass());
+       }},
+  };
+}
+
+// Loop order for the naive-loops path: convert-linalg-to-loops nests loops in
+// iteration-dim order, and a matmul's (m, n, k) puts the reduction innermost
+// with a strided walk down B's column. Generalizing the named contractions and
+// interchanging to (m, k, n) makes the innermost loop a contiguous
+// c[m, :] += a[m, k] * b[k, :] that LLVM's loop vectorizer handles.
+// (Generalizing happens even when the interchange is skipped: loops from a
+// generic and from the named op are the same.)
+void interchangeContractions(mlir::ModuleOp module) {
+  llvm::SmallVector<mlir::linalg::LinalgOp> contractions;
+  module.walk([&](mlir::linalg::LinalgOp op) {
+    if (mlir::isa<mlir::linalg::MatmulOp, mlir::linalg::BatchMatmulOp>(op.getOperation()) ||
+        (mlir::isa<mlir::linalg::GenericOp>(op.getOperation()) && op.getNumReductionLoops() == 1 &&
+         op.getNumLoops() >= 3 && op.getIteratorTypesArray().back() == mlir::utils::IteratorType::reduction))
+      contractions.push_back(op);
+  });
+  mlir::IRRewriter rewriter(module.getContext());
+  for (mlir::linalg::LinalgOp op : contractions) {
+    rewriter.setInsertionPoint(op);
+    mlir::linalg::GenericOp generic;
+    if (auto g = mlir::dyn_cast<mlir::linalg::GenericOp>(op.getOperation())) {
+      generic = g;
+    } else {
+      auto gen = mlir::linalg::generalizeNamedOp(rewriter, op);
+      if (mlir::failed(gen)) continue;
+      generic = *gen;
+    }
+    unsigned n = generic.getNumLoops();
+    // Only when B is read along n (row-major [k, n]); a transposed B ([n, k],
+    // Gemm transB) is already contiguous along k with the reduction innermost.
+    mlir::AffineMap bMap = generic.getIndexingMapsArray()[1];
+    if (bMap.getNumResults() == 0 || bMap.getResults().back() != rewriter.getAffineDimExpr(n - 2)) continue;
+    llvm::SmallVector<unsigned> perm;
+    for (unsigned i = 0; i + 2 < n; ++i) perm.push_back(i);
+    perm.push_back(n - 1);  // k
+    perm.push_back(n - 2);  // n
+    (void)mlir::linalg::interchangeGenericOp(rewriter, generic, perm);
+  }
+}
+
+void lower(Jit& jit, mlir::ModuleOp module, std::vector<std::pair<std::string, std::string>>* dump) {
+  bool dumpStderr = std::getenv("FRICTION_CG_DUMP") != nullptr;
+  auto record = [&](const char* name) {
+    if (dump) dump->emplace_back(name, print(module));
+    if (dumpStderr) std::cerr << "// ----- codegen stage: " << name << " -----\n" << print(module) << "\n";
+  };
+  record("built");
+  Diagnostics diags(jit.ctx);
+  FRICTION_CHECK(mlir::succeeded(mlir::verify(module)), "codegen: the built module does not verify:\n" + diags.text);
+  if (!std::getenv("FRICTION_CG_NO_INTERCHANGE")) {
+    interchangeContractions(module);
+    record("interchanged");
+  }
+  for (auto& [name, add] : stages()) {
+    mlir::PassManager pm(&jit.ctx);
+    add(pm);
+    FRICTION_CHECK(mlir::succeeded(pm.run(module)),
+                   std::string("codegen: stage '") + name + "' failed:\n" + diags.text);
+    if (std::string(name) == "bufferized") {
+      for (auto fn : module.getOps<mlir::func::FuncOp>())
+        FRICTION_CHECK(fn.getNumResults() == 0 || fn.isDeclaration(),
+                       "codegen: bufferization did not write " + fn.getName().str() + "'s results in place");
+    }
+    record(name);
+  }
+}
+
+}  // namespace
+
+CompiledBatch compileKernels(const std::vector<const Node*>& nodes) {
+  Jit& jit = Jit::get();
+  std::lock_guard<std::mutex> lock(jit.mu);
+  CompiledBatch out;
+  auto t0 = Clock::now();
+  auto module = buildModule(jit, nodes);
+  out.buildMs = msSince(t0);
+  t0 = Clock::now();
+  lower(jit, *module, nullptr);
+  out.lowerMs = msSince(t0);
+  t0 = Clock::now();
+
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  FRICTION_CHECK(bool(jtmb), "codegen: cannot detect the host target: " + llvm::toString(jtmb.takeError()));
+  jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  auto tm = jtmb->createTargetMachine();
+  FRICTION_CHECK(bool(tm), "codegen: no target machine: " + llvm::toString(tm.takeError()));
+  auto transformer = mlir::makeOptimizingTransformer(3, 0, tm->get());
+  mlir::ExecutionEngineOptions options;
+  options.transformer = transformer;
+  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  llvm::SmallVector<llvm::StringRef> libs = {FRICTION_MLIR_C_RUNNER_UTILS};
+  options.sharedLibPaths = libs;
+  options.enableGDBNotificationListener = false;
+  options.enablePerfNotificationListener = false;
+  Diagnostics diags(jit.ctx);
+  auto engine = mlir::ExecutionEngine::create(*module, options);
+  FRICTION_CHECK(bool(engine), "codegen: JIT failed: " + llvm::toString(engine.takeError()) + "\n" + diags.text);
+  std::shared_ptr<mlir::ExecutionEngine> owner(std::move(*engine));
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    auto fn = owner->lookupPacked("_mlir_ciface_k" + std::to_string(i));
+    FRICTION_CHECK(bool(fn), "codegen: kernel symbol missing: " + llvm::toString(fn.takeError()));
+    out.entries.push_back(*fn);
+  }
+  out.owner = owner;
+  out.jitMs = msSince(t0);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> kernelStages(const Node& node) {
+  Jit& jit = Jit::get();
+  std::lock_guard<std::mutex> lock(jit.mu);
+  auto module = buildModule(jit, {&node});
+  std::vector<std::pair<std::string, std::string>> dump;
+  lower(jit, *module, &dump);
+  return dump;
+}
+
+}  // namespace friction::codegen

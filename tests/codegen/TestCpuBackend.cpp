@@ -1,0 +1,301 @@
+// The `cpu` backend (MLIR codegen) against the reference interpreter: every
+// supported op with broadcasting, fused regions as one kernel, the kernel
+// cache, and zoo models with and without the default pass pipeline.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <random>
+
+#include "codegen/CpuBackend.h"
+#include "codegen/Kernels.h"
+#include "frontend/zoo/Zoo.h"
+#include "ir/Builder.h"
+#include "ir/Specialize.h"
+#include "passes/PassManager.h"
+#include "runtime/Inputs.h"
+#include "runtime/interp/Interpreter.h"
+
+namespace friction {
+namespace {
+
+using Shape_ = std::vector<int64_t>;
+
+Tensor randomTensor(const Shape_& shape, uint64_t seed, float lo = -2, float hi = 2) {
+  Tensor t(DType::F32, shape);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
+  return t;
+}
+
+// |got - want| <= rtol * |want| + atol, with atol relative to the output's scale.
+void expectClose(const Tensor& got, const Tensor& want, double rtol, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  ASSERT_EQ(got.dtype(), want.dtype()) << what;
+  double scale = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) scale = std::max(scale, std::abs(double(want.data<float>()[i])));
+  double atol = rtol * std::max(scale, 1e-3) * 1e-2;
+  int bad = 0;
+  for (int64_t i = 0; i < want.numel() && bad < 5; ++i) {
+    double g = got.data<float>()[i], w = want.data<float>()[i];
+    if (std::isnan(w) && std::isnan(g)) continue;
+    if (!(std::abs(g - w) <= rtol * std::abs(w) + atol)) {
+      ADD_FAILURE() << what << ": element " << i << " is " << g << ", interp says " << w;
+      bad++;
+    }
+  }
+}
+
+struct CpuRun {
+  std::vector<Tensor> outputs;
+  codegen::CpuStats stats;
+  std::string description;
+};
+
+CpuRun runCpu(const Graph& g, const std::vector<Tensor>& inputs) {
+  auto backend = createBackend("cpu");
+  auto model = backend->compile(g);
+  CpuRun r;
+  r.outputs = model->run(inputs);
+  r.stats = *codegen::cpuStats(*model);
+  r.description = model->description();
+  return r;
+}
+
+// Runs `g` on cpu and interp; checks every output; returns the cpu stats.
+CpuRun expectMatchesInterp(const Graph& g, const std::vector<Tensor>& inputs, double rtol = 1e-5) {
+  auto want = interp::run(g, inputs);
+  CpuRun r = runCpu(g, inputs);
+  EXPECT_EQ(r.outputs.size(), want.size());
+  for (size_t i = 0; i < want.size() && i < r.outputs.size(); ++i)
+    expectClose(r.outputs[i], want[i], rtol, "output " + std::to_string(i));
+  return r;
+}
+
+class CpuBackendTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { codegen::registerCpuBackend(); }
+};
+
+// ---- single ops ----
+
+TEST_F(CpuBackendTest, UnaryOpsMatchInterp) {
+  for (std::string op : {"Relu", "Neg", "Exp", "Tanh", "Sigmoid", "Erf", "Sqrt", "Log", "Abs", "Floor", "Ceil",
+                         "Reciprocal", "Identity", "LeakyRelu"}) {
+    SCOPED_TRACE(op);
+    bool positive = op == "Sqrt" || op == "Log" || op == "Reciprocal";
+    Graph g;
+    GraphBuilder b(g);
+    Value* x = b.input("x", {DType::F32, {3, 7}});
+    b.output(b.op(op, {x}));
+    Tensor in = positive ? randomTensor({3, 7}, 1, 0.1f, 4) : randomTensor({3, 7}, 1, -6, 6);
+    auto r = expectMatchesInterp(g, {in});
+    EXPECT_EQ(r.stats.kernelCalls, 1);
+    EXPECT_EQ(r.stats.fallbackNodes, 0);
+  }
+}
+
+TEST_F(CpuBackendTest, BinaryOpsWithBroadcastingMatchInterp) {
+  std::vector<std::pair<Shape_, Shape_>> cases = {
+      {{4, 5}, {4, 5}}, {{4, 5}, {5}}, {{2, 1, 5}, {3, 1}}, {{1}, {3, 4}}, {{}, {2, 3}}, {{2, 3, 1, 4}, {3, 5, 1}}};
+  for (std::string op : {"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow"}) {
+    for (const auto& [sa, sb] : cases) {
+      SCOPED_TRACE(op + " " + Shape::fromStatic(sa).str() + " " + Shape::fromStatic(sb).str());
+      Graph g;
+      GraphBuilder b(g);
+      Value* x = b.input("x", {DType::F32, Shape::fromStatic(sa)});
+      Value* y = b.input("y", {DType::F32, Shape::fromStatic(sb)});
+      b.output(b.op(op, {x, y}));
+      Tensor tx = op == "Pow" ? randomTensor(sa, 2, 0.1f, 3) : randomTensor(sa, 2);
+      Tensor ty = op == "Div" ? randomTensor(sb, 3, 0.5f, 2) : randomTensor(sb, 3);
+      auto r = expectMatchesInterp(g, {tx, ty});
+      EXPECT_EQ(r.stats.kernelCalls, 1);
+    }
+  }
+}
+
+TEST_F(CpuBackendTest, PowWithScalarExponentAndClip) {
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F32, {4, 6}});
+  Value* p = b.op("Pow", {x, b.constant(Tensor::scalarF32(2.0f))});
+  Value* c = b.op("Clip", {p, b.constant(Tensor::scalarF32(0.5f)), b.constant(Tensor::scalarF32(3.0f))});
+  b.output(c);
+  auto r = expectMatchesInterp(g, {randomTensor({4, 6}, 4)});
+  EXPECT_EQ(r.stats.kernelCalls, 2);
+}
+
+TEST_F(CpuBackendTest, MatMulShapesMatchInterp) {
+  std::vector<std::pair<Shape_, Shape_>> cases = {
+      {{4, 6}, {6, 5}}, {{2, 4, 6}, {6, 5}}, {{2, 4, 6}, {2, 6, 5}}, {{2, 1, 4, 6}, {3, 6, 5}}, {{4, 6}, {3, 6, 5}}};
+  for (const auto& [sa, sb] : cases) {
+    SCOPED_TRACE(Shape::fromStatic(sa).str() + " x " + Shape::fromStatic(sb).str());
+    Graph g;
+    GraphBuilder b(g);
+    Value* x = b.input("a", {DType::F32, Shape::fromStatic(sa)});
+    Value* y = b.input("b", {DType::F32, Shape::fromStatic(sb)});
+    b.output(b.op("MatMul", {x, y}));
+    auto r = expectMatchesInterp(g, {randomTensor(sa, 5), randomTensor(sb, 6)});
+    EXPECT_EQ(r.stats.kernelCalls, 1);
+    EXPECT_EQ(r.stats.fallbackNodes, 0);
+  }
+}
+
+TEST_F(CpuBackendTest, GemmVariantsMatchInterp) {
+  struct Case {
+    int transA, transB;
+    float alpha, beta;
+    Shape_ c;  // empty vector with useC=false: no C
+    bool useC;
+  };
+  std::vector<Case> cases = {{0, 0, 1, 1, {}, false}, {0, 1, 1, 1, {5}, true},   {1, 0, 0.5f, 2, {4, 5}, true},
+                             {1, 1, 2, 0.5f, {1, 5}, true}, {0, 0, 1, 1, {4, 1}, true}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::to_string(c.transA) + std::to_string(c.transB) + " C" + Shape::fromStatic(c.c).str());
+    Graph g;
+    GraphBuilder b(g);
+    Shape_ sa = c.transA ? Shape_{6, 4} : Shape_{4, 6}, sb = c.transB ? Shape_{5, 6} : Shape_{6, 5};
+    Value* x = b.input("a", {DType::F32, Shape::fromStatic(sa)});
+    Value* w = b.constant(randomTensor(sb, 7), "w");
+    std::vector<Value*> ins = {x, w};
+    if (c.useC) ins.push_back(b.constant(randomTensor(c.c, 8), "c"));
+    b.output(b.op("Gemm", ins, {{"transA", int64_t(c.transA)}, {"transB", int64_t(c.transB)}, {"alpha", c.alpha},
+                                {"beta", c.beta}}));
+    auto r = expectMatchesInterp(g, {randomTensor(sa, 9)});
+    EXPECT_EQ(r.stats.kernelCalls, 1);
+  }
+}
+
+// ---- fused regions ----
+
+std::unique_ptr<Graph> elementwiseChain() {
+  auto g = std::make_unique<Graph>();
+  GraphBuilder b(*g);
+  Value* x = b.input("x", {DType::F32, {8, 16}});
+  Value* s = b.constant(randomTensor({16}, 10), "scale");
+  Value* t = b.op("Mul", {x, s});
+  t = b.op("Add", {t, b.constant(randomTensor({8, 1}, 11), "shift")});
+  Value* gelu = b.op("Mul", {t, b.op("Add", {b.op("Erf", {b.op("Div", {t, b.constant(Tensor::scalarF32(1.41421356f))})}),
+                                              b.constant(Tensor::scalarF32(1.0f))})});
+  Value* y = b.op("Sigmoid", {b.op("Tanh", {gelu})});
+  b.output(b.op("Sub", {y, b.op("Exp", {b.op("Neg", {x})})}));
+  return g;
+}
+
+std::string stage(const std::vector<std::pair<std::string, std::string>>& stages, const std::string& name) {
+  for (const auto& [n, text] : stages)
+    if (n == name) return text;
+  ADD_FAILURE() << "no stage " << name;
+  return "";
+}
+
+int countOf(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) n++;
+  return n;
+}
+
+TEST_F(CpuBackendTest, FusedElementwiseRegionIsOneKernel) {
+  auto g = elementwiseChain();
+  auto inputs = std::vector<Tensor>{randomTensor({8, 16}, 12)};
+  auto want = interp::run(*g, inputs);
+  PipelineOptions o;
+  o.passes = {"fuse-elementwise"};
+  runPipeline(*g, buildPipeline(o));
+  ASSERT_EQ(g->nodes().size(), 1u);
+  const Node& fused = *g->nodes()[0];
+  ASSERT_EQ(fused.op(), "Fused");
+  ASSERT_EQ(fused.attrString("kind", ""), "elementwise");
+  auto r = runCpu(*g, inputs);
+  expectClose(r.outputs[0], want[0], 1e-5, "fused");
+  EXPECT_EQ(r.stats.kernelCalls, 1);
+  EXPECT_EQ(r.stats.fallbackNodes, 0);
+
+  // One linalg.generic computes the whole body; bufferization adds no buffer.
+  auto stages = codegen::kernelStages(fused);
+  ASSERT_GE(stages.size(), 5u);
+  EXPECT_EQ(countOf(stage(stages, "built"), "linalg.generic"), 1) << stage(stages, "built");
+  EXPECT_EQ(countOf(stage(stages, "bufferized"), "memref.alloc"), 0) << stage(stages, "bufferized");
+  if (std::getenv("FRICTION_CG_PRINT"))
+    for (const auto& [name, text] : stages) std::cout << "// ===== " << name << " =====\n" << text << "\n";
+}
+
+TEST_F(CpuBackendTest, EpilogueRegionIsOneKernel) {
+  auto g = std::make_unique<Graph>();
+  GraphBuilder b(*g);
+  Value* x = b.input("x", {DType::F32, {2, 5, 12}});
+  Value* r0 = b.input("res", {DType::F32, {2, 5, 8}});
+  Value* mm = b.op("MatMul", {x, b.constant(randomTensor({12, 8}, 13), "w")});
+  Value* y = b.op("Relu", {b.op("Add", {b.op("Add", {mm, b.constant(randomTensor({8}, 14), "bias")}), r0})});
+  b.output(y);
+  auto inputs = std::vector<Tensor>{randomTensor({2, 5, 12}, 15), randomTensor({2, 5, 8}, 16)};
+  auto want = interp::run(*g, inputs);
+  PipelineOptions o;
+  o.passes = {"fuse-epilogues"};
+  runPipeline(*g, buildPipeline(o));
+  ASSERT_EQ(g->nodes().size(), 1u);
+  ASSERT_EQ(g->nodes()[0]->attrString("kind", ""), "epilogue");
+  auto r = runCpu(*g, inputs);
+  expectClose(r.outputs[0], want[0], 1e-5, "epilogue");
+  EXPECT_EQ(r.stats.kernelCalls, 1);
+  auto stages = codegen::kernelStages(*g->nodes()[0]);
+  EXPECT_EQ(countOf(stage(stages, "built"), "linalg.matmul"), 1) << stage(stages, "built");
+  EXPECT_EQ(countOf(stage(stages, "built"), "linalg.generic"), 1) << stage(stages, "built");
+  EXPECT_EQ(countOf(stage(stages, "bufferized"), "memref.alloc"), 0) << stage(stages, "bufferized");
+}
+
+TEST_F(CpuBackendTest, KernelCacheReusesIdenticalNodes) {
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F32, {4, 16}});
+  for (int i = 0; i < 3; ++i) x = b.op("Relu", {b.op("MatMul", {x, b.constant(randomTensor({16, 16}, 20 + i))})});
+  b.output(x);
+  auto r = expectMatchesInterp(g, {randomTensor({4, 16}, 30)});
+  EXPECT_EQ(r.stats.kernelCalls, 6);
+  EXPECT_EQ(r.stats.kernelsCompiled, 2);
+  EXPECT_EQ(r.stats.kernelsReused, 4);
+  EXPECT_NE(r.description.find("6 kernels compiled (2 distinct)"), std::string::npos) << r.description;
+}
+
+// ---- zoo models ----
+
+struct ZooCase {
+  std::string spec;
+  bool passes;
+};
+
+class CpuZoo : public CpuBackendTest, public ::testing::WithParamInterface<ZooCase> {};
+
+TEST_P(CpuZoo, MatchesInterp) {
+  const auto& [spec, withPasses] = GetParam();
+  auto reference = zoo::build(zoo::parseSpec(spec));
+  bindInputDims(*reference, batchBindings(*reference, 2));
+  auto g = zoo::build(zoo::parseSpec(spec));
+  bindInputDims(*g, batchBindings(*g, 2));
+  PipelineOptions o;
+  if (!withPasses) o.passes = {"none"};
+  runPipeline(*g, buildPipeline(o));
+  auto inputs = seededInputs(*reference, 42);
+  auto want = interp::run(*reference, inputs);
+  CpuRun r = runCpu(*g, inputs);
+  std::cout << spec << (withPasses ? " (default passes): " : " (no passes): ") << r.description << "\n";
+  ASSERT_EQ(r.outputs.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) expectClose(r.outputs[i], want[i], 1e-4, spec);
+  EXPECT_GT(r.stats.kernelCalls, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, CpuZoo,
+                         ::testing::Values(ZooCase{"mlp?depth=3", true}, ZooCase{"mlp?depth=3", false},
+                                           ZooCase{"vit?depth=2&width=16&resolution=16&patch=8&heads=2", true},
+                                           ZooCase{"vit?depth=2&width=16&resolution=16&patch=8&heads=2", false},
+                                           ZooCase{"resnet?depth=2&width=8&resolution=16", true},
+                                           ZooCase{"resnet?depth=2&width=8&resolution=16", false}),
+                         [](const ::testing::TestParamInfo<ZooCase>& info) {
+                           std::string n = info.param.spec.substr(0, info.param.spec.find('?'));
+                           return n + (info.param.passes ? "_default" : "_none");
+                         });
+
+}  // namespace
+}  // namespace friction
