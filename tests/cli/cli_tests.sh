@@ -112,7 +112,13 @@ expect_error sweep-bad-spec "unknown key 'modles'" -- bash -c "printf 'modles = 
 VENV_PY="$(dirname "$0")/../../.venv/bin/python"
 if [[ -x "$VENV_PY" ]] && "$VENV_PY" -c "import onnxruntime" 2>/dev/null; then
   expect_ok ort-run "on ort, batch 2" -- "$F" run "zoo:resnet?depth=2&width=8&resolution=16" --backend ort --batch 2
-  expect_ok ort-bench-matches-interp "max rel error [0-9.e-]*(e-0[5-9]|e-1)" -- "$F" bench "zoo:vit?depth=2&width=16&resolution=16&patch=8&heads=2" --backend "ort?level=all&threads=2" --reps 5
+  # Every zoo archetype, exported to ONNX, must give ONNX Runtime the interpreter's outputs (1e-4 relative to scale).
+  for spec in "resnet?depth=2&width=8&resolution=16" "resnet?depth=2&width=8&resolution=32&block=bottleneck" \
+              "mobilenetv2?depth=2&width=8&resolution=16" "convnext?depth=2&width=16&resolution=32" \
+              "vit?depth=2&width=16&resolution=16&patch=8&heads=2" "mixer?depth=2&width=16&resolution=16&patch=8" "mlp?depth=2"; do
+    expect_ok "ort-matches-interp:$spec" "max rel error ([0-9.]+e-(0[5-9]|[1-9][0-9])|0)$" -- bash -c \
+      "'$F' bench 'zoo:$spec' --backend 'ort?threads=2' --batch 2 --reps 3 --warmup 1 --passes none | grep 'max rel error' | sed 's/ *$//'"
+  done
   expect_ok ort-levels "onnxruntime .*disabled" -- "$F" bench "zoo:mlp" --backend "ort?level=disabled" --reps 3
   expect_ok ort-conformance "^[0-9]+ passed, 0 failed" -- bash -c "'$F' conformance /usr/share/libonnx-testdata/data/node --backend ort --filter '^test_(conv_|relu|gemm|maxpool_2d|softmax_axis|reshape_|slice)' | tail -1"
   expect_error ort-bad-option "unknown option 'lvl'" -- "$F" run "zoo:mlp" --backend "ort?lvl=1"
