@@ -2,6 +2,7 @@
 // softmax family, pools, reductions, arg-reductions, Einsum and LRN.
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "ir/Error.h"
 #include "ir/OpRegistry.h"
@@ -88,18 +89,36 @@ int64_t prodFrom(const Shape& s, size_t from) {
 
 // ---- Conv / ConvTranspose ----
 
-void inferConv(InferContext& ctx) {
+// Checks shared by Conv and ConvTranspose: float input and weight of one dtype,
+// input rank >= 3, weight of the same rank, group >= 1. Null when the input's
+// rank is unknown (the output is then typed by rankedInput).
+struct ConvOperands {
+  const Shape& x;
+  const Shape& w;
+  DType dtype;
+  int64_t group;
+};
+
+std::optional<ConvOperands> convOperands(InferContext& ctx) {
   requireFloat(ctx, 0);
   requireSameDType(ctx, 0, 1);
   DType dt = ctx.inputDType(0);
   const Shape* xp = rankedInput(ctx, 0, 3, dt);
-  if (!xp) return;
-  const Shape& x = *xp;
+  if (!xp) return std::nullopt;
   const Shape& w = ctx.inputShape(1);
-  ctx.check(w.hasRank() && w.rank() == x.rank(),
-            "weight " + w.str() + " must have the same rank as the input " + x.str());
+  ctx.check(w.hasRank() && w.rank() == xp->rank(),
+            "weight " + w.str() + " must have the same rank as the input " + xp->str());
   int64_t group = ctx.node().attrInt("group", 1);
   ctx.check(group >= 1, "group must be >= 1");
+  return ConvOperands{*xp, w, dt, group};
+}
+
+void inferConv(InferContext& ctx) {
+  auto ops = convOperands(ctx);
+  if (!ops) return;
+  const Shape &x = ops->x, &w = ops->w;
+  DType dt = ops->dtype;
+  int64_t group = ops->group;
   if (x[1].isStatic() && w[1].isStatic())
     ctx.check(x[1].value == w[1].value * group, "input has " + x[1].str() + " channels but weight " + w.str() +
                                                     " with group " + std::to_string(group) + " expects " +
@@ -125,17 +144,11 @@ int64_t convFlops(const Node& n) {
 }
 
 void inferConvTranspose(InferContext& ctx) {
-  requireFloat(ctx, 0);
-  requireSameDType(ctx, 0, 1);
-  DType dt = ctx.inputDType(0);
-  const Shape* xp = rankedInput(ctx, 0, 3, dt);
-  if (!xp) return;
-  const Shape& x = *xp;
-  const Shape& w = ctx.inputShape(1);
-  ctx.check(w.hasRank() && w.rank() == x.rank(),
-            "weight " + w.str() + " must have the same rank as the input " + x.str());
-  int64_t group = ctx.node().attrInt("group", 1);
-  ctx.check(group >= 1, "group must be >= 1");
+  auto ops = convOperands(ctx);
+  if (!ops) return;
+  const Shape &x = ops->x, &w = ops->w;
+  DType dt = ops->dtype;
+  int64_t group = ops->group;
   if (x[1].isStatic() && w[0].isStatic())
     ctx.check(x[1].value == w[0].value, "input has " + x[1].str() + " channels but weight " + w.str() +
                                             " expects " + w[0].str());

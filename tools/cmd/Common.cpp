@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <iostream>
-#include <random>
 
 #include "frontend/ModelSource.h"
 #include "ir/Error.h"
