@@ -15,7 +15,7 @@ struct sqlite3;
 
 namespace friction::bench {
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 
 // Where a measurement was taken: recorded in every row.
 struct Fingerprint {

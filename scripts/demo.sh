@@ -10,6 +10,7 @@ MODEL=${MODEL:-"zoo:resnet?depth=4&width=32&resolution=64"}
 BACKEND=${BACKEND:-interp}   # the compiled cpu backend replaces interp once it lands
 BATCHES=${BATCHES:-1,4}
 mkdir -p out
+rm -f out/results.db out/results.db-wal out/results.db-shm   # each demo run measures afresh
 echo "== friction inspect $MODEL"
 build/bin/friction inspect "$MODEL"
 echo "== friction ablate $MODEL --backend $BACKEND --batches $BATCHES --mode loo"
