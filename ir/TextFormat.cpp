@@ -223,8 +223,16 @@ class Parser {
         if (pos_ >= s_.size()) break;
         char e = s_[pos_++];
         if (e == 'x') {
-          if (pos_ + 2 > s_.size()) fail("bad escape");
-          r += char(std::stoi(s_.substr(pos_, 2), nullptr, 16));
+          int value = 0;
+          auto hex = [&](size_t at) {
+            char c = at < s_.size() ? s_[at] : '\0';
+            if (c >= '0' && c <= '9') return c - '0';
+            if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+            if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+            fail("bad \\x escape in string");
+          };
+          value = hex(pos_) * 16 + hex(pos_ + 1);
+          r += char(value);
           pos_ += 2;
         } else {
           r += e;

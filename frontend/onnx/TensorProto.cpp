@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 
@@ -28,10 +29,17 @@ std::string readExternal(const TensorProto& proto, const std::string& baseDir, s
                          const std::string& context) {
   std::string location;
   int64_t offset = 0, length = -1;
+  auto number = [&](const std::string& key, const std::string& text) {
+    int64_t v = -1;
+    auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+    FRICTION_CHECK(r.ec == std::errc() && r.ptr == text.data() + text.size() && v >= 0,
+                   context + ": external data " + key + " '" + text + "' is not a non-negative integer");
+    return v;
+  };
   for (const auto& kv : proto.external_data()) {
     if (kv.key() == "location") location = kv.value();
-    else if (kv.key() == "offset") offset = std::stoll(kv.value());
-    else if (kv.key() == "length") length = std::stoll(kv.value());
+    else if (kv.key() == "offset") offset = number("offset", kv.value());
+    else if (kv.key() == "length") length = number("length", kv.value());
   }
   FRICTION_CHECK(!location.empty(), context + ": external data has no location");
   FRICTION_CHECK(location.find("..") == std::string::npos && location[0] != '/',

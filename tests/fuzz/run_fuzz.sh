@@ -9,4 +9,5 @@ if [[ ! -x "$bin" ]]; then
   exit 77
 fi
 mkdir -p "$corpus"
-exec "$bin" -artifact_prefix="$corpus/../$(basename "$bin")-" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 "$corpus" "$seeds"
+# libFuzzer's own error exit code defaults to 77, which ctest would read as "skipped": make findings failures.
+exec "$bin" -error_exitcode=1 -artifact_prefix="$corpus/../$(basename "$bin")-" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 "$corpus" "$seeds"
