@@ -320,8 +320,18 @@ class Parser {
     expectWord("hex");
     if (!type.shape.isStatic()) fail("constant data needs a static shape");
     std::string hex = parseString();
+    // Check the size before allocating, so a corrupt shape cannot request huge memory.
+    int64_t numel = 0;
+    try {
+      numel = checkedNumel(type.shape.staticDims());
+    } catch (const Error& e) {
+      fail(e.what());
+    }
+    size_t bytes = size_t(numel) * dtypeSize(type.dtype);
+    if (hex.size() != bytes * 2)
+      fail("constant data has " + std::to_string(hex.size() / 2) + " bytes, type " + formatType(type) + " needs " +
+           std::to_string(bytes));
     Tensor t(type.dtype, type.shape.staticDims());
-    if (hex.size() != t.byteSize() * 2) fail("constant data has " + std::to_string(hex.size() / 2) + " bytes, type " + formatType(type) + " needs " + std::to_string(t.byteSize()));
     auto* p = static_cast<unsigned char*>(t.rawData());
     auto nibble = [&](char c) -> int {
       if (c >= '0' && c <= '9') return c - '0';
