@@ -8,7 +8,7 @@ PACKAGES=(
   llvm-19-dev libmlir-19-dev mlir-19-tools clang-19 libomp-19-dev
   libclang-rt-19-dev libfuzzer-19-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
-  libsqlite3-dev nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libfmt-dev
+  libdnnl-dev libsqlite3-dev nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libfmt-dev
   libgtest-dev libgmock-dev
   python3-venv sqlite3
   chromium
@@ -41,5 +41,27 @@ else
   python3 -m venv "$ROOT/.venv"
   "$ROOT/.venv/bin/pip" install -q --disable-pip-version-check -r "$REQ"
   cp "$REQ" "$STAMP"
+fi
+
+# The vendor compilers of the bridges (openvino, iree, tvm), one group at a time: a group
+# that fails to install is reported and skipped (its bridge tests skip), the others stay.
+# The stamp is written only when every group installed, so a failed group is retried.
+VREQ="$ROOT/vendor_bridge/python/requirements-vendors.txt"
+VSTAMP="$ROOT/.venv/.requirements-vendors"
+if [[ -n "${FRICTION_SKIP_VENDORS:-}" ]]; then
+  echo "setup: FRICTION_SKIP_VENDORS is set: vendor bridge packages not installed"
+elif cmp -s "$VREQ" "$VSTAMP"; then
+  echo "setup: vendor bridge packages up to date"
+else
+  vfailed=0
+  for group in $(sed -n 's/^# group //p' "$VREQ"); do
+    mapfile -t pkgs < <(awk -v g="$group" '/^# group /{on = ($3 == g); next} on && NF && !/^#/' "$VREQ")
+    echo "setup: installing $group (${pkgs[*]})"
+    if ! log=$("$ROOT/.venv/bin/pip" install -q --disable-pip-version-check "${pkgs[@]}" 2>&1); then
+      echo "setup: could not install $group ($(grep -m1 -E 'ERROR|error' <<<"$log" || tail -1 <<<"$log")); its bridge tests will skip"
+      vfailed=1
+    fi
+  done
+  if ((vfailed == 0)); then cp "$VREQ" "$VSTAMP"; fi
 fi
 echo "setup: done"

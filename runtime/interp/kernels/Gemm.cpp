@@ -4,11 +4,13 @@
 #include <type_traits>
 #include <vector>
 
+#include "runtime/ukernels/Sgemm.h"
+
 namespace friction::interp {
 namespace {
 
-// Register tile MR x NR: 6 rows x 16 columns keeps 12 AVX2 accumulators in
-// registers. Cache blocks: a KC x NC panel of B (256 KiB for float) stays in
+// f64: register tile MR x NR: 6 rows x 16 columns keeps 12 AVX2 accumulators in
+// registers (f32 runs ukernels::sgemm). Cache blocks: a KC x NC panel of B (256 KiB for float) stays in
 // L2 while MC x KC of A streams through L1.
 constexpr int64_t MR = 6, NR = 16, MC = 96, NC = 256, KC = 256;
 
@@ -35,10 +37,6 @@ __attribute__((always_inline)) inline void microBody(int64_t kc, const T* __rest
 #else
 #define FRICTION_MULTIVERSION
 #endif
-FRICTION_MULTIVERSION void micro(int64_t kc, const float* ap, const float* bp,
-                                                                       float* acc) {
-  microBody(kc, ap, bp, acc);
-}
 FRICTION_MULTIVERSION void micro(int64_t kc, const double* ap,
                                                                        const double* bp, double* acc) {
   microBody(kc, ap, bp, acc);
@@ -89,9 +87,14 @@ void blockTile(bool transA, bool transB, int64_t i0, int64_t mc, int64_t j0, int
 template <typename T>
 void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, const T* B,
           int64_t ldb, T beta, T* C, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>) {
+    // f32 runs the shared microkernel library (the cpu backend's too).
+    ukernels::sgemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == T(0) ? T(0) : beta * C[i * ldc + j];
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (std::is_same_v<T, double>) {
     int64_t mBlocks = (M + MC - 1) / MC, nBlocks = (N + NC - 1) / NC;
     // Threads only pay off past ~1 MFLOP.
     bool parallel = M * N * K > (int64_t(1) << 19) && mBlocks * nBlocks > 1;
@@ -100,7 +103,7 @@ void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, co
       for (int64_t jb = 0; jb < nBlocks; ++jb)
         blockTile(transA, transB, ib * MC, std::min(MC, M - ib * MC), jb * NC, std::min(NC, N - jb * NC), K, alpha,
                   A, lda, B, ldb, C, ldc);
-  } else {
+  } else if constexpr (!std::is_floating_point_v<T>) {
     // Integers: plain i-k-j loop (wrapping arithmetic, as ONNX runtimes do).
     for (int64_t i = 0; i < M; ++i)
       for (int64_t k = 0; k < K; ++k) {

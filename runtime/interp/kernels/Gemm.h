@@ -1,6 +1,6 @@
-// A shared, reasonably fast GEMM for the interpreter's Conv, ConvTranspose,
-// MatMul and Gemm kernels. Float/double run a cache-blocked, packed kernel
-// parallelized with OpenMP; integer types run a plain loop.
+// The GEMM behind the interpreter's Conv, ConvTranspose, MatMul and Gemm
+// kernels. f32 runs the microkernel library (runtime/ukernels/Sgemm.h); f64 a
+// cache-blocked, packed kernel parallelized with OpenMP; integers a plain loop.
 #pragma once
 #include <cstdint>
 

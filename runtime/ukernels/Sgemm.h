@@ -1,0 +1,34 @@
+// friction's f32 GEMM microkernel library: the one fast matrix multiply shared
+// by the reference interpreter's MatMul/Gemm/Conv kernels and the compiled
+// `cpu` backend (which calls it from its kernels the way IREE calls ukernels).
+//
+// Blocking follows BLIS: a KC x NC panel of op(B) and an MC x KC block of
+// op(A) are packed into register-tile panels, and an MR x NR register tile of
+// C accumulates in vector registers. The tile and the instruction set are
+// picked once at load time: AVX-512 (12 x 32), AVX2+FMA (6 x 16), or portable
+// 128-bit vectors (4 x 8). Blocks of C are spread over OpenMP threads.
+#pragma once
+#include <cstdint>
+
+namespace friction::ukernels {
+
+// Called once per finished block of C (rows [i0, i0+rows), columns
+// [j0, j0+cols)), right after its last K step, while the block is still in
+// cache: a fused epilogue (bias, activation, residual) applied there costs no
+// extra pass over memory. May run on any OpenMP thread, blocks in any order.
+struct GemmEpilogue {
+  void (*fn)(void* ctx, float* C, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols) = nullptr;
+  void* ctx = nullptr;
+};
+
+// C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, row-major with leading
+// dimensions lda/ldb/ldc; op(X) is X or its transpose. beta == 0 overwrites C
+// (NaNs already in C do not propagate). `threads` <= 0: OpenMP's default.
+void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+           const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const GemmEpilogue* epilogue = nullptr,
+           int threads = 0);
+
+// The instruction set the running machine uses: "avx512", "avx2" or "generic".
+const char* sgemmIsa();
+
+}  // namespace friction::ukernels
