@@ -18,6 +18,7 @@
 #include "codegen/Kernels.h"
 #include "ir/Error.h"
 #include "runtime/interp/KernelRegistry.h"
+#include "runtime/ukernels/Sgemm.h"
 
 namespace friction::codegen {
 namespace {
@@ -123,7 +124,8 @@ std::vector<Tensor> Program::run(const std::vector<Tensor>& inputs) const {
 // Builds programs, collecting kernels that are not in the cache yet.
 class ProgramBuilder {
  public:
-  ProgramBuilder(KernelCache& cache, CpuStats& stats) : cache_(cache), stats_(stats) {}
+  ProgramBuilder(KernelCache& cache, CpuStats& stats, CodegenOptions options)
+      : cache_(cache), stats_(stats), options_(options) {}
 
   std::unique_ptr<Program> build(const Graph& g) {
     auto p = std::make_unique<Program>();
@@ -203,12 +205,12 @@ class ProgramBuilder {
       stats_.buildMs += b.buildMs, stats_.lowerMs += b.lowerMs, stats_.jitMs += b.jitMs;
     };
     try {
-      CompiledBatch b = compileKernels(nodes);
+      CompiledBatch b = compileKernels(nodes, options_);
       take(b, 0, nodes.size());
     } catch (const Error&) {
       for (size_t i = 0; i < nodes.size(); ++i) {
         try {
-          CompiledBatch b = compileKernels({nodes[i]});
+          CompiledBatch b = compileKernels({nodes[i]}, options_);
           take(b, i, 1);
         } catch (const Error& e) {
           pending_[i].second->error = e.what();
@@ -240,6 +242,7 @@ class ProgramBuilder {
  private:
   KernelCache& cache_;
   CpuStats& stats_;
+  CodegenOptions options_;
   std::vector<std::pair<const Node*, std::shared_ptr<KernelEntry>>> pending_;
   std::set<std::string> distinct_;
   std::string lastError_;
@@ -261,10 +264,11 @@ class CpuModel : public CompiledModel {
 
 class CpuBackend : public Backend {
  public:
+  explicit CpuBackend(CodegenOptions options) : options_(options) {}
   std::string name() const override { return "cpu"; }
   std::unique_ptr<CompiledModel> compile(const Graph& graph) override {
     CpuStats stats;
-    ProgramBuilder builder(cache_, stats);
+    ProgramBuilder builder(cache_, stats, options_);
     auto program = builder.build(graph);
     builder.compilePending();
     builder.demoteFailed(*program);
@@ -281,7 +285,8 @@ class CpuBackend : public Backend {
       d += "]";
     }
     char buf[160];
-    std::snprintf(buf, sizeof buf, "; MLIR 19 linalg->loops, LLVM O3; compile %.0f ms (build %.0f, lower %.0f, jit %.0f)",
+    std::snprintf(buf, sizeof buf, "; MLIR 19 linalg, %s, LLVM O3; compile %.0f ms (build %.0f, lower %.0f, jit %.0f)",
+                  options_.ukernels ? (std::string("sgemm ukernel ") + ukernels::sgemmIsa()).c_str() : "matmul loops",
                   stats.compileMs, stats.buildMs, stats.lowerMs, stats.jitMs);
     d += buf;
     if (!builder.lastError().empty()) d += "; last codegen error: " + builder.lastError().substr(0, 300);
@@ -289,12 +294,13 @@ class CpuBackend : public Backend {
   }
 
  private:
+  CodegenOptions options_;
   KernelCache cache_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> createCpuBackend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<Backend> createCpuBackend(const CodegenOptions& options) { return std::make_unique<CpuBackend>(options); }
 
 const CpuStats* cpuStats(const CompiledModel& model) {
   auto* m = dynamic_cast<const CpuModel*>(&model);
@@ -303,8 +309,13 @@ const CpuStats* cpuStats(const CompiledModel& model) {
 
 void registerCpuBackend() {
   registerBackend("cpu", [](const std::map<std::string, std::string>& options) -> std::unique_ptr<Backend> {
-    FRICTION_CHECK(options.empty(), "backend cpu takes no options");
-    return createCpuBackend();
+    CodegenOptions codegen;
+    for (const auto& [k, v] : options) {
+      FRICTION_CHECK(k == "ukernels", "backend cpu: unknown option '" + k + "' (options: ukernels=on|off)");
+      FRICTION_CHECK(v == "on" || v == "off", "backend cpu: ukernels must be on or off, got '" + v + "'");
+      codegen.ukernels = v == "on";
+    }
+    return createCpuBackend(codegen);
   });
 }
 

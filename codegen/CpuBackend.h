@@ -4,6 +4,7 @@
 #pragma once
 #include <memory>
 
+#include "codegen/Kernels.h"
 #include "runtime/Backend.h"
 
 namespace friction::codegen {
@@ -19,8 +20,8 @@ struct CpuStats {
   double buildMs = 0, lowerMs = 0, jitMs = 0;
 };
 
-// The CPU backend object (options: none yet).
-std::unique_ptr<Backend> createCpuBackend();
+// The CPU backend object. Spec options: ukernels=on|off (default on).
+std::unique_ptr<Backend> createCpuBackend(const CodegenOptions& options = {});
 // Statistics of a model compiled by the cpu backend (nullptr for other models).
 const CpuStats* cpuStats(const CompiledModel& model);
 

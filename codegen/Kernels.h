@@ -55,13 +55,18 @@ struct CompiledBatch {
   double jitMs = 0;               // translation to LLVM IR, O3 and machine code
 };
 
+// Choices of the code generator (cpu backend options).
+struct CodegenOptions {
+  bool ukernels = true;  // matmuls call runtime/ukernels' SGEMM (off: linalg loops, LLVM-vectorized)
+};
+
 // Compiles kernels for `nodes` (each must have an analyzeKernel view) into one
 // module and one JIT. Throws Error with MLIR's diagnostics on failure.
 // FRICTION_CG_DUMP=1 prints the module after each stage to stderr.
-CompiledBatch compileKernels(const std::vector<const Node*>& nodes);
+CompiledBatch compileKernels(const std::vector<const Node*>& nodes, const CodegenOptions& options = {});
 
-// The module of one kernel after each stage ("built", "bufferized", "loops",
-// "llvm"), for documentation and tests.
-std::vector<std::pair<std::string, std::string>> kernelStages(const Node& node);
+// The module of one kernel after each stage ("built", "interchanged",
+// "bufferized", "ukernels", "loops", "llvm"), for documentation and tests.
+std::vector<std::pair<std::string, std::string>> kernelStages(const Node& node, const CodegenOptions& options = {});
 
 }  // namespace friction::codegen

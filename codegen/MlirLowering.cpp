@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "codegen/Kernels.h"
+#include "codegen/Microkernels.h"
 #include "ir/Error.h"
 
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
@@ -185,37 +186,57 @@ class KernelBuilder {
  private:
   mlir::Value f32(double v) { return b_.create<mlir::arith::ConstantOp>(loc_, b_.getF32FloatAttr(float(v))); }
 
-  // C = A x B into `init` (zero-filled first); for Gemm, transposes by indexing maps.
+  // The value with dims [0, r - keep) collapsed into one (identity when there is at most one).
+  mlir::Value collapseLeading(mlir::Value v, const std::vector<int64_t>& shape, size_t keep) {
+    if (shape.size() <= keep + 1) return v;
+    mlir::ReassociationIndices lead;
+    std::vector<int64_t> folded = {1};
+    for (size_t i = 0; i + keep < shape.size(); ++i) lead.push_back(int64_t(i)), folded[0] *= shape[i];
+    llvm::SmallVector<mlir::ReassociationIndices> re = {lead};
+    for (size_t i = shape.size() - keep; i < shape.size(); ++i) re.push_back({int64_t(i)}), folded.push_back(shape[i]);
+    return b_.create<mlir::tensor::CollapseShapeOp>(loc_, tensorType(b_, folded), v, re).getResult();
+  }
+  mlir::Value expandLeading(mlir::Value v, const std::vector<int64_t>& shape, size_t keep) {
+    if (shape.size() <= keep + 1) return v;
+    mlir::ReassociationIndices lead;
+    for (size_t i = 0; i + keep < shape.size(); ++i) lead.push_back(int64_t(i));
+    llvm::SmallVector<mlir::ReassociationIndices> re = {lead};
+    for (size_t i = shape.size() - keep; i < shape.size(); ++i) re.push_back({int64_t(i)});
+    return b_.create<mlir::tensor::ExpandShapeOp>(loc_, tensorType(b_, shape), v, re).getResult();
+  }
+
+  // C = A x B into `init` (zero-filled first), as a named linalg contraction
+  // where one fits (the `ukernels` stage turns those into microkernel calls),
+  // else as a contraction generic.
   mlir::Value contraction(const Node& n, mlir::Value init) {
     mlir::Value a = args_.at(n.input(0)), bm = args_.at(n.input(1));
     std::vector<int64_t> as = n.input(0)->shape().staticDims(), bs = n.input(1)->shape().staticDims();
     std::vector<int64_t> ys = n.output(0)->shape().staticDims();
     auto zero = f32(0);
+    auto fill = [&](mlir::Value t) {
+      return b_.create<mlir::linalg::FillOp>(loc_, mlir::ValueRange{zero}, mlir::ValueRange{t}).getResult(0);
+    };
     bool ta = n.op() == "Gemm" && n.attrInt("transA", 0) != 0;
     bool tb = n.op() == "Gemm" && n.attrInt("transB", 0) != 0;
-    if (!ta && !tb && bs.size() == 2) {
-      // All of A's batch dims fold into M: one 2-D matmul.
-      if (as.size() == 2) {
-        auto filled = b_.create<mlir::linalg::FillOp>(loc_, mlir::ValueRange{zero}, mlir::ValueRange{init}).getResult(0);
-        return b_.create<mlir::linalg::MatmulOp>(loc_, mlir::ValueRange{a, bm}, mlir::ValueRange{filled}).getResult(0);
-      }
-      int64_t rows = 1;
-      for (size_t i = 0; i + 1 < as.size(); ++i) rows *= as[i];
-      mlir::ReassociationIndices lead;
-      for (size_t i = 0; i + 1 < as.size(); ++i) lead.push_back(int64_t(i));
-      llvm::SmallVector<mlir::ReassociationIndices> re = {lead, {int64_t(as.size() - 1)}};
-      auto a2 = b_.create<mlir::tensor::CollapseShapeOp>(loc_, tensorType(b_, {rows, as.back()}), a, re);
-      auto y2 = b_.create<mlir::tensor::CollapseShapeOp>(loc_, tensorType(b_, {rows, ys.back()}), init, re);
-      auto filled =
-          b_.create<mlir::linalg::FillOp>(loc_, mlir::ValueRange{zero}, mlir::ValueRange{y2.getResult()}).getResult(0);
-      auto mm = b_.create<mlir::linalg::MatmulOp>(loc_, mlir::ValueRange{a2.getResult(), bm}, mlir::ValueRange{filled})
-                    .getResult(0);
-      return b_.create<mlir::tensor::ExpandShapeOp>(loc_, tensorType(b_, ys), mm, re).getResult();
+    if (bs.size() == 2 && !(ta && tb)) {
+      // 2-D: Gemm (one operand may be transposed), or MatMul with A's batch dims folded into M.
+      llvm::SmallVector<mlir::Value> ins = {collapseLeading(a, as, 1), bm};
+      llvm::SmallVector<mlir::Value> outs = {fill(collapseLeading(init, ys, 1))};
+      mlir::Value mm =
+          ta ? b_.create<mlir::linalg::MatmulTransposeAOp>(loc_, ins, outs).getResult(0)
+          : tb ? b_.create<mlir::linalg::MatmulTransposeBOp>(loc_, ins, outs).getResult(0)
+               : b_.create<mlir::linalg::MatmulOp>(loc_, ins, outs).getResult(0);
+      return expandLeading(mm, ys, 1);
     }
-    auto filled = b_.create<mlir::linalg::FillOp>(loc_, mlir::ValueRange{zero}, mlir::ValueRange{init}).getResult(0);
-    if (!ta && !tb && as.size() == 3 && bs.size() == 3 && as[0] == bs[0])
-      return b_.create<mlir::linalg::BatchMatmulOp>(loc_, mlir::ValueRange{a, bm}, mlir::ValueRange{filled})
-          .getResult(0);
+    bool sameBatch = !ta && !tb && as.size() == bs.size() && as.size() >= 3 &&
+                     std::equal(as.begin(), as.end() - 2, bs.begin());
+    if (sameBatch) {
+      // Equal batch dims on both sides (attention): folded into one, batch_matmul.
+      llvm::SmallVector<mlir::Value> ins = {collapseLeading(a, as, 2), collapseLeading(bm, bs, 2)};
+      llvm::SmallVector<mlir::Value> outs = {fill(collapseLeading(init, ys, 2))};
+      return expandLeading(b_.create<mlir::linalg::BatchMatmulOp>(loc_, ins, outs).getResult(0), ys, 2);
+    }
+    auto filled = fill(init);
     // General case: a contraction generic over (batch..., m, n, k) with broadcast batch dims.
     size_t nb = ys.size() - 2;
     unsigned nd = unsigned(nb + 3), m = unsigned(nb), nn = unsigned(nb + 1), k = unsigned(nb + 2);
@@ -407,10 +428,11 @@ std::vector<Stage> stages() {
 // c[m, :] += a[m, k] * b[k, :] that LLVM's loop vectorizer handles.
 // (Generalizing happens even when the interchange is skipped: loops from a
 // generic and from the named op are the same.)
-void interchangeContractions(mlir::ModuleOp module) {
+// With microkernels on, the named ops are left for the `ukernels` stage.
+void interchangeContractions(mlir::ModuleOp module, bool namedToo) {
   llvm::SmallVector<mlir::linalg::LinalgOp> contractions;
   module.walk([&](mlir::linalg::LinalgOp op) {
-    if (mlir::isa<mlir::linalg::MatmulOp, mlir::linalg::BatchMatmulOp>(op.getOperation()) ||
+    if ((namedToo && mlir::isa<mlir::linalg::MatmulOp, mlir::linalg::BatchMatmulOp>(op.getOperation())) ||
         (mlir::isa<mlir::linalg::GenericOp>(op.getOperation()) && op.getNumReductionLoops() == 1 &&
          op.getNumLoops() >= 3 && op.getIteratorTypesArray().back() == mlir::utils::IteratorType::reduction))
       contractions.push_back(op);
@@ -439,7 +461,67 @@ void interchangeContractions(mlir::ModuleOp module) {
   }
 }
 
-void lower(Jit& jit, mlir::ModuleOp module, std::vector<std::pair<std::string, std::string>>* dump) {
+// The `ukernels` stage: on buffers, each named matmul (plain, transposed A or
+// B, batched) becomes a call of friction's SGEMM microkernel (Microkernels.h);
+// a zero fill of the same buffer just before it is dropped (the call then
+// overwrites, beta = 0). Operands the callee type cannot take (a non-unit
+// inner stride) stay linalg and go down the loops path.
+void callMicrokernels(mlir::ModuleOp module) {
+  mlir::MLIRContext* ctx = module.getContext();
+  mlir::OpBuilder b(ctx);
+  const int64_t dyn = mlir::ShapedType::kDynamic;
+  auto f32 = b.getF32Type();
+  auto mat = mlir::MemRefType::get({dyn, dyn}, f32, mlir::StridedLayoutAttr::get(ctx, dyn, {dyn, 1}));
+  auto bat = mlir::MemRefType::get({dyn, dyn, dyn}, f32, mlir::StridedLayoutAttr::get(ctx, dyn, {dyn, dyn, 1}));
+  auto declare = [&](const char* name, mlir::MemRefType t) {
+    if (module.lookupSymbol(name)) return;
+    b.setInsertionPointToStart(module.getBody());
+    auto fn = b.create<mlir::func::FuncOp>(b.getUnknownLoc(), name,
+                                           b.getFunctionType({t, t, t, b.getI32Type(), b.getI32Type(), f32}, {}));
+    fn.setPrivate();
+    fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  };
+  llvm::SmallVector<mlir::linalg::LinalgOp> matmuls;
+  module.walk([&](mlir::linalg::LinalgOp op) {
+    if (op.hasPureBufferSemantics() &&
+        mlir::isa<mlir::linalg::MatmulOp, mlir::linalg::MatmulTransposeAOp, mlir::linalg::MatmulTransposeBOp,
+                  mlir::linalg::BatchMatmulOp>(op.getOperation()))
+      matmuls.push_back(op);
+  });
+  for (mlir::linalg::LinalgOp op : matmuls) {
+    bool batched = mlir::isa<mlir::linalg::BatchMatmulOp>(op.getOperation());
+    mlir::MemRefType calleeType = batched ? bat : mat;
+    llvm::SmallVector<mlir::Value> operands = {op.getDpsInputs()[0], op.getDpsInputs()[1], op.getDpsInits()[0]};
+    bool castable = llvm::all_of(operands, [&](mlir::Value v) {
+      return mlir::memref::CastOp::areCastCompatible(mlir::TypeRange{v.getType()}, mlir::TypeRange{calleeType});
+    });
+    if (!castable) continue;
+    const char* callee = batched ? kSgemmBatchedCallee : kSgemmCallee;
+    declare(callee, calleeType);
+    b.setInsertionPoint(op);
+    mlir::Location l = op.getLoc();
+    float beta = 1.f;
+    if (auto fill = mlir::dyn_cast_or_null<mlir::linalg::FillOp>(op->getPrevNode())) {
+      auto c = fill.getInputs()[0].getDefiningOp<mlir::arith::ConstantOp>();
+      auto fa = c ? mlir::dyn_cast<mlir::FloatAttr>(c.getValue()) : nullptr;
+      if (fill.getOutputs()[0] == operands[2] && fa && fa.getValueAsDouble() == 0.0) {
+        fill.erase();
+        beta = 0.f;
+      }
+    }
+    llvm::SmallVector<mlir::Value> args;
+    for (mlir::Value v : operands) args.push_back(b.create<mlir::memref::CastOp>(l, calleeType, v));
+    auto i32 = [&](bool v) { return b.create<mlir::arith::ConstantOp>(l, b.getI32IntegerAttr(v ? 1 : 0)); };
+    args.push_back(i32(mlir::isa<mlir::linalg::MatmulTransposeAOp>(op.getOperation())));
+    args.push_back(i32(mlir::isa<mlir::linalg::MatmulTransposeBOp>(op.getOperation())));
+    args.push_back(b.create<mlir::arith::ConstantOp>(l, b.getF32FloatAttr(beta)));
+    b.create<mlir::func::CallOp>(l, callee, mlir::TypeRange{}, args);
+    op->erase();
+  }
+}
+
+void lower(Jit& jit, mlir::ModuleOp module, const CodegenOptions& options,
+           std::vector<std::pair<std::string, std::string>>* dump) {
   bool dumpStderr = std::getenv("FRICTION_CG_DUMP") != nullptr;
   auto record = [&](const char* name) {
     if (dump) dump->emplace_back(name, print(module));
@@ -449,7 +531,7 @@ void lower(Jit& jit, mlir::ModuleOp module, std::vector<std::pair<std::string, s
   Diagnostics diags(jit.ctx);
   FRICTION_CHECK(mlir::succeeded(mlir::verify(module)), "codegen: the built module does not verify:\n" + diags.text);
   if (!std::getenv("FRICTION_CG_NO_INTERCHANGE")) {
-    interchangeContractions(module);
+    interchangeContractions(module, !options.ukernels);
     record("interchanged");
   }
   for (auto& [name, add] : stages()) {
@@ -463,12 +545,17 @@ void lower(Jit& jit, mlir::ModuleOp module, std::vector<std::pair<std::string, s
                        "codegen: bufferization did not write " + fn.getName().str() + "'s results in place");
     }
     record(name);
+    if (std::string(name) == "bufferized" && options.ukernels) {
+      callMicrokernels(module);
+      FRICTION_CHECK(mlir::succeeded(mlir::verify(module)), "codegen: microkernel calls do not verify:\n" + diags.text);
+      record("ukernels");
+    }
   }
 }
 
 }  // namespace
 
-CompiledBatch compileKernels(const std::vector<const Node*>& nodes) {
+CompiledBatch compileKernels(const std::vector<const Node*>& nodes, const CodegenOptions& codegen) {
   Jit& jit = Jit::get();
   std::lock_guard<std::mutex> lock(jit.mu);
   CompiledBatch out;
@@ -476,7 +563,7 @@ CompiledBatch compileKernels(const std::vector<const Node*>& nodes) {
   auto module = buildModule(jit, nodes);
   out.buildMs = msSince(t0);
   t0 = Clock::now();
-  lower(jit, *module, nullptr);
+  lower(jit, *module, codegen, nullptr);
   out.lowerMs = msSince(t0);
   t0 = Clock::now();
 
@@ -497,6 +584,12 @@ CompiledBatch compileKernels(const std::vector<const Node*>& nodes) {
   auto engine = mlir::ExecutionEngine::create(*module, options);
   FRICTION_CHECK(bool(engine), "codegen: JIT failed: " + llvm::toString(engine.takeError()) + "\n" + diags.text);
   std::shared_ptr<mlir::ExecutionEngine> owner(std::move(*engine));
+  owner->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap map;
+    for (const auto& [name, address] : microkernelSymbols())
+      map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address), llvm::JITSymbolFlags::Exported};
+    return map;
+  });
   for (size_t i = 0; i < nodes.size(); ++i) {
     auto fn = owner->lookupPacked("_mlir_ciface_k" + std::to_string(i));
     FRICTION_CHECK(bool(fn), "codegen: kernel symbol missing: " + llvm::toString(fn.takeError()));
@@ -507,12 +600,12 @@ CompiledBatch compileKernels(const std::vector<const Node*>& nodes) {
   return out;
 }
 
-std::vector<std::pair<std::string, std::string>> kernelStages(const Node& node) {
+std::vector<std::pair<std::string, std::string>> kernelStages(const Node& node, const CodegenOptions& codegen) {
   Jit& jit = Jit::get();
   std::lock_guard<std::mutex> lock(jit.mu);
   auto module = buildModule(jit, {&node});
   std::vector<std::pair<std::string, std::string>> dump;
-  lower(jit, *module, &dump);
+  lower(jit, *module, codegen, &dump);
   return dump;
 }
 
