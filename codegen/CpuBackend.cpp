@@ -1,8 +1,12 @@
 // The `cpu` backend. compile() walks the graph once:
 //   - Constant nodes are evaluated at compile time;
+//   - a convert-layout NHWC region (conv, pooling) becomes a direct call of
+//     its microkernel (NativeKernels.h); weights are packed here, once;
 //   - a node (or Fused region) that analyzeKernel accepts becomes a call of a
 //     compiled kernel, looked up by structural key in the backend's cache; all
-//     kernels new to the cache are built into one MLIR module and one JIT;
+//     kernels new to the cache are built into one MLIR module and one JIT (an
+//     epilogue region on a native anchor: the anchor's microkernel, then the
+//     compiled epilogue in place on its output);
 //   - any other Fused region runs its body as a nested program (so a "pattern"
 //     or "reduction" region still gets compiled kernels for what it contains);
 //   - any other node runs the reference interpreter's kernel (the fallback).
@@ -16,6 +20,7 @@
 #include <unordered_map>
 
 #include "codegen/Kernels.h"
+#include "codegen/NativeKernels.h"
 #include "ir/Error.h"
 #include "runtime/interp/KernelRegistry.h"
 #include "runtime/ukernels/Sgemm.h"
@@ -33,9 +38,11 @@ using KernelCache = std::unordered_map<std::string, std::shared_ptr<KernelEntry>
 struct Program;
 
 struct Step {
-  enum Kind { Jit, Interp, Sub } kind = Interp;
+  enum Kind { Jit, Interp, Sub, Native } kind = Interp;
   const Node* node = nullptr;
-  std::shared_ptr<KernelEntry> kernel;
+  std::shared_ptr<KernelEntry> kernel;      // Jit; Native with an epilogue
+  std::unique_ptr<NativeKernel> native;     // Native: the node itself, or the region's anchor
+  std::vector<int> nativeIn;                // slots of the native op's inputs
   const interp::Kernel* interpKernel = nullptr;
   std::unique_ptr<Program> sub;
   std::vector<int> in, out;  // slots; -1 for absent inputs
@@ -51,8 +58,9 @@ struct Program {
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
 };
 
-// Calls a compiled kernel: memref descriptors over friction tensors.
-void callKernel(const Step& s, const std::vector<Tensor>& env, std::vector<Tensor>& outs) {
+// Calls a compiled kernel: memref descriptors over friction tensors. With
+// `outputsReady`, `outs` already hold the buffers the kernel updates in place.
+void callKernel(const Step& s, const std::vector<Tensor>& env, std::vector<Tensor>& outs, bool outputsReady) {
   const Node& n = *s.node;
   std::vector<const Tensor*> args;
   std::vector<const Value*> decl;
@@ -65,8 +73,11 @@ void callKernel(const Step& s, const std::vector<Tensor>& env, std::vector<Tenso
                        ", the kernel was compiled for " + v->type().str());
     args.push_back(&t);
   }
-  outs.clear();
-  for (size_t i = 0; i < n.numOutputs(); ++i) outs.emplace_back(DType::F32, n.output(i)->shape().staticDims());
+  if (!outputsReady) {
+    outs.clear();
+    for (size_t i = 0; i < n.numOutputs(); ++i)
+      outs.push_back(Tensor::uninitialized(DType::F32, n.output(i)->shape().staticDims()));
+  }
   for (Tensor& t : outs) args.push_back(&t);
   // Descriptor of rank r: {allocated, aligned, offset, sizes[r], strides[r]}.
   size_t words = 0;
@@ -105,7 +116,12 @@ std::vector<Tensor> Program::run(const std::vector<Tensor>& inputs) const {
   for (const Step& s : steps) {
     args.clear();
     if (s.kind == Step::Jit) {
-      callKernel(s, env, outs);
+      callKernel(s, env, outs, false);
+    } else if (s.kind == Step::Native) {
+      for (int slot : s.nativeIn) args.push_back(slot < 0 ? Tensor() : env[size_t(slot)]);
+      outs.assign(1, Tensor::uninitialized(DType::F32, s.node->output(0)->shape().staticDims()));
+      s.native->run(args, outs[0]);
+      if (s.kernel) callKernel(s, env, outs, true);
     } else {
       for (int slot : s.in) args.push_back(slot < 0 ? Tensor() : env[size_t(slot)]);
       outs = s.kind == Step::Sub ? s.sub->run(args) : (*s.interpKernel)(*s.node, args);
@@ -127,8 +143,20 @@ class ProgramBuilder {
   ProgramBuilder(KernelCache& cache, CpuStats& stats, CodegenOptions options)
       : cache_(cache), stats_(stats), options_(options) {}
 
-  std::unique_ptr<Program> build(const Graph& g) {
+  // `outerOf` maps the inputs of a region body `g` to the values feeding them
+  // at the top level, so constant weights are seen as constants (and packed
+  // once) inside regions too, e.g. in every instance of a dedup pattern.
+  std::unique_ptr<Program> build(const Graph& g, const std::unordered_map<const Value*, const Value*>& outerOf = {}) {
     auto p = std::make_unique<Program>();
+    auto resolve = [&](const Value* v) {
+      auto it = outerOf.find(v);
+      return it == outerOf.end() ? v : it->second;
+    };
+    auto resolveAll = [&](const std::vector<const Value*>& vs) {
+      std::vector<const Value*> out;
+      for (const Value* v : vs) out.push_back(resolve(v));
+      return out;
+    };
     std::unordered_map<const Value*, int> slot;
     auto slotOf = [&](const Value* v) {
       auto [it, fresh] = slot.emplace(v, p->numSlots);
@@ -152,8 +180,23 @@ class ProgramBuilder {
         for (size_t o = 0; o < s.out.size() && o < outs.size(); ++o) p->constants.emplace_back(s.out[o], outs[o]);
         continue;
       }
-      if (analyzeKernel(n)) {
+      if (auto native = matchNative(n, resolveAll({n.inputs().begin(), n.inputs().end()}))) {
+        s.kind = Step::Native;
+        native->prepare();
+        s.native = std::move(native);
+        s.nativeIn = s.in;
+        stats_.nativeCalls++;
+      } else if (auto view = analyzeKernel(n)) {
         s.kind = Step::Jit;
+        if (view->kind == KernelKind::NativeEpilogue) {
+          const Node& anchor = *view->nodes.front();
+          std::vector<const Value*> outer = regionOperands(n, anchor);
+          s.kind = Step::Native;
+          s.native = matchNative(anchor, resolveAll(outer));
+          s.native->prepare();
+          for (const Value* v : outer) s.nativeIn.push_back(v ? slotOf(v) : -1);
+          stats_.nativeCalls++;
+        }
         std::string key = structuralKey(n);
         auto [it, fresh] = cache_.emplace(key, nullptr);
         if (fresh) {
@@ -166,7 +209,10 @@ class ProgramBuilder {
         distinct_.emplace(key);
       } else if (n.op() == "Fused") {
         s.kind = Step::Sub;
-        s.sub = build(*std::get<std::shared_ptr<Graph>>(*n.findAttr("body")));
+        const Graph& body = *std::get<std::shared_ptr<Graph>>(*n.findAttr("body"));
+        std::unordered_map<const Value*, const Value*> inner;
+        for (size_t i = 0; i < body.inputs().size() && i < n.numInputs(); ++i) inner[body.inputs()[i]] = resolve(n.input(i));
+        s.sub = build(body, inner);
       } else {
         s.kind = Step::Interp;
         s.interpKernel = registry.find(n.op());
@@ -226,8 +272,9 @@ class ProgramBuilder {
   void demoteFailed(Program& p) {
     for (Step& s : p.steps) {
       if (s.kind == Step::Sub) demoteFailed(*s.sub);
-      if (s.kind != Step::Jit || s.kernel->fn) continue;
+      if ((s.kind != Step::Jit && s.kind != Step::Native) || !s.kernel || s.kernel->fn) continue;
       s.kind = Step::Interp;
+      s.native.reset();
       s.interpKernel = interp::KernelRegistry::instance().find(s.node->op());
       stats_.kernelCalls--;
       stats_.fallbackNodes++;
@@ -273,7 +320,8 @@ class CpuBackend : public Backend {
     builder.compilePending();
     builder.demoteFailed(*program);
     std::string d = "cpu: " + std::to_string(stats.kernelCalls) + " kernels compiled (" +
-                    std::to_string(builder.distinct()) + " distinct), " + std::to_string(stats.fallbackNodes) +
+                    std::to_string(builder.distinct()) + " distinct), " + std::to_string(stats.nativeCalls) +
+                    " native conv/pool microkernel calls, " + std::to_string(stats.fallbackNodes) +
                     " nodes on interp fallback";
     if (!stats.fallbackOps.empty()) {
       d += " [";

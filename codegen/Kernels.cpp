@@ -2,6 +2,9 @@
 // No MLIR here: this TU compiles in a second.
 #include "codegen/Kernels.h"
 
+#include "codegen/NativeKernels.h"
+
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -67,6 +70,16 @@ bool checkElementwise(const std::vector<const Node*>& nodes, const std::vector<i
 
 }  // namespace
 
+std::vector<const Value*> regionOperands(const Node& region, const Node& inner) {
+  const Graph& body = *std::get<std::shared_ptr<Graph>>(*region.findAttr("body"));
+  std::vector<const Value*> out;
+  for (const Value* v : inner.inputs()) {
+    auto it = std::find(body.inputs().begin(), body.inputs().end(), v);
+    out.push_back(it == body.inputs().end() ? v : region.input(size_t(it - body.inputs().begin())));
+  }
+  return out;
+}
+
 bool isSupportedElementwise(const Node& n) {
   static const std::set<std::string> unary = {"Relu", "Neg",  "Exp",   "Tanh", "Sigmoid",    "Erf",      "Sqrt",
                                               "Log",  "Abs",  "Floor", "Ceil", "Reciprocal", "Identity", "LeakyRelu"};
@@ -113,6 +126,15 @@ std::unique_ptr<KernelView> analyzeKernel(const Node& node, std::string* why) {
     if (view->nodes.size() > 1)
       for (const Value* v : view->outputs)
         if (v == first.output(0)) return fail(why, "the accumulator is a region output"), nullptr;
+    elementwise.erase(elementwise.begin());
+  } else if (node.op() == "Fused" && view->nodes.size() > 1 && matchNative(first, regionOperands(node, first))) {
+    view->kind = KernelKind::NativeEpilogue;
+    for (const Value* v : first.inputs())
+      if (v && std::find(view->inputs.begin(), view->inputs.end(), v) == view->inputs.end())
+        return fail(why, "the anchor reads a value from inside the region"), nullptr;
+    if (first.output(0)->shape().staticDims() != view->domain) return fail(why, "epilogue changes the shape"), nullptr;
+    for (const Value* v : view->outputs)
+      if (v == first.output(0)) return fail(why, "the anchor's result is a region output"), nullptr;
     elementwise.erase(elementwise.begin());
   }
   if (!checkElementwise(elementwise, view->domain, why)) return nullptr;

@@ -12,6 +12,10 @@
 //                linalg.fill + linalg.matmul/batch_matmul (or a contraction
 //                generic), then ONE generic applying alpha/C and the epilogue
 //                in place on the accumulator
+//   NativeEpilogue  a Fused "epilogue" region anchored on an op the backend
+//                runs natively (NativeKernels.h: NHWC conv, pooling): the
+//                caller fills the output buffer with the anchor's result, the
+//                kernel is ONE generic applying the epilogue there in place
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -22,17 +26,22 @@
 
 namespace friction::codegen {
 
-enum class KernelKind { Elementwise, Contraction };
+enum class KernelKind { Elementwise, Contraction, NativeEpilogue };
 
 // The flat view of one kernel: the nodes it computes (a single node, or a
 // Fused region's body), its inputs and outputs.
 struct KernelView {
   KernelKind kind = KernelKind::Elementwise;
-  std::vector<const Node*> nodes;     // topological; for Contraction, nodes[0] is the MatMul/Gemm
+  std::vector<const Node*> nodes;     // topological; for Contraction/NativeEpilogue, nodes[0] is the anchor
   std::vector<const Value*> inputs;   // kernel arguments, in order
   std::vector<const Value*> outputs;  // kernel results, in order
   std::vector<int64_t> domain;        // iteration space of the elementwise part (= output shape)
 };
+
+// The values feeding `inner`'s inputs from outside `region` (a Fused node
+// whose body holds `inner`): body inputs map to the region's operands, other
+// values stay as they are.
+std::vector<const Value*> regionOperands(const Node& region, const Node& inner);
 
 // Ops the elementwise payload emitter handles.
 bool isSupportedElementwise(const Node& n);

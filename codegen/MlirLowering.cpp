@@ -177,6 +177,10 @@ class KernelBuilder {
         // The epilogue: one generic updating the accumulator in place.
         results = generic(elementwise, {acc}, &anchor);
       }
+    } else if (view_.kind == KernelKind::NativeEpilogue) {
+      // The anchor's result is already in the output buffer: update it in place.
+      elementwise.erase(elementwise.begin());
+      results = generic(elementwise, {inits[0]}, view_.nodes.front());
     } else {
       results = generic(elementwise, inits, nullptr);
     }
@@ -326,6 +330,22 @@ class KernelBuilder {
     std::unordered_map<const Value*, mlir::Value> scalars;
     mlir::Value f32(double v) { return b.create<mlir::arith::ConstantOp>(l, b.getF32FloatAttr(float(v))); }
     mlir::Value mul(mlir::Value x, mlir::Value y) { return b.create<mlir::arith::MulFOp>(l, x, y); }
+    // max/min as compare + select, NaN in x propagating like the interpreter's
+    // std::max(x, y): arith.maximumf lowers to llvm.maximum, which x86 expands
+    // into a long sequence that LLVM 19 does not vectorize well.
+    mlir::Value maximum(mlir::Value x, mlir::Value y) {
+      auto less = b.create<mlir::arith::CmpFOp>(l, mlir::arith::CmpFPredicate::OLT, x, y);
+      return b.create<mlir::arith::SelectOp>(l, less, y, x);
+    }
+    mlir::Value minimum(mlir::Value x, mlir::Value y) {
+      auto less = b.create<mlir::arith::CmpFOp>(l, mlir::arith::CmpFPredicate::OLT, y, x);
+      return b.create<mlir::arith::SelectOp>(l, less, y, x);
+    }
+    // y when y is NaN, else r (Max/Min propagate NaN from either side, like numpy).
+    mlir::Value nanFrom(mlir::Value y, mlir::Value r) {
+      auto nan = b.create<mlir::arith::CmpFOp>(l, mlir::arith::CmpFPredicate::UNO, y, y);
+      return b.create<mlir::arith::SelectOp>(l, nan, y, r);
+    }
     void emit(const Node& n) {
       auto in = [&](size_t i) { return scalars.at(n.input(i)); };
       const std::string& op = n.op();
@@ -335,9 +355,9 @@ class KernelBuilder {
       else if (op == "Mul") r = mul(in(0), in(1));
       else if (op == "Div") r = b.create<mlir::arith::DivFOp>(l, in(0), in(1));
       else if (op == "Pow") r = b.create<mlir::math::PowFOp>(l, in(0), in(1));
-      else if (op == "Max") r = b.create<mlir::arith::MaximumFOp>(l, in(0), in(1));
-      else if (op == "Min") r = b.create<mlir::arith::MinimumFOp>(l, in(0), in(1));
-      else if (op == "Relu") r = b.create<mlir::arith::MaximumFOp>(l, in(0), f32(0));
+      else if (op == "Max") r = nanFrom(in(1), maximum(in(0), in(1)));
+      else if (op == "Min") r = nanFrom(in(1), minimum(in(0), in(1)));
+      else if (op == "Relu") r = maximum(in(0), f32(0));
       else if (op == "Neg") r = b.create<mlir::arith::NegFOp>(l, in(0));
       else if (op == "Exp") r = b.create<mlir::math::ExpOp>(l, in(0));
       else if (op == "Log") r = b.create<mlir::math::LogOp>(l, in(0));
@@ -362,8 +382,8 @@ class KernelBuilder {
         r = b.create<mlir::arith::DivFOp>(l, num, den);
       } else if (op == "Clip") {
         r = in(0);
-        if (n.input(1)) r = b.create<mlir::arith::MaximumFOp>(l, r, in(1));
-        if (n.input(2)) r = b.create<mlir::arith::MinimumFOp>(l, r, in(2));
+        if (n.input(1)) r = maximum(r, in(1));
+        if (n.input(2)) r = minimum(r, in(2));
       } else {
         throw Error("codegen: no scalar lowering for " + op);
       }

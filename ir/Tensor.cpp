@@ -8,12 +8,12 @@
 
 namespace friction {
 namespace {
-std::shared_ptr<void> allocate(size_t bytes) {
+std::shared_ptr<void> allocate(size_t bytes, bool zero = true) {
   // 64-byte alignment suits any vector width; zero-fill keeps results deterministic.
   size_t rounded = (bytes + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
   FRICTION_CHECK(p != nullptr, "out of memory allocating " + std::to_string(bytes) + " bytes");
-  std::memset(p, 0, rounded == 0 ? 64 : rounded);
+  if (zero) std::memset(p, 0, rounded == 0 ? 64 : rounded);
   return std::shared_ptr<void>(p, std::free);
 }
 
@@ -47,6 +47,16 @@ void Tensor::checkByteSize(size_t got, size_t want) {
 Tensor::Tensor(DType dtype, std::vector<int64_t> shape)
     : dtype_(dtype), shape_(std::move(shape)), numel_(checkedNumel(shape_)), defined_(true) {
   data_ = allocate(byteSize());
+}
+
+Tensor Tensor::uninitialized(DType dtype, std::vector<int64_t> shape) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.numel_ = checkedNumel(t.shape_);
+  t.defined_ = true;
+  t.data_ = allocate(t.byteSize(), false);
+  return t;
 }
 
 Tensor Tensor::adoptString(DType dtype, std::vector<int64_t> shape, std::string&& bytes) {

@@ -16,6 +16,8 @@ class Tensor {
  public:
   Tensor() = default;
   Tensor(DType dtype, std::vector<int64_t> shape);  // zero-filled
+  // Contents undefined: for outputs a kernel overwrites entirely (no memset pass).
+  static Tensor uninitialized(DType dtype, std::vector<int64_t> shape);
   static Tensor adoptString(DType dtype, std::vector<int64_t> shape, std::string&& bytes);
   template <typename T>
   static Tensor fromVector(DType dtype, std::vector<int64_t> shape, const std::vector<T>& values) {

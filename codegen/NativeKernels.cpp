@@ -1,0 +1,107 @@
+#include "codegen/NativeKernels.h"
+
+#include "ir/Error.h"
+#include "ir/ops/NnShapes.h"
+#include "runtime/ukernels/Conv.h"
+
+namespace friction::codegen {
+namespace {
+
+bool staticF32(const Value* v) { return v && v->dtype() == DType::F32 && v->shape().hasRank() && v->shape().isStatic(); }
+
+// The op inside a convert-layout region: Transpose(to NCHW) -> op -> Transpose(to NHWC).
+const Node* nhwcOp(const Node& n) {
+  if (n.op() != "Fused" || n.attrString("kind", "") != "nhwc") return nullptr;
+  const Graph& body = *std::get<std::shared_ptr<Graph>>(*n.findAttr("body"));
+  if (body.nodes().size() != 3 || body.nodes()[0]->op() != "Transpose" || body.nodes()[2]->op() != "Transpose")
+    return nullptr;
+  return body.nodes()[1].get();
+}
+
+class ConvKernel : public NativeKernel {
+ public:
+  ConvKernel(ukernels::Conv2d g, const Value* weight) : g_(g), weight_(weight) {}
+  void prepare() override {
+    if (weight_->isConstant()) packed_ = ukernels::packConvWeights(g_, weight_->constant().data<float>());
+  }
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    std::vector<float> packed;
+    if (packed_.empty()) packed = ukernels::packConvWeights(g_, in[1].data<float>());
+    const float* bias = in.size() > 2 && in[2].defined() ? in[2].data<float>() : nullptr;
+    ukernels::convNhwc(g_, in[0].data<float>(), packed_.empty() ? packed.data() : packed_.data(), bias,
+                       out.data<float>());
+  }
+  std::string describe() const override { return g_.depthwise() ? "depthwise conv nhwc" : "conv nhwc (im2col + sgemm)"; }
+
+ private:
+  ukernels::Conv2d g_;
+  const Value* weight_;
+  std::vector<float> packed_;  // empty when the weights arrive at run time
+};
+
+class PoolKernel : public NativeKernel {
+ public:
+  PoolKernel(ukernels::Conv2d g, std::string op, ukernels::PoolKind kind) : g_(g), op_(std::move(op)), kind_(kind) {}
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    if (op_ == "GlobalAveragePool")
+      ukernels::globalAveragePoolNhwc(g_.N, g_.H * g_.W, g_.C, in[0].data<float>(), out.data<float>());
+    else
+      ukernels::poolNhwc(g_, kind_, in[0].data<float>(), out.data<float>());
+  }
+  std::string describe() const override { return op_ + " nhwc"; }
+
+ private:
+  ukernels::Conv2d g_;
+  std::string op_;
+  ukernels::PoolKind kind_;
+};
+
+std::unique_ptr<NativeKernel> fail(std::string* why, const std::string& msg) {
+  if (why) *why = msg;
+  return nullptr;
+}
+
+}  // namespace
+
+std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Value*> outer, std::string* why) {
+  const Node* op = nhwcOp(node);
+  if (!op) return fail(why, "not a convert-layout nhwc region");
+  if (outer.empty()) outer.assign(node.inputs().begin(), node.inputs().end());
+  const Value* x = outer.empty() ? nullptr : outer[0];
+  const Value* y = node.output(0);
+  if (!staticF32(x) || !staticF32(y) || x->shape().rank() != 4) return fail(why, "nhwc region not f32/static/4-D");
+  std::vector<int64_t> xs = x->shape().staticDims(), ys = y->shape().staticDims();
+  ukernels::Conv2d g;
+  g.N = xs[0], g.H = xs[1], g.W = xs[2], g.C = xs[3];
+  g.OH = ys[1], g.OW = ys[2], g.K = ys[3];
+  if (op->op() == "GlobalAveragePool") return std::make_unique<PoolKernel>(g, op->op(), ukernels::PoolKind::Average);
+  std::vector<int64_t> kernel;
+  if (op->op() == "Conv") {
+    if (outer.size() < 2 || !staticF32(outer[1]) || (outer.size() > 2 && outer[2] && !staticF32(outer[2])))
+      return fail(why, "conv weights not f32/static");
+    std::vector<int64_t> ws = outer[1]->shape().staticDims();
+    kernel = {ws[2], ws[3]};
+  }
+  Window w = resolveWindow(*op, {g.H, g.W}, kernel);
+  g.R = w.kernel[0], g.S = w.kernel[1];
+  g.strideH = w.strides[0], g.strideW = w.strides[1], g.dilH = w.dilations[0], g.dilW = w.dilations[1];
+  g.padTop = w.pads[0], g.padLeft = w.pads[1];
+  if (op->op() == "Conv") {
+    g.group = op->attrInt("group", 1);
+    if (g.group != 1 && !g.depthwise()) return fail(why, "grouped conv (not depthwise)");
+    return std::make_unique<ConvKernel>(g, outer[1]);
+  }
+  if (op->op() == "MaxPool") {
+    if (op->numOutputs() > 1 && op->output(1)) return fail(why, "MaxPool with indices");
+    return std::make_unique<PoolKernel>(g, op->op(), ukernels::PoolKind::Max);
+  }
+  if (op->op() == "AveragePool") {
+    bool countPad = op->attrInt("count_include_pad", 0) != 0;
+    if (countPad && w.ceilMode) return fail(why, "AveragePool count_include_pad with ceil_mode");
+    return std::make_unique<PoolKernel>(g, op->op(),
+                                        countPad ? ukernels::PoolKind::AverageCountPad : ukernels::PoolKind::Average);
+  }
+  return fail(why, op->op() + " has no native nhwc kernel");
+}
+
+}  // namespace friction::codegen

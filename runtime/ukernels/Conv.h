@@ -1,0 +1,44 @@
+// NHWC convolution and pooling microkernels for the compiled `cpu` backend
+// (convert-layout's "nhwc" regions). Channels are innermost, so a convolution
+// is one GEMM: rows are output pixels, columns output channels, and the
+// reduction runs over (kh, kw, input channel), gathered by an NHWC im2col
+// (skipped for 1x1 stride-1 convolutions, whose input already is that matrix).
+// Depthwise convolution and pooling are direct loops vectorized over channels.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "runtime/ukernels/Sgemm.h"
+
+namespace friction::ukernels {
+
+// 2-D window geometry: input [N, H, W, C], output [N, OH, OW, K].
+struct Conv2d {
+  int64_t N = 1, H = 1, W = 1, C = 1, K = 1;
+  int64_t R = 1, S = 1;  // kernel height, width
+  int64_t strideH = 1, strideW = 1, dilH = 1, dilW = 1;
+  int64_t padTop = 0, padLeft = 0;
+  int64_t OH = 1, OW = 1;
+  int64_t group = 1;
+  bool pointwise() const {
+    return R == 1 && S == 1 && strideH == 1 && strideW == 1 && padTop == 0 && padLeft == 0 && group == 1;
+  }
+  bool depthwise() const { return group == C && group == K && group > 1; }
+};
+
+// OIHW weights [K, C/group, R, S] rearranged once, at compile time, into the
+// GEMM's B operand [R*S*C, K] (group 1) or [R*S, C] (depthwise).
+std::vector<float> packConvWeights(const Conv2d& g, const float* oihw);
+
+// y = conv(x, w) + bias (bias may be null), NHWC in and out, w from
+// packConvWeights. Supports group 1 and depthwise.
+void convNhwc(const Conv2d& g, const float* x, const float* packedW, const float* bias, float* y);
+
+enum class PoolKind { Max, Average, AverageCountPad };
+// Max/average pooling of NHWC x into NHWC y (K == C); padding cells are skipped
+// (Average divides by the cells inside the input, AverageCountPad by R*S).
+void poolNhwc(const Conv2d& g, PoolKind kind, const float* x, float* y);
+// y[n, c] = mean over H, W of x[n, :, :, c].
+void globalAveragePoolNhwc(int64_t N, int64_t HW, int64_t C, const float* x, float* y);
+
+}  // namespace friction::ukernels
