@@ -238,8 +238,14 @@ void appendAttr(std::string& out, const Attribute& a) {
 
 std::string structuralKey(const Node& node) {
   std::string key = node.op() + "(";
-  for (const Value* v : node.inputs()) {
-    appendType(key, v);
+  for (size_t i = 0; i < node.numInputs(); ++i) {
+    appendType(key, node.input(i));
+    // Operands that are the same value (Mul(x, x)) compile to one argument read twice: part of the structure.
+    for (size_t j = 0; j < i; ++j)
+      if (node.input(i) && node.input(j) == node.input(i)) {
+        key += "=#" + std::to_string(j);
+        break;
+      }
     key += ",";
   }
   key += ")->(";

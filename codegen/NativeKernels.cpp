@@ -1,5 +1,7 @@
 #include "codegen/NativeKernels.h"
 
+#include <set>
+
 #include "ir/Error.h"
 #include "ir/ops/NnShapes.h"
 #include "runtime/ukernels/Conv.h"
@@ -66,6 +68,8 @@ std::unique_ptr<NativeKernel> fail(std::string* why, const std::string& msg) {
 std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Value*> outer, std::string* why) {
   const Node* op = nhwcOp(node);
   if (!op) return fail(why, "not a convert-layout nhwc region");
+  static const std::set<std::string> supported = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool"};
+  if (!supported.count(op->op())) return fail(why, op->op() + " has no native nhwc kernel");
   if (outer.empty()) outer.assign(node.inputs().begin(), node.inputs().end());
   const Value* x = outer.empty() ? nullptr : outer[0];
   const Value* y = node.output(0);
@@ -82,7 +86,12 @@ std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Va
     std::vector<int64_t> ws = outer[1]->shape().staticDims();
     kernel = {ws[2], ws[3]};
   }
-  Window w = resolveWindow(*op, {g.H, g.W}, kernel);
+  Window w;
+  try {
+    w = resolveWindow(*op, {g.H, g.W}, kernel);
+  } catch (const Error& e) {
+    return fail(why, e.what());
+  }
   g.R = w.kernel[0], g.S = w.kernel[1];
   g.strideH = w.strides[0], g.strideW = w.strides[1], g.dilH = w.dilations[0], g.dilW = w.dilations[1];
   g.padTop = w.pads[0], g.padLeft = w.pads[1];
@@ -101,7 +110,7 @@ std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Va
     return std::make_unique<PoolKernel>(g, op->op(),
                                         countPad ? ukernels::PoolKind::AverageCountPad : ukernels::PoolKind::Average);
   }
-  return fail(why, op->op() + " has no native nhwc kernel");
+  return fail(why, op->op() + " has no native nhwc kernel");  // not reached: `supported` above
 }
 
 }  // namespace friction::codegen

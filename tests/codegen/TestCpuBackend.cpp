@@ -13,6 +13,7 @@
 #include "frontend/zoo/Zoo.h"
 #include "ir/Builder.h"
 #include "ir/Specialize.h"
+#include "passes/Pass.h"
 #include "passes/PassManager.h"
 #include "runtime/Inputs.h"
 #include "runtime/interp/Interpreter.h"
@@ -259,6 +260,112 @@ TEST_F(CpuBackendTest, KernelCacheReusesIdenticalNodes) {
   EXPECT_NE(r.description.find("6 kernels compiled (2 distinct)"), std::string::npos) << r.description;
 }
 
+TEST_F(CpuBackendTest, OperandAliasingIsPartOfTheKernelKey) {
+  // Mul(x, x) compiles to one argument read twice; Mul(a, b) of the same types must not reuse it.
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F32, {2, 8}});
+  Value* y = b.input("y", {DType::F32, {2, 8}});
+  b.output(b.op("Mul", {x, x}));
+  b.output(b.op("Mul", {x, y}));
+  auto r = expectMatchesInterp(g, {randomTensor({2, 8}, 50), randomTensor({2, 8}, 51)});
+  EXPECT_EQ(r.stats.kernelsCompiled, 2);
+}
+
+// ---- NHWC regions: native microkernels (conv, pooling) ----
+
+// Runs `g` after convert-layout alone and after the default pipeline; both on
+// cpu must match interp on the unoptimized graph.
+CpuRun expectNhwcMatches(const std::function<void(GraphBuilder&, Value*)>& body, const Shape_& in,
+                         const PipelineOptions& options) {
+  auto make = [&] {
+    auto g = std::make_unique<Graph>();
+    GraphBuilder b(*g);
+    body(b, b.input("x", {DType::F32, Shape::fromStatic(in)}));
+    return g;
+  };
+  auto reference = make();
+  auto g = make();
+  runPipeline(*g, buildPipeline(options));
+  std::vector<Tensor> inputs = {randomTensor(in, 60)};
+  auto want = interp::run(*reference, inputs);
+  CpuRun r = runCpu(*g, inputs);
+  EXPECT_EQ(r.outputs.size(), want.size());
+  for (size_t i = 0; i < want.size() && i < r.outputs.size(); ++i) expectClose(r.outputs[i], want[i], 1e-4, "nhwc");
+  return r;
+}
+
+TEST_F(CpuBackendTest, NhwcConvVariantsRunNativeKernels) {
+  struct ConvCase {
+    int64_t cin, cout, k, stride, pad, dilation, group;
+    bool bias;
+  };
+  std::vector<ConvCase> cases = {{3, 8, 3, 1, 1, 1, 1, true},   {8, 16, 1, 1, 0, 1, 1, true},
+                                 {8, 16, 1, 2, 0, 1, 1, false}, {4, 6, 5, 2, 2, 1, 1, true},
+                                 {6, 6, 3, 1, 1, 1, 6, true},   {6, 6, 3, 2, 1, 1, 6, false},
+                                 {5, 7, 3, 1, 2, 2, 1, true},   {4, 4, 7, 1, 3, 1, 4, true}};
+  PipelineOptions layoutOnly;
+  layoutOnly.only = {"convert-layout"};
+  for (const auto& c : cases) {
+    SCOPED_TRACE("conv " + std::to_string(c.cin) + "->" + std::to_string(c.cout) + " k" + std::to_string(c.k) + " s" +
+                 std::to_string(c.stride) + " p" + std::to_string(c.pad) + " d" + std::to_string(c.dilation) + " g" +
+                 std::to_string(c.group));
+    auto r = expectNhwcMatches(
+        [&](GraphBuilder& b, Value* x) {
+          std::vector<Value*> ins = {x, b.constant(randomTensor({c.cout, c.cin / c.group, c.k, c.k}, 61))};
+          if (c.bias) ins.push_back(b.constant(randomTensor({c.cout}, 62)));
+          b.output(b.op("Conv", ins,
+                        {{"kernel_shape", std::vector<int64_t>{c.k, c.k}},
+                         {"strides", std::vector<int64_t>{c.stride, c.stride}},
+                         {"pads", std::vector<int64_t>{c.pad, c.pad, c.pad, c.pad}},
+                         {"dilations", std::vector<int64_t>{c.dilation, c.dilation}},
+                         {"group", c.group}}));
+        },
+        {2, c.cin, 9, 11}, layoutOnly);
+    EXPECT_EQ(r.stats.nativeCalls, 1) << r.description;
+  }
+}
+
+TEST_F(CpuBackendTest, NhwcPoolingRunsNativeKernels) {
+  PipelineOptions layoutOnly;
+  layoutOnly.only = {"convert-layout"};
+  using Attrs = std::map<std::string, Attribute>;
+  std::vector<std::pair<std::string, Attrs>> pools = {
+      {"MaxPool", {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}},
+                   {"pads", std::vector<int64_t>{1, 1, 1, 1}}}},
+      {"MaxPool", {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}},
+                   {"ceil_mode", int64_t(1)}}},
+      {"AveragePool", {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}}},
+      {"AveragePool", {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                       {"count_include_pad", int64_t(1)}}},
+      {"GlobalAveragePool", {}}};
+  for (const auto& [op, attrs] : pools) {
+    SCOPED_TRACE(op);
+    auto r = expectNhwcMatches([&](GraphBuilder& b, Value* x) { b.output(b.op(op, {x}, attrs)); }, {2, 5, 9, 11},
+                               layoutOnly);
+    EXPECT_EQ(r.stats.nativeCalls, 1) << r.description;
+  }
+}
+
+TEST_F(CpuBackendTest, ConvEpilogueIsNativeCallPlusOneInPlaceKernel) {
+  // y1 = Relu(Conv1(x) + b1); out = Relu(Conv2(y1) + b2 + y1): after the default
+  // pipeline, two epilogue regions, each a conv microkernel call plus ONE
+  // compiled generic updating its output in place (bias, activation, residual).
+  auto r = expectNhwcMatches(
+      [&](GraphBuilder& b, Value* x) {
+        using Ints = std::vector<int64_t>;
+        std::map<std::string, Attribute> attrs = {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}};
+        Value* y1 = b.op("Relu", {b.op("Conv", {x, b.constant(randomTensor({8, 8, 3, 3}, 63)),
+                                                 b.constant(randomTensor({8}, 64))}, attrs)});
+        Value* y2 = b.op("Conv", {y1, b.constant(randomTensor({8, 8, 3, 3}, 65)), b.constant(randomTensor({8}, 66))},
+                         attrs);
+        b.output(b.op("Relu", {b.op("Add", {y2, y1})}));
+      },
+      {2, 8, 6, 6}, {});
+  EXPECT_EQ(r.stats.nativeCalls, 2) << r.description;
+  EXPECT_EQ(r.stats.kernelCalls, 2) << r.description;
+}
+
 // ---- zoo models ----
 
 struct ZooCase {
@@ -295,6 +402,54 @@ INSTANTIATE_TEST_SUITE_P(Zoo, CpuZoo,
                          [](const ::testing::TestParamInfo<ZooCase>& info) {
                            std::string n = info.param.spec.substr(0, info.param.spec.find('?'));
                            return n + (info.param.passes ? "_default" : "_none");
+                         });
+
+// Issue-level check: every archetype, every leave-one-out configuration (and
+// all passes, none), batch 1 and 2, matches the interpreter within 1e-4. One
+// backend per archetype, so identical kernels across configurations compile once.
+class CpuLeaveOneOut : public CpuBackendTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(CpuLeaveOneOut, EveryConfigurationMatchesInterp) {
+  const std::string& spec = GetParam();
+  auto backend = createBackend("cpu");
+  std::vector<PipelineOptions> configs(2);
+  configs[1].passes = {"none"};
+  for (const PassInfo& p : allPasses()) {
+    PipelineOptions o;
+    o.disable = {p.name};
+    configs.push_back(o);
+  }
+  for (int64_t batch : {1, 2}) {
+    auto reference = zoo::build(zoo::parseSpec(spec));
+    bindInputDims(*reference, batchBindings(*reference, batch));
+    auto inputs = seededInputs(*reference, 7);
+    auto want = interp::run(*reference, inputs);
+    for (const auto& config : configs) {
+      std::string label = spec + " batch " + std::to_string(batch) + " " +
+                          (config.disable.empty() ? (config.passes.empty() ? "default" : "none")
+                                                  : "without " + config.disable[0]);
+      SCOPED_TRACE(label);
+      auto g = zoo::build(zoo::parseSpec(spec));
+      bindInputDims(*g, batchBindings(*g, batch));
+      runPipeline(*g, buildPipeline(config));
+      auto model = backend->compile(*g);
+      auto got = model->run(inputs);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i) expectClose(got[i], want[i], 1e-4, label);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, CpuLeaveOneOut,
+                         ::testing::Values("resnet?depth=2&width=8&resolution=16",
+                                           "resnet?depth=4&width=8&resolution=32&block=bottleneck",
+                                           "mobilenetv2?depth=3&width=8&resolution=16",
+                                           "convnext?depth=2&width=8&resolution=16",
+                                           "vit?depth=2&width=16&resolution=16&patch=8&heads=2",
+                                           "mixer?depth=2&width=16&resolution=16&patch=8", "mlp?depth=3"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string n = info.param.substr(0, info.param.find('?'));
+                           return n + "_" + std::to_string(info.index);
                          });
 
 }  // namespace

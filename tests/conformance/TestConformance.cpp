@@ -1,5 +1,6 @@
 // The ONNX backend tests shipped by Debian's libonnx-testdata, run on the
-// reference interpreter. Cases of unsupported ops/types are skipped and
+// reference interpreter (and on the compiled `cpu` backend, which must pass
+// every case the interpreter passes). Cases of unsupported ops/types are skipped and
 // listed; of the rest, at least 95% must pass. Failures are printed with
 // their reasons (docs/conformance.md explains the known ones).
 #include <gtest/gtest.h>
@@ -7,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "codegen/CpuBackend.h"
 #include "tools/conformance/Conformance.h"
 
 using namespace friction;
@@ -49,4 +51,24 @@ TEST(Conformance, TorchvisionExports) {
   EXPECT_GE(r.passed, 7);
   EXPECT_EQ(r.failed, 0);
   EXPECT_EQ(r.skipped, 0);
+}
+
+// The compiled backend: every case that passes on the interpreter passes on
+// `cpu` too (ONNX tolerances; the torch exports at 1e-4 relative).
+TEST(Conformance, CpuPassesWhatInterpPasses) {
+  codegen::registerCpuBackend();
+  for (std::string sub : {"node", "pytorch-converted", "pytorch-operator", "simple", "torch"}) {
+    std::string dir = sub == "torch" ? FRICTION_SOURCE_DIR "/tests/models/torch" : std::string(kDataRoot) + "/" + sub;
+    if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << dir << " not found: install libonnx-testdata (scripts/setup.sh)";
+    ConformanceOptions o;
+    if (sub == "torch") o.rtol = 1e-4, o.atol = 1e-5;
+    ConformanceReport interp = runConformance(dir, o);
+    o.backend = "cpu";
+    ConformanceReport cpu = runDir(dir, sub + " on cpu", o);
+    ASSERT_EQ(cpu.cases.size(), interp.cases.size());
+    for (size_t i = 0; i < cpu.cases.size(); ++i)
+      if (interp.cases[i].status == ConformanceCase::Status::Passed)
+        EXPECT_EQ(cpu.cases[i].status, ConformanceCase::Status::Passed)
+            << sub << "/" << cpu.cases[i].name << " passes on interp, not on cpu: " << cpu.cases[i].reason;
+  }
 }
