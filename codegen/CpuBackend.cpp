@@ -321,7 +321,7 @@ class CpuBackend : public Backend {
     builder.demoteFailed(*program);
     std::string d = "cpu: " + std::to_string(stats.kernelCalls) + " kernels compiled (" +
                     std::to_string(builder.distinct()) + " distinct), " + std::to_string(stats.nativeCalls) +
-                    " native conv/pool microkernel calls, " + std::to_string(stats.fallbackNodes) +
+                    " native microkernel calls (conv, pool, softmax, layernorm), " + std::to_string(stats.fallbackNodes) +
                     " nodes on interp fallback";
     if (!stats.fallbackOps.empty()) {
       d += " [";

@@ -14,7 +14,7 @@ struct CpuStats {
   int64_t kernelCalls = 0;       // nodes that run a compiled kernel (Fused bodies counted inside)
   int64_t kernelsCompiled = 0;   // distinct kernels this compile() built
   int64_t kernelsReused = 0;     // calls served by a kernel compiled earlier (cache hits)
-  int64_t nativeCalls = 0;       // NHWC conv/pool regions run as direct microkernel calls
+  int64_t nativeCalls = 0;       // direct microkernel calls (NHWC conv/pool, softmax, layernorm)
   int64_t fallbackNodes = 0;     // nodes on the interpreter's kernels
   std::map<std::string, int64_t> fallbackOps;  // op -> count
   double compileMs = 0;          // total, MLIR build + lowering + JIT

@@ -5,6 +5,7 @@
 #include "ir/Error.h"
 #include "ir/ops/NnShapes.h"
 #include "runtime/ukernels/Conv.h"
+#include "runtime/ukernels/Rows.h"
 
 namespace friction::codegen {
 namespace {
@@ -58,19 +59,73 @@ class PoolKernel : public NativeKernel {
   ukernels::PoolKind kind_;
 };
 
+// Softmax / LogSoftmax / LayerNormalization over the trailing dims from `axis`.
+class RowKernel : public NativeKernel {
+ public:
+  RowKernel(std::string op, int64_t rows, int64_t cols, float eps) : op_(std::move(op)), rows_(rows), cols_(cols), eps_(eps) {}
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    if (op_ == "LayerNormalization")
+      ukernels::layerNormRows(rows_, cols_, in[0].data<float>(), in[1].data<float>(),
+                              in.size() > 2 && in[2].defined() ? in[2].data<float>() : nullptr, eps_, out.data<float>());
+    else
+      ukernels::softmaxRows(rows_, cols_, in[0].data<float>(), out.data<float>(), op_ == "LogSoftmax");
+  }
+  std::string describe() const override { return op_ + " rows"; }
+
+ private:
+  std::string op_;
+  int64_t rows_, cols_;
+  float eps_;
+};
+
+// The row kernel of a Softmax/LogSoftmax/LayerNormalization node (or a
+// fuse-reductions region holding just one).
+std::unique_ptr<NativeKernel> matchRows(const Node& node, const std::vector<const Value*>& outer, std::string* why);
+
 std::unique_ptr<NativeKernel> fail(std::string* why, const std::string& msg) {
   if (why) *why = msg;
   return nullptr;
 }
 
+std::unique_ptr<NativeKernel> matchRows(const Node& node, const std::vector<const Value*>& outer, std::string* why) {
+  const Node* op = &node;
+  if (node.op() == "Fused") {
+    if (node.attrString("kind", "") != "reduction") return fail(why, "not a reduction region");
+    const Graph& body = *std::get<std::shared_ptr<Graph>>(*node.findAttr("body"));
+    if (body.nodes().size() != 1) return fail(why, "reduction region of several nodes");
+    op = body.nodes()[0].get();
+    if (body.outputs().size() != 1 || body.outputs()[0] != op->output(0)) return fail(why, "region outputs");
+  }
+  if (op->op() != "Softmax" && op->op() != "LogSoftmax" && op->op() != "LayerNormalization")
+    return fail(why, op->op() + " has no row kernel");
+  for (size_t i = 1; i < op->numOutputs(); ++i)
+    if (op->output(i)) return fail(why, "LayerNormalization with mean/inv-std-dev outputs");
+  const Value* x = outer.empty() ? nullptr : outer[0];
+  if (!staticF32(x) || !staticF32(node.output(0)) || x->shape().rank() == 0) return fail(why, "not f32/static");
+  std::vector<int64_t> xs = x->shape().staticDims();
+  int64_t rank = int64_t(xs.size()), axis = op->attrInt("axis", -1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return fail(why, "bad axis");
+  bool layerNorm = op->op() == "LayerNormalization";
+  if (!layerNorm && axis != rank - 1) return fail(why, op->op() + " over an inner axis");
+  int64_t cols = 1, rows = 1;
+  for (int64_t i = 0; i < rank; ++i) (i < axis ? rows : cols) *= xs[size_t(i)];
+  if (layerNorm)
+    for (size_t i = 1; i < 3 && i < outer.size(); ++i)
+      if (outer[i] && (!staticF32(outer[i]) || outer[i]->shape().numel() != std::optional<int64_t>(cols)))
+        return fail(why, "LayerNormalization scale/bias do not cover the normalized dims");
+  return std::make_unique<RowKernel>(op->op(), rows, cols, op->attrFloat("epsilon", 1e-5f));
+}
+
 }  // namespace
 
 std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Value*> outer, std::string* why) {
+  if (outer.empty()) outer.assign(node.inputs().begin(), node.inputs().end());
+  if (node.op() != "Fused" || node.attrString("kind", "") == "reduction") return matchRows(node, outer, why);
   const Node* op = nhwcOp(node);
   if (!op) return fail(why, "not a convert-layout nhwc region");
   static const std::set<std::string> supported = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool"};
   if (!supported.count(op->op())) return fail(why, op->op() + " has no native nhwc kernel");
-  if (outer.empty()) outer.assign(node.inputs().begin(), node.inputs().end());
   const Value* x = outer.empty() ? nullptr : outer[0];
   const Value* y = node.output(0);
   if (!staticF32(x) || !staticF32(y) || x->shape().rank() != 4) return fail(why, "nhwc region not f32/static/4-D");

@@ -1,6 +1,8 @@
 // Ops the cpu backend runs as direct microkernel calls (runtime/ukernels, no
 // MLIR): the NHWC regions convert-layout makes around Conv (group 1 or
-// depthwise), MaxPool, AveragePool and GlobalAveragePool. A Fused "epilogue"
+// depthwise), MaxPool, AveragePool and GlobalAveragePool; Softmax,
+// LogSoftmax (last axis) and LayerNormalization, alone or as the single node
+// of a fuse-reductions region. A Fused "epilogue"
 // region anchored on one of them runs the native op into the region's output
 // buffer, then ONE compiled elementwise kernel updates that buffer in place
 // (KernelKind::NativeEpilogue in Kernels.h).

@@ -366,6 +366,43 @@ TEST_F(CpuBackendTest, ConvEpilogueIsNativeCallPlusOneInPlaceKernel) {
   EXPECT_EQ(r.stats.kernelCalls, 2) << r.description;
 }
 
+TEST_F(CpuBackendTest, SoftmaxAndLayerNormRunRowKernels) {
+  struct RowCase {
+    std::string op;
+    int64_t axis;
+  };
+  for (const auto& [op, axis] : std::vector<RowCase>{{"Softmax", -1}, {"LogSoftmax", 2}, {"LayerNormalization", -1},
+                                                     {"LayerNormalization", 1}}) {
+    for (bool regions : {false, true}) {
+      SCOPED_TRACE(op + " axis " + std::to_string(axis) + (regions ? " in a reduction region" : " alone"));
+      auto make = [&, op = op, axis = axis] {
+        auto g = std::make_unique<Graph>();
+        GraphBuilder b(*g);
+        Value* x = b.input("x", {DType::F32, {2, 3, 37}});
+        std::vector<Value*> ins = {x};
+        if (op == "LayerNormalization") {
+          Shape_ normalized = axis == 1 ? Shape_{3, 37} : Shape_{37};
+          ins.push_back(b.constant(randomTensor(normalized, 70)));
+          ins.push_back(b.constant(randomTensor(normalized, 71)));
+        }
+        b.output(b.op(op, ins, {{"axis", axis}}));
+        return g;
+      };
+      auto reference = make();
+      auto g = make();
+      PipelineOptions o;
+      o.passes = regions ? std::vector<std::string>{"fuse-reductions"} : std::vector<std::string>{"none"};
+      runPipeline(*g, buildPipeline(o));
+      std::vector<Tensor> inputs = {randomTensor({2, 3, 37}, 72, -5, 5)};
+      auto want = interp::run(*reference, inputs);
+      CpuRun r = runCpu(*g, inputs);
+      expectClose(r.outputs[0], want[0], 1e-5, op);
+      EXPECT_EQ(r.stats.nativeCalls, 1) << r.description;
+      EXPECT_EQ(r.stats.fallbackNodes, 0) << r.description;
+    }
+  }
+}
+
 // ---- zoo models ----
 
 struct ZooCase {
