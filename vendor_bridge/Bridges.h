@@ -11,9 +11,30 @@ std::vector<std::string> vendorSwitches(const std::string& backendSpec);
 // `backendSpec` with these switches turned off (e.g. ort?disable=A,B).
 std::string withSwitchesOff(const std::string& backendSpec, const std::vector<std::string>& off);
 
+// Switches that are on/off backend options (onednn: postops=on|off) rather
+// than an ORT-style disable= list (Switches.cpp); empty for other backends.
+// vendorSwitches/withSwitchesOff consult these first.
+std::vector<std::string> booleanSwitches(const std::string& backendSpec);
+// `backendSpec` with these boolean switches set to off (e.g. onednn?postops=off).
+std::string withBooleanSwitchesOff(const std::string& backendSpec, const std::vector<std::string>& off);
+
 void registerOrtBackend();
+void registerOpenvinoBackend();  // the Python-worker bridges (PythonBridge.h)
+void registerIreeBackend();
+void registerTvmBackend();
+#ifdef FRICTION_HAVE_ONEDNN
+void registerOnednnBackend();  // OnednnBackend.cpp, built when CMake finds oneDNN
+#endif
 
 // Registers every bridge built into this binary.
-inline void registerVendorBridges() { registerOrtBackend(); }
+inline void registerVendorBridges() {
+  registerOrtBackend();
+  registerOpenvinoBackend();
+  registerIreeBackend();
+  registerTvmBackend();
+#ifdef FRICTION_HAVE_ONEDNN
+  registerOnednnBackend();
+#endif
+}
 
 }  // namespace friction::vendor

@@ -128,5 +128,40 @@ else
   echo "SKIP ort bridge: the project venv has no onnxruntime (scripts/setup.sh installs it)"
 fi
 
+# The other Python-worker bridges (openvino, iree, tvm), each when the project venv imports
+# its package: run, outputs vs the interpreter on several archetypes (1e-4 relative to scale),
+# the vendor's version in the executor description, and a clear error for an unknown option.
+# IREE 3.13 cannot compile a stride-2 Conv from 2x2 to 1x1 (resnet at resolution 16), hence 32.
+BRIDGE_ARCHS=("resnet?depth=2&width=8&resolution=32" "mobilenetv2?depth=2&width=8&resolution=16"
+              "vit?depth=2&width=16&resolution=16&patch=8&heads=2" "mixer?depth=2&width=16&resolution=16&patch=8")
+bridge_tests() {  # NAME PYTHON_MODULE VENDOR_WORD SPEC_OPTIONS
+  local b=$1 module=$2 vendor=$3 opts=$4
+  if ! [[ -x "$VENV_PY" ]] || ! "$VENV_PY" -c "import $module" 2>/dev/null; then
+    echo "SKIP $b bridge: the project venv cannot import $module (scripts/setup.sh installs vendor_bridge/python/requirements-vendors.txt)"
+    return 1
+  fi
+  expect_ok "$b-run" "on $b, batch 2" -- "$F" run "zoo:resnet?depth=2&width=8&resolution=32" --backend "$b" --batch 2
+  for spec in "${BRIDGE_ARCHS[@]}"; do
+    expect_ok "$b-matches-interp:$spec" "$vendor [0-9][^ ]* .*max rel error ([0-9.]+e-(0[5-9]|[1-9][0-9])|0)$" -- bash -c \
+      "'$F' bench 'zoo:$spec' --backend '$b?$opts' --batch 2 --reps 3 --warmup 1 --passes none | grep -E '  backend |max rel error' | tr '\n' ' ' | sed 's/ *$//'"
+  done
+  expect_error "$b-bad-option" "backend $b: unknown option 'lvl'" -- "$F" run "zoo:mlp" --backend "$b?lvl=1"
+}
+if bridge_tests openvino openvino openvino "threads=2&hint=latency"; then
+  expect_error openvino-bad-hint "option hint must be one of latency, throughput" -- "$F" run "zoo:mlp" --backend "openvino?hint=fast"
+  expect_error openvino-has-no-switches "unknown pass 'fold'" -- "$F" ablate "zoo:mlp" --backend openvino --over fold --db "$T/ov.db"
+fi
+if bridge_tests iree iree.runtime iree "threads=2&opt=O2"; then
+  expect_error iree-unknown-switch "unknown switch 'fusion'" -- "$F" run "zoo:mlp" --backend "iree?disable=fusion"
+  expect_ok iree-ablates-its-own-flags "const-eval" -- bash -c "'$F' ablate 'zoo:mlp' --backend 'iree?threads=2' --batches 1 --over const-eval --reps 3 --warmup 1 --db '$T/iree.db' 2>/dev/null | tr '\n' ' '"
+fi
+if bridge_tests tvm tvm.relax.frontend.onnx tvm "threads=2"; then
+  expect_ok tvm-ablates-its-own-passes "FuseOps .*StaticPlanBlockMemory" -- bash -c "'$F' ablate 'zoo:mlp' --backend 'tvm?threads=2' --batches 1 --over FuseOps,StaticPlanBlockMemory --reps 3 --warmup 1 --db '$T/tvm.db' 2>/dev/null | tr '\n' ' '"
+fi
+# Without the vendor package the bridge says so (a Python without TVM stands in for a venv without it).
+if command -v python3 >/dev/null && ! python3 -c "import tvm" 2>/dev/null; then
+  expect_error tvm-missing-is-clear "tvm is not installed in .venv" -- env FRICTION_PYTHON="$(command -v python3)" "$F" run "zoo:mlp" --backend tvm
+fi
+
 echo "$passes passed, $fails failed"
 [[ $fails -eq 0 ]]

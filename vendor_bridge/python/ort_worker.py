@@ -1,23 +1,14 @@
 #!/usr/bin/env python3
-"""ONNX Runtime worker for friction's `ort` backend.
+"""ONNX Runtime worker for friction's `ort` backend (protocol: worker_common.py).
 
-friction starts this process once per compiled model and talks to it over
-stdin/stdout, one JSON object per line:
-  {"cmd": "load", "model": PATH, "options": {...}}  -> {"ok": true, "version": ..., "load_ms": ...}
-  {"cmd": "run", "dir": DIR, "inputs": N}            -> {"ok": true, "ms": ..., "outputs": K}
-  {"cmd": "quit"}
-Tensors travel as .npy files in DIR (input_<i>.npy, output_<i>.npy). The
-reported "ms" is measured around InferenceSession.run only, so transport and
-process start-up stay outside the timed region.
-
+The reported run time is measured around InferenceSession.run only.
 Options: level = disabled | basic | extended | layout | all (ORT's graph
 optimization levels), disable = comma-separated optimizer names for ORT's
 disabled_optimizers, threads = intra-op thread count (0: ORT's default).
 """
-import json
-import os
-import sys
 import time
+
+from worker_common import Executable, choice_option, int_option, list_option, serve, vendor_import
 
 LEVELS = {
     "disabled": "ORT_DISABLE_ALL",
@@ -28,63 +19,35 @@ LEVELS = {
 }
 
 
-def reply(obj):
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
+class OrtModel(Executable):
+    vendor = "onnxruntime"
 
+    def __init__(self, model, opts):
+        ort = vendor_import("ort", "onnxruntime")
+        self.version = ort.__version__
+        so = ort.SessionOptions()
+        so.log_severity_level = 3  # errors only: warnings would interleave with friction's output
+        level = choice_option(opts, "level", list(LEVELS), "all")
+        if not hasattr(ort.GraphOptimizationLevel, LEVELS[level]):
+            raise ValueError(f"level {level} is not supported by onnxruntime {ort.__version__}")
+        so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[level])
+        threads = int_option(opts, "threads")
+        if threads > 0:
+            so.intra_op_num_threads = threads
+            so.inter_op_num_threads = 1
+        disabled = list_option(opts, "disable")
+        kwargs = {"disabled_optimizers": disabled} if disabled else {}
+        t0 = time.perf_counter()
+        self.session = ort.InferenceSession(model, sess_options=so, providers=["CPUExecutionProvider"], **kwargs)
+        self.compile_ms = (time.perf_counter() - t0) * 1e3
+        self.names = [i.name for i in self.session.get_inputs()]
 
-def load(req):
-    import onnxruntime as ort
+    def prepare(self, inputs):
+        return dict(zip(self.names, inputs))
 
-    opts = req.get("options", {})
-    so = ort.SessionOptions()
-    so.log_severity_level = 3  # errors only: warnings would interleave with friction's output
-    level = opts.get("level", "all")
-    if level not in LEVELS or not hasattr(ort.GraphOptimizationLevel, LEVELS[level]):
-        raise ValueError(f"level must be one of {', '.join(LEVELS)}, got '{level}'")
-    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[level])
-    threads = int(opts.get("threads", 0))
-    if threads > 0:
-        so.intra_op_num_threads = threads
-        so.inter_op_num_threads = 1
-    disabled = [d for d in opts.get("disable", "").split(",") if d]
-    t0 = time.perf_counter()
-    kwargs = {"disabled_optimizers": disabled} if disabled else {}
-    session = ort.InferenceSession(req["model"], sess_options=so, providers=["CPUExecutionProvider"], **kwargs)
-    load_ms = (time.perf_counter() - t0) * 1e3
-    return session, {"ok": True, "version": ort.__version__, "load_ms": load_ms}
-
-
-def run(session, req):
-    import numpy as np
-
-    names = [i.name for i in session.get_inputs()]
-    feeds = {names[i]: np.load(os.path.join(req["dir"], f"input_{i}.npy")) for i in range(int(req["inputs"]))}
-    t0 = time.perf_counter()
-    outs = session.run(None, feeds)
-    ms = (time.perf_counter() - t0) * 1e3
-    for i, o in enumerate(outs):
-        np.save(os.path.join(req["dir"], f"output_{i}.npy"), np.ascontiguousarray(o))
-    return {"ok": True, "ms": ms, "outputs": len(outs)}
-
-
-def main():
-    session = None
-    for line in sys.stdin:
-        try:
-            req = json.loads(line)
-            if req["cmd"] == "quit":
-                return
-            if req["cmd"] == "load":
-                session, answer = load(req)
-                reply(answer)
-            elif req["cmd"] == "run":
-                reply(run(session, req))
-            else:
-                reply({"ok": False, "error": f"unknown command {req['cmd']}"})
-        except Exception as e:  # every failure goes back to friction as a message
-            reply({"ok": False, "error": f"{type(e).__name__}: {e}"})
+    def execute(self, feeds):
+        return self.session.run(None, feeds)
 
 
 if __name__ == "__main__":
-    main()
+    serve(OrtModel)

@@ -1,0 +1,133 @@
+#include "vendor_bridge/PythonBridge.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "frontend/onnx/OnnxExport.h"
+#include "ir/Error.h"
+#include "runtime/Backend.h"
+#include "vendor_bridge/Bridges.h"
+#include "vendor_bridge/Npy.h"
+#include "vendor_bridge/PythonWorker.h"
+
+namespace fs = std::filesystem;
+
+namespace friction::vendor {
+namespace {
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+// Backend name -> its vendor switches (filled by registerPythonBridge).
+std::map<std::string, std::vector<std::string>>& switchTable() {
+  static std::map<std::string, std::vector<std::string>> t;
+  return t;
+}
+
+class PythonBridgeModel : public CompiledModel {
+ public:
+  PythonBridgeModel(const PythonBridgeSpec& spec, const Graph& g, const std::map<std::string, std::string>& options)
+      : dir_(fs::temp_directory_path() /
+             ("friction-" + spec.name + "-" + std::to_string(::getpid()) + "-" + std::to_string(next_++))),
+        worker_(std::string(FRICTION_SOURCE_DIR) + "/vendor_bridge/python/" + spec.script),
+        inputs_(g.inputs().size()) {
+    fs::create_directories(dir_);
+    onnxio::exportOnnxFile(g, (dir_ / "model.onnx").string());
+    nlohmann::json opts(options);
+    auto reply = worker_.request({{"cmd", "load"}, {"model", (dir_ / "model.onnx").string()}, {"options", opts}});
+    // Vendor, version and settings; the vendor's own compile time (imports and
+    // ONNX export excluded), which the harness's compile_ms includes.
+    char compile[64];
+    std::snprintf(compile, sizeof compile, " (vendor compile %.1f ms)", reply.value("load_ms", -1.0));
+    description_ = reply.value("vendor", spec.name) + " " + reply.value("version", std::string("?")) + " " +
+                   opts.dump() + compile;
+  }
+  ~PythonBridgeModel() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override {
+    FRICTION_CHECK(inputs.size() == inputs_, "model takes " + std::to_string(inputs_) + " inputs, got " +
+                                                 std::to_string(inputs.size()));
+    for (size_t i = 0; i < inputs.size(); ++i) writeNpy((dir_ / ("input_" + std::to_string(i) + ".npy")).string(), inputs[i]);
+    auto reply = worker_.request({{"cmd", "run"}, {"dir", dir_.string()}, {"inputs", inputs.size()}});
+    lastMs_ = reply.at("ms").get<double>();
+    std::vector<Tensor> outs;
+    for (int i = 0; i < reply.at("outputs").get<int>(); ++i)
+      outs.push_back(readNpy((dir_ / ("output_" + std::to_string(i) + ".npy")).string()));
+    return outs;
+  }
+  double lastRunMs() const override { return lastMs_; }
+  std::string description() const override { return description_; }
+
+ private:
+  static inline int next_ = 0;
+  fs::path dir_;
+  PythonWorker worker_;
+  size_t inputs_;
+  double lastMs_ = -1;
+  std::string description_;
+};
+
+class PythonBridgeBackend : public Backend {
+ public:
+  PythonBridgeBackend(const PythonBridgeSpec& spec, std::map<std::string, std::string> options)
+      : spec_(spec), options_(std::move(options)) {
+    for (const auto& [k, v] : options_)
+      FRICTION_CHECK(std::find(spec_.options.begin(), spec_.options.end(), k) != spec_.options.end(),
+                     "backend " + spec_.name + ": unknown option '" + k + "' (options: " + joined(spec_.options) + ")");
+    if (spec_.closedSwitches && options_.count("disable")) {
+      std::string list = options_.at("disable");
+      for (size_t b = 0; b <= list.size();) {
+        size_t e = std::min(list.find(',', b), list.size());
+        std::string s = list.substr(b, e - b);
+        FRICTION_CHECK(s.empty() || std::find(spec_.switches.begin(), spec_.switches.end(), s) != spec_.switches.end(),
+                       "backend " + spec_.name + ": unknown switch '" + s + "' (switches: " + joined(spec_.switches) + ")");
+        b = e + 1;
+      }
+    }
+  }
+  std::string name() const override { return spec_.name; }
+  std::unique_ptr<CompiledModel> compile(const Graph& g) override {
+    return std::make_unique<PythonBridgeModel>(spec_, g, options_);
+  }
+
+ private:
+  PythonBridgeSpec spec_;
+  std::map<std::string, std::string> options_;
+};
+
+}  // namespace
+
+void registerPythonBridge(PythonBridgeSpec spec) {
+  switchTable()[spec.name] = spec.switches;
+  registerBackend(spec.name, [spec](const std::map<std::string, std::string>& o) {
+    return std::make_unique<PythonBridgeBackend>(spec, o);
+  });
+}
+
+std::vector<std::string> vendorSwitches(const std::string& backendSpec) {
+  if (auto b = booleanSwitches(backendSpec); !b.empty()) return b;  // e.g. onednn's postops
+  auto it = switchTable().find(backendSpec.substr(0, backendSpec.find('?')));
+  return it == switchTable().end() ? std::vector<std::string>{} : it->second;
+}
+
+std::string withSwitchesOff(const std::string& backendSpec, const std::vector<std::string>& off) {
+  if (off.empty()) return backendSpec;
+  if (!booleanSwitches(backendSpec).empty()) return withBooleanSwitchesOff(backendSpec, off);
+  std::string list;
+  for (const auto& s : off) list += (list.empty() ? "" : ",") + s;
+  FRICTION_CHECK(backendSpec.find("disable=") == std::string::npos,
+                 "ablating vendor switches needs a backend spec without its own disable= list");
+  return backendSpec + (backendSpec.find('?') == std::string::npos ? "?" : "&") + "disable=" + list;
+}
+
+}  // namespace friction::vendor

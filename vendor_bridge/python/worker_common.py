@@ -1,0 +1,116 @@
+"""The shared half of friction's Python-worker bridges (vendor_bridge/PythonBridge.cpp).
+
+friction starts one worker process per compiled model and talks to it over stdin/stdout,
+one JSON object per line:
+  {"cmd": "load", "model": PATH, "options": {...}}  -> {"ok": true, "vendor": ..., "version": ..., "load_ms": ...}
+  {"cmd": "run", "dir": DIR, "inputs": N}            -> {"ok": true, "ms": ..., "outputs": K}
+  {"cmd": "quit"}
+Tensors travel as .npy files in DIR (input_<i>.npy, output_<i>.npy). A worker script only
+implements `load(model_path, options) -> Executable` and calls `serve(load)`. The reported
+"ms" is measured around Executable.execute alone, so file transport, host/device copies done
+in prepare/fetch, and process start-up stay outside the timed region; "load_ms" is the
+vendor's own import + compile time.
+"""
+import json
+import os
+import sys
+import time
+
+
+class Executable:
+    """A model compiled by a vendor. `vendor`/`version` name what executes it; `compile_ms`,
+    when the worker sets it, is the vendor's compile time without the imports."""
+
+    vendor = "?"
+    version = "?"
+    compile_ms = None
+
+    def prepare(self, inputs):
+        """Untimed: the numpy inputs in the form execute() takes (e.g. device arrays)."""
+        return inputs
+
+    def execute(self, prepared):
+        """Timed: runs the model once and returns its outputs when they are complete."""
+        raise NotImplementedError
+
+    def fetch(self, results):
+        """Untimed: the outputs as numpy arrays."""
+        import numpy as np
+
+        return [np.asarray(r) for r in results]
+
+
+def vendor_import(backend, module):
+    """Imports a vendor's Python module; a missing or broken install is a clear error."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except Exception as e:  # ImportError, or a wheel that does not load on this machine
+        raise RuntimeError(f"{backend} is not installed in .venv: {type(e).__name__}: {e} "
+                           "(scripts/setup.sh installs vendor_bridge/python/requirements-vendors.txt)") from None
+
+
+def int_option(opts, key, default=0):
+    try:
+        return int(opts.get(key, default))
+    except ValueError:
+        raise ValueError(f"option {key} must be an integer, got '{opts[key]}'") from None
+
+
+def choice_option(opts, key, choices, default):
+    value = opts.get(key, default)
+    if value not in choices:
+        raise ValueError(f"option {key} must be one of {', '.join(choices)}, got '{value}'")
+    return value
+
+
+def list_option(opts, key):
+    return [s for s in opts.get(key, "").split(",") if s]
+
+
+def reply(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def _run(exe, req):
+    import numpy as np
+
+    inputs = [np.load(os.path.join(req["dir"], f"input_{i}.npy")) for i in range(int(req["inputs"]))]
+    prepared = exe.prepare(inputs)
+    t0 = time.perf_counter()
+    results = exe.execute(prepared)
+    ms = (time.perf_counter() - t0) * 1e3
+    outs = exe.fetch(results)
+    for i, o in enumerate(outs):
+        np.save(os.path.join(req["dir"], f"output_{i}.npy"), np.ascontiguousarray(o))
+    return {"ok": True, "ms": ms, "outputs": len(outs)}
+
+
+def serve(load):
+    """The JSON-lines loop: `load(model_path, options)` returns an Executable."""
+    # Vendors that print to stdout would corrupt the protocol: their output goes to stderr.
+    protocol = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = protocol
+    exe = None
+    for line in sys.stdin:
+        try:
+            req = json.loads(line)
+            if req["cmd"] == "quit":
+                return
+            if req["cmd"] == "load":
+                t0 = time.perf_counter()
+                exe = load(req["model"], req.get("options", {}))
+                # The vendor's compile time when the worker measured it (imports excluded), else all of load.
+                load_ms = getattr(exe, "compile_ms", None) or (time.perf_counter() - t0) * 1e3
+                reply({"ok": True, "vendor": exe.vendor, "version": exe.version, "load_ms": load_ms})
+            elif req["cmd"] == "run":
+                if exe is None:
+                    raise RuntimeError("run before load")
+                reply(_run(exe, req))
+            else:
+                reply({"ok": False, "error": f"unknown command {req['cmd']}"})
+        except Exception as e:  # every failure goes back to friction as a message
+            reply({"ok": False, "error": f"{type(e).__name__}: {e}"})
