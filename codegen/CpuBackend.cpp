@@ -15,6 +15,7 @@
 #include "codegen/CpuBackend.h"
 
 #include <chrono>
+#include <functional>
 #include <cstring>
 #include <set>
 #include <unordered_map>
@@ -295,10 +296,27 @@ class ProgramBuilder {
   std::string lastError_;
 };
 
+// The model's constants are declared immutable to the microkernels for the
+// model's lifetime, so GEMMs pack constant weights once (Sgemm.h).
+void forEachConstant(const Program& p, const std::function<void(const Tensor&)>& fn) {
+  for (const auto& [slot, t] : p.constants) fn(t);
+  for (const Step& s : p.steps)
+    if (s.sub) forEachConstant(*s.sub, fn);
+}
+
 class CpuModel : public CompiledModel {
  public:
   CpuModel(std::unique_ptr<Program> p, CpuStats stats, std::string description)
-      : program_(std::move(p)), stats_(std::move(stats)), description_(std::move(description)) {}
+      : program_(std::move(p)), stats_(std::move(stats)), description_(std::move(description)) {
+    forEachConstant(*program_, [](const Tensor& t) {
+      if (t.dtype() == DType::F32) ukernels::registerConstant(t.rawData(), t.byteSize());
+    });
+  }
+  ~CpuModel() override {
+    forEachConstant(*program_, [](const Tensor& t) {
+      if (t.dtype() == DType::F32) ukernels::unregisterConstant(t.rawData());
+    });
+  }
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) override { return program_->run(inputs); }
   std::string description() const override { return description_; }
   const CpuStats& stats() const { return stats_; }

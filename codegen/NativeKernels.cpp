@@ -24,8 +24,13 @@ const Node* nhwcOp(const Node& n) {
 class ConvKernel : public NativeKernel {
  public:
   ConvKernel(ukernels::Conv2d g, const Value* weight) : g_(g), weight_(weight) {}
+  ~ConvKernel() override {
+    if (!packed_.empty()) ukernels::unregisterConstant(packed_.data());
+  }
   void prepare() override {
-    if (weight_->isConstant()) packed_ = ukernels::packConvWeights(g_, weight_->constant().data<float>());
+    if (!weight_->isConstant() || !packed_.empty()) return;
+    packed_ = ukernels::packConvWeights(g_, weight_->constant().data<float>());
+    ukernels::registerConstant(packed_.data(), packed_.size() * sizeof(float));  // the GEMM packs its panels once
   }
   void run(const std::vector<Tensor>& in, Tensor& out) const override {
     std::vector<float> packed;

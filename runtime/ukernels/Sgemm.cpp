@@ -1,6 +1,11 @@
 // Portable build of the blocked SGEMM and the load-time choice of instruction set.
 #include "runtime/ukernels/SgemmImpl.h"
 
+#include <map>
+#include <mutex>
+#include <shared_mutex>
+#include <tuple>
+
 namespace friction::ukernels {
 
 void sgemmAvx512(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float,
@@ -40,5 +45,61 @@ void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alph
 }
 
 const char* sgemmIsa() { return chosen().isa; }
+
+// ---- registered constants and their packed copies ----
+namespace {
+struct ConstantCache {
+  std::shared_mutex mu;
+  std::map<const char*, const char*> ranges;  // start -> end
+  std::map<PackedKey, AlignedFloats> packed;
+};
+ConstantCache& cache() {
+  static ConstantCache* c = new ConstantCache();  // never destroyed: models may unregister during exit
+  return *c;
+}
+}  // namespace
+
+bool PackedKey::operator<(const PackedKey& o) const {
+  return std::tie(B, transB, K, N, ldb, layout) < std::tie(o.B, o.transB, o.K, o.N, o.ldb, o.layout);
+}
+
+void registerConstant(const void* data, size_t bytes) {
+  if (!data || bytes == 0) return;
+  ConstantCache& c = cache();
+  std::unique_lock lock(c.mu);
+  c.ranges[static_cast<const char*>(data)] = static_cast<const char*>(data) + bytes;
+}
+
+void unregisterConstant(const void* data) {
+  ConstantCache& c = cache();
+  std::unique_lock lock(c.mu);
+  auto it = c.ranges.find(static_cast<const char*>(data));
+  if (it == c.ranges.end()) return;
+  for (auto p = c.packed.begin(); p != c.packed.end();) {
+    const char* b = reinterpret_cast<const char*>(p->first.B);
+    p = b >= it->first && b < it->second ? c.packed.erase(p) : std::next(p);
+  }
+  c.ranges.erase(it);
+}
+
+const float* constantPanels(const PackedKey& key, size_t floats, void (*pack)(const PackedKey&, float*)) {
+  ConstantCache& c = cache();
+  const char* b = reinterpret_cast<const char*>(key.B);
+  {
+    std::shared_lock lock(c.mu);
+    if (c.ranges.empty()) return nullptr;
+    auto it = c.ranges.upper_bound(b);
+    if (it == c.ranges.begin() || b >= std::prev(it)->second) return nullptr;
+    auto p = c.packed.find(key);
+    if (p != c.packed.end()) return p->second.get();
+  }
+  std::unique_lock lock(c.mu);
+  auto& slot = c.packed[key];
+  if (!slot) {
+    slot = alignedFloats(floats);
+    pack(key, slot.get());
+  }
+  return slot.get();
+}
 
 }  // namespace friction::ukernels

@@ -8,6 +8,7 @@
 // picked once at load time: AVX-512 (12 x 32), AVX2+FMA (6 x 16), or portable
 // 128-bit vectors (4 x 8). Blocks of C are spread over OpenMP threads.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 namespace friction::ukernels {
@@ -27,6 +28,13 @@ struct GemmEpilogue {
 void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
            const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const GemmEpilogue* epilogue = nullptr,
            int threads = 0);
+
+// Declares [data, data + bytes) immutable until unregistered (a model's
+// weights): a B operand lying there is packed into panels once, on first
+// use, and every later GEMM on it skips packing. Registrations nest by start
+// address; unregistering drops the packed copies made from the range.
+void registerConstant(const void* data, size_t bytes);
+void unregisterConstant(const void* data);
 
 // The instruction set the running machine uses: "avx512", "avx2" or "generic".
 const char* sgemmIsa();

@@ -12,6 +12,26 @@
 #include "runtime/ukernels/Sgemm.h"
 
 namespace friction::ukernels {
+
+// The packed panels of a registered-constant B (Sgemm.cpp), built by `pack`
+// on first use; nullptr when B is not in a registered range.
+struct PackedKey {
+  const float* B;
+  bool transB;
+  int64_t K, N, ldb, layout;  // layout: the tile/block sizes that shaped the panels
+  bool operator<(const PackedKey& o) const;
+};
+const float* constantPanels(const PackedKey& key, size_t floats, void (*pack)(const PackedKey&, float*));
+
+// 64-byte aligned float buffers (panels are read with full-width vector loads).
+struct AlignedDelete {
+  void operator()(float* p) const { ::operator delete[](p, std::align_val_t(64)); }
+};
+using AlignedFloats = std::unique_ptr<float[], AlignedDelete>;
+inline AlignedFloats alignedFloats(size_t n) {
+  return AlignedFloats(static_cast<float*>(::operator new[](n * sizeof(float), std::align_val_t(64))));
+}
+
 namespace {
 
 template <typename V>
@@ -83,6 +103,26 @@ struct Blocks {
   static constexpr int64_t KC = 384, MC = MR * 16, NC = NR * 16;
 };
 
+// Packs op(B)[k0 .. k0+kc, j0 .. j0+nc] into NR-wide panels: panel q holds
+// rows k of NR consecutive columns, zero-padded past nc.
+template <int64_t NR>
+void packB(bool transB, const float* B, int64_t ldb, int64_t k0, int64_t kc, int64_t j0, int64_t nc, float* bp) {
+  int64_t nPanels = (nc + NR - 1) / NR;
+  for (int64_t q = 0; q < nPanels; ++q) {
+    float* dst = bp + q * kc * NR;
+    int64_t cols = std::min(NR, nc - q * NR);
+    for (int64_t k = 0; k < kc; ++k) {
+      float* d = dst + k * NR;
+      if (!transB) {
+        std::memcpy(d, B + (k0 + k) * ldb + j0 + q * NR, size_t(cols) * sizeof(float));
+      } else {
+        for (int64_t j = 0; j < cols; ++j) d[j] = B[(j0 + q * NR + j) * ldb + k0 + k];
+      }
+      for (int64_t j = cols; j < NR; ++j) d[j] = 0.f;
+    }
+  }
+}
+
 template <typename V, int MR, int NV>
 void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
@@ -97,8 +137,18 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
     if (epilogue && epilogue->fn) epilogue->fn(epilogue->ctx, C, ldc, 0, 0, M, N);
     return;
   }
-  int64_t mBlocks = (M + MC - 1) / MC, nBlocks = (N + NC - 1) / NC;
+  int64_t mBlocks = (M + MC - 1) / MC, nBlocks = (N + NC - 1) / NC, kBlocks = (K + KC - 1) / KC;
   int64_t tasks = mBlocks * nBlocks;
+  // A constant B is packed once, all (column block, K block) panels in the order used below.
+  PackedKey key{B, transB, K, N, ldb, MR * 1000000 + NR * 1000 + KC};
+  using Bk = Blocks<MR, T::NR>;  // named through the type: the lambda below captures nothing
+  const float* constB = constantPanels(key, size_t(nBlocks * kBlocks * KC * NC), [](const PackedKey& k, float* out) {
+    int64_t kBlocks = (k.K + Bk::KC - 1) / Bk::KC;
+    for (int64_t jb = 0; jb * Bk::NC < k.N; ++jb)
+      for (int64_t k0 = 0; k0 < k.K; k0 += Bk::KC)
+        packB<T::NR>(k.transB, k.B, k.ldb, k0, std::min<int64_t>(Bk::KC, k.K - k0), jb * Bk::NC,
+                     std::min<int64_t>(Bk::NC, k.N - jb * Bk::NC), out + (jb * kBlocks + k0 / Bk::KC) * Bk::KC * Bk::NC);
+  });
   // Threads only pay off past ~1 MFLOP.
   int nt = threads > 0 ? threads : omp_get_max_threads();
   if (M * N * K < (int64_t(1) << 19) || tasks < 2) nt = 1;
@@ -107,30 +157,23 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
     // Column blocks outermost, so threads working at once share B's panel in the shared cache.
     int64_t ib = t % mBlocks, jb = t / mBlocks;
     int64_t i0 = ib * MC, mc = std::min(MC, M - i0), j0 = jb * NC, nc = std::min(NC, N - j0);
-    thread_local std::unique_ptr<float[]> apBuf, bpBuf;
+    thread_local AlignedFloats apBuf, bpBuf;
     if (!apBuf) {
-      apBuf.reset(new (std::align_val_t(64)) float[size_t(MC * KC)]);
-      bpBuf.reset(new (std::align_val_t(64)) float[size_t(KC * NC)]);
+      apBuf = alignedFloats(size_t(MC * KC));
+      bpBuf = alignedFloats(size_t(KC * NC));
     }
     float* ap = apBuf.get();
     float* bp = bpBuf.get();
     int64_t mPanels = (mc + MR - 1) / MR, nPanels = (nc + NR - 1) / NR;
     for (int64_t k0 = 0; k0 < K; k0 += KC) {
       int64_t kc = std::min(KC, K - k0);
-      // Pack op(B) columns into NR-wide panels and op(A) rows into MR-tall panels, zero-padded.
-      for (int64_t q = 0; q < nPanels; ++q) {
-        float* dst = bp + q * kc * NR;
-        int64_t cols = std::min(NR, nc - q * NR);
-        for (int64_t k = 0; k < kc; ++k) {
-          float* d = dst + k * NR;
-          if (!transB) {
-            std::memcpy(d, B + (k0 + k) * ldb + j0 + q * NR, size_t(cols) * sizeof(float));
-          } else {
-            for (int64_t j = 0; j < cols; ++j) d[j] = B[(j0 + q * NR + j) * ldb + k0 + k];
-          }
-          for (int64_t j = cols; j < NR; ++j) d[j] = 0.f;
-        }
-      }
+      // Pack op(B) columns into NR-wide panels (or take the constant's packed copy)
+      // and op(A) rows into MR-tall panels, zero-padded.
+      const float* bpk = bp;
+      if (constB)
+        bpk = constB + (jb * kBlocks + k0 / KC) * KC * NC;
+      else
+        packB<NR>(transB, B, ldb, k0, kc, j0, nc, bp);
       for (int64_t p = 0; p < mPanels; ++p) {
         float* dst = ap + p * kc * MR;
         int64_t rows = std::min<int64_t>(MR, mc - p * MR);
@@ -147,7 +190,7 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
       }
       for (int64_t q = 0; q < nPanels; ++q)
         for (int64_t p = 0; p < mPanels; ++p)
-          T::micro(kc, ap + p * kc * MR, bp + q * kc * NR, C + (i0 + p * MR) * ldc + j0 + q * NR, ldc,
+          T::micro(kc, ap + p * kc * MR, bpk + q * kc * NR, C + (i0 + p * MR) * ldc + j0 + q * NR, ldc,
                    std::min<int64_t>(MR, mc - p * MR), std::min(NR, nc - q * NR), alpha, beta, k0 == 0);
     }
     if (epilogue && epilogue->fn) epilogue->fn(epilogue->ctx, C, ldc, i0, j0, mc, nc);
