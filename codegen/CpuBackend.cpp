@@ -20,6 +20,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "codegen/Aot.h"
 #include "codegen/Kernels.h"
 #include "codegen/NativeKernels.h"
 #include "ir/Error.h"
@@ -48,6 +49,7 @@ struct Step {
   std::unique_ptr<Program> sub;
   std::vector<int> in, out;  // slots; -1 for absent inputs
   std::vector<int> release;  // slots whose last use is this step
+  int64_t arenaOffset = -1;  // output 0 lives in the program's arena at this offset (plan-memory)
 };
 
 struct Program {
@@ -55,6 +57,9 @@ struct Program {
   std::vector<int> inputSlots, outputSlots;
   std::vector<std::pair<int, Tensor>> constants;
   std::vector<Step> steps;
+  // One buffer for the intermediates plan-memory placed (top level only); a
+  // model therefore runs one inference at a time.
+  std::shared_ptr<void> arena;
 
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
 };
@@ -116,11 +121,17 @@ std::vector<Tensor> Program::run(const std::vector<Tensor>& inputs) const {
   std::vector<Tensor> args, outs;
   for (const Step& s : steps) {
     args.clear();
+    auto output0 = [&] {
+      std::vector<int64_t> shape = s.node->output(0)->shape().staticDims();
+      if (s.arenaOffset < 0) return Tensor::uninitialized(DType::F32, shape);
+      return Tensor::view(DType::F32, shape, std::shared_ptr<void>(arena, static_cast<char*>(arena.get()) + s.arenaOffset));
+    };
     if (s.kind == Step::Jit) {
-      callKernel(s, env, outs, false);
+      if (s.arenaOffset >= 0) outs.assign(1, output0());
+      callKernel(s, env, outs, s.arenaOffset >= 0);
     } else if (s.kind == Step::Native) {
       for (int slot : s.nativeIn) args.push_back(slot < 0 ? Tensor() : env[size_t(slot)]);
-      outs.assign(1, Tensor::uninitialized(DType::F32, s.node->output(0)->shape().staticDims()));
+      outs.assign(1, output0());
       s.native->run(args, outs[0]);
       if (s.kernel) callKernel(s, env, outs, true);
     } else {
@@ -141,8 +152,9 @@ std::vector<Tensor> Program::run(const std::vector<Tensor>& inputs) const {
 // Builds programs, collecting kernels that are not in the cache yet.
 class ProgramBuilder {
  public:
-  ProgramBuilder(KernelCache& cache, CpuStats& stats, CodegenOptions options)
-      : cache_(cache), stats_(stats), options_(options) {}
+  // `source`: where compilePending takes kernels from (null: the JIT).
+  ProgramBuilder(KernelCache& cache, CpuStats& stats, CodegenOptions options, KernelSource* source = nullptr)
+      : cache_(cache), stats_(stats), options_(options), source_(source) {}
 
   // `outerOf` maps the inputs of a region body `g` to the values feeding them
   // at the top level, so constant weights are seen as constants (and packed
@@ -244,6 +256,21 @@ class ProgramBuilder {
     auto t0 = std::chrono::steady_clock::now();
     std::vector<const Node*> nodes;
     for (auto& p : pending_) nodes.push_back(p.first);
+    if (source_) {  // a library of compiled kernels (an AOT artifact): no MLIR, no JIT
+      std::vector<std::string> keys;
+      for (const Node* n : nodes) keys.push_back(structuralKey(*n));
+      CompiledBatch b = source_->kernels(nodes, keys);
+      FRICTION_CHECK(b.entries.size() == nodes.size(), "cpu: the kernel source gave the wrong number of kernels");
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        pending_[i].second->owner = b.owner;
+        pending_[i].second->fn = b.entries[i];
+        if (!b.entries[i]) pending_[i].second->error = i < b.errors.size() ? b.errors[i] : "no such kernel in the source";
+      }
+      stats_.kernelsLoaded += int64_t(pending_.size());
+      stats_.compileMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      pending_.clear();
+      return;
+    }
     auto take = [&](CompiledBatch& b, size_t first, size_t count) {
       for (size_t i = 0; i < count; ++i) {
         pending_[first + i].second->owner = b.owner;
@@ -284,6 +311,55 @@ class ProgramBuilder {
     }
   }
 
+  // True when every output of `p` is a buffer `p` allocated itself, never a
+  // view of one of its inputs (the interpreter's Reshape & co. return views).
+  static bool freshOutputs(const Program& p) {
+    for (int o : p.outputSlots) {
+      const Step* producer = nullptr;
+      for (const Step& s : p.steps)
+        if (std::find(s.out.begin(), s.out.end(), o) != s.out.end()) producer = &s;
+      if (!producer || !(producer->kind == Step::Jit || producer->kind == Step::Native ||
+                         (producer->kind == Step::Sub && freshOutputs(*producer->sub))))
+        return false;
+    }
+    return true;
+  }
+
+  // Gives the outputs plan-memory placed (graph metadata memory.*) their arena
+  // slots: only single-output compiled/native steps, and only values whose
+  // every consumer cannot hand a view of them past the slot's lifetime
+  // (compiled/native steps, or regions whose outputs are fresh buffers).
+  void placeInArena(Program& p, const Graph& g) {
+    const auto& md = g.metadata();
+    auto values = md.find("memory.values"), offsets = md.find("memory.offsets"), bytes = md.find("memory.arena_bytes");
+    if (values == md.end() || offsets == md.end() || bytes == md.end()) return;
+    const auto& names = std::get<std::vector<std::string>>(values->second);
+    const auto& offs = std::get<std::vector<int64_t>>(offsets->second);
+    std::unordered_map<std::string, int64_t> offsetOf;
+    for (size_t i = 0; i < names.size() && i < offs.size(); ++i) offsetOf[names[i]] = offs[i];
+    std::vector<bool> eligible(size_t(p.numSlots), true);
+    for (int o : p.outputSlots) eligible[size_t(o)] = false;
+    for (const Step& s : p.steps)
+      if (s.kind == Step::Interp || (s.kind == Step::Sub && !freshOutputs(*s.sub)))
+        for (int in : s.in)
+          if (in >= 0) eligible[size_t(in)] = false;
+    int64_t arenaBytes = std::get<int64_t>(bytes->second);
+    for (Step& s : p.steps) {
+      if ((s.kind != Step::Jit && s.kind != Step::Native) || s.out.size() != 1 || !eligible[size_t(s.out[0])]) continue;
+      auto it = offsetOf.find(s.node->output(0)->name());
+      const Value* v = s.node->output(0);
+      if (it == offsetOf.end() || v->dtype() != DType::F32 || !v->shape().isStatic()) continue;
+      int64_t size = *v->shape().numel() * int64_t(sizeof(float));
+      if (it->second < 0 || it->second + size > arenaBytes) continue;
+      s.arenaOffset = it->second;
+      stats_.arenaValues++;
+    }
+    if (stats_.arenaValues == 0) return;
+    p.arena = std::shared_ptr<void>(std::aligned_alloc(64, size_t((arenaBytes + 63) / 64 * 64)), std::free);
+    FRICTION_CHECK(p.arena != nullptr, "cpu: out of memory allocating the " + std::to_string(arenaBytes) + "-byte arena");
+    stats_.arenaBytes = arenaBytes;
+  }
+
   size_t distinct() const { return distinct_.size(); }
   const std::string& lastError() const { return lastError_; }
 
@@ -291,6 +367,7 @@ class ProgramBuilder {
   KernelCache& cache_;
   CpuStats& stats_;
   CodegenOptions options_;
+  KernelSource* source_ = nullptr;
   std::vector<std::pair<const Node*, std::shared_ptr<KernelEntry>>> pending_;
   std::set<std::string> distinct_;
   std::string lastError_;
@@ -337,10 +414,14 @@ class CpuBackend : public Backend {
     auto program = builder.build(graph);
     builder.compilePending();
     builder.demoteFailed(*program);
+    builder.placeInArena(*program, graph);
     std::string d = "cpu: " + std::to_string(stats.kernelCalls) + " kernels compiled (" +
                     std::to_string(builder.distinct()) + " distinct), " + std::to_string(stats.nativeCalls) +
                     " native microkernel calls (conv, pool, softmax, layernorm), " + std::to_string(stats.fallbackNodes) +
-                    " nodes on interp fallback";
+                    " nodes on interp fallback, " +
+                    (stats.arenaValues ? "arena " + std::to_string(stats.arenaBytes / 1024) + " KiB for " +
+                                             std::to_string(stats.arenaValues) + " values (plan-memory)"
+                                       : std::string("no arena"));
     if (!stats.fallbackOps.empty()) {
       d += " [";
       bool first = true;
@@ -373,11 +454,69 @@ const CpuStats* cpuStats(const CompiledModel& model) {
   return m ? &m->stats() : nullptr;
 }
 
+namespace {
+// Records what compilePending asks for: the kernels a graph needs.
+class RecordingSource : public KernelSource {
+ public:
+  std::vector<std::pair<std::string, const Node*>> kernels_;
+  CompiledBatch kernels(const std::vector<const Node*>& nodes, const std::vector<std::string>& keys) override {
+    for (size_t i = 0; i < nodes.size(); ++i) kernels_.emplace_back(keys[i], nodes[i]);
+    CompiledBatch b;
+    b.entries.assign(nodes.size(), nullptr);
+    return b;
+  }
+};
+}  // namespace
+
+std::vector<std::pair<std::string, const Node*>> cpuKernelsOf(const Graph& graph, const CodegenOptions& options) {
+  KernelCache cache;
+  CpuStats stats;
+  RecordingSource recorder;
+  ProgramBuilder builder(cache, stats, options, &recorder);
+  auto program = builder.build(graph);
+  builder.compilePending();
+  return std::move(recorder.kernels_);
+}
+
+std::unique_ptr<CompiledModel> compileCpuWithKernels(const Graph& graph, const CodegenOptions& options,
+                                                     KernelSource& source, const std::string& what) {
+  auto t0 = std::chrono::steady_clock::now();
+  KernelCache cache;
+  CpuStats stats;
+  ProgramBuilder builder(cache, stats, options, &source);
+  auto program = builder.build(graph);
+  builder.compilePending();
+  builder.demoteFailed(*program);
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::string d = "cpu (" + what + "): " + std::to_string(stats.kernelCalls) + " kernel calls (" +
+                  std::to_string(stats.kernelsLoaded) + " distinct kernels loaded, " +
+                  std::to_string(stats.kernelsCompiled) + " compiled), " + std::to_string(stats.nativeCalls) +
+                  " native microkernel calls, " + std::to_string(stats.fallbackNodes) + " nodes on interp fallback";
+  if (!stats.fallbackOps.empty()) {
+    d += " [";
+    bool first = true;
+    for (const auto& [op, c] : stats.fallbackOps) {
+      d += (first ? "" : ", ") + op + " x" + std::to_string(c);
+      first = false;
+    }
+    d += "]";
+  }
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "; program built in %.0f ms (kernel lookup %.1f ms, no MLIR/LLVM)", ms, stats.compileMs);
+  d += buf;
+  if (!builder.lastError().empty()) d += "; last kernel error: " + builder.lastError().substr(0, 300);
+  return std::make_unique<CpuModel>(std::move(program), std::move(stats), std::move(d));
+}
+
 void registerCpuBackend() {
   registerBackend("cpu", [](const std::map<std::string, std::string>& options) -> std::unique_ptr<Backend> {
     CodegenOptions codegen;
+    if (options.count("aot")) {  // cpu?aot=FILE: an ahead-of-time artifact (Aot.h), compiled with its own options
+      FRICTION_CHECK(options.size() == 1, "backend cpu: aot=FILE takes no other option (the artifact fixed them)");
+      return createAotBackend(options.at("aot"));
+    }
     for (const auto& [k, v] : options) {
-      FRICTION_CHECK(k == "ukernels", "backend cpu: unknown option '" + k + "' (options: ukernels=on|off)");
+      FRICTION_CHECK(k == "ukernels", "backend cpu: unknown option '" + k + "' (options: ukernels=on|off, aot=FILE)");
       FRICTION_CHECK(v == "on" || v == "off", "backend cpu: ukernels must be on or off, got '" + v + "'");
       codegen.ukernels = v == "on";
     }

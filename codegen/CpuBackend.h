@@ -16,10 +16,34 @@ struct CpuStats {
   int64_t kernelsReused = 0;     // calls served by a kernel compiled earlier (cache hits)
   int64_t nativeCalls = 0;       // direct microkernel calls (NHWC conv/pool, softmax, layernorm)
   int64_t fallbackNodes = 0;     // nodes on the interpreter's kernels
+  int64_t arenaValues = 0;       // intermediates in the plan-memory arena
+  int64_t arenaBytes = 0;        // its size
   std::map<std::string, int64_t> fallbackOps;  // op -> count
   double compileMs = 0;          // total, MLIR build + lowering + JIT
   double buildMs = 0, lowerMs = 0, jitMs = 0;
+  int64_t kernelsLoaded = 0;     // distinct kernels taken from a KernelSource (an AOT artifact), not compiled
 };
+
+// Where the cpu backend takes its compiled kernels from when it is not the
+// JIT: an ahead-of-time artifact (codegen/Aot.h). The program around the
+// kernels (native microkernel steps, interpreter fallbacks, constants) is
+// built exactly as compile() builds it.
+class KernelSource {
+ public:
+  virtual ~KernelSource() = default;
+  // One entry per node; keys[i] is structuralKey(*nodes[i]). A null entry
+  // makes the node fall back to the interpreter (errors[i] says why); throw
+  // Error to refuse.
+  virtual CompiledBatch kernels(const std::vector<const Node*>& nodes, const std::vector<std::string>& keys) = 0;
+};
+
+// The distinct kernels the cpu backend needs for `graph` (structural key and
+// a node computing it), in the order compile() would build them. No MLIR work.
+std::vector<std::pair<std::string, const Node*>> cpuKernelsOf(const Graph& graph, const CodegenOptions& options = {});
+// A cpu model of `graph` (which must outlive it) whose kernels come from
+// `source` instead of the JIT; `what` names the source in description().
+std::unique_ptr<CompiledModel> compileCpuWithKernels(const Graph& graph, const CodegenOptions& options,
+                                                     KernelSource& source, const std::string& what);
 
 // The CPU backend object. Spec options: ukernels=on|off (default on).
 std::unique_ptr<Backend> createCpuBackend(const CodegenOptions& options = {});

@@ -59,6 +59,16 @@ Tensor Tensor::uninitialized(DType dtype, std::vector<int64_t> shape) {
   return t;
 }
 
+Tensor Tensor::view(DType dtype, std::vector<int64_t> shape, std::shared_ptr<void> storage) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.numel_ = checkedNumel(t.shape_);
+  t.defined_ = true;
+  t.data_ = std::move(storage);
+  return t;
+}
+
 Tensor Tensor::adoptString(DType dtype, std::vector<int64_t> shape, std::string&& bytes) {
   Tensor t;
   t.dtype_ = dtype;

@@ -18,6 +18,10 @@ class Tensor {
   Tensor(DType dtype, std::vector<int64_t> shape);  // zero-filled
   // Contents undefined: for outputs a kernel overwrites entirely (no memset pass).
   static Tensor uninitialized(DType dtype, std::vector<int64_t> shape);
+  // A tensor over memory someone else owns (`storage` keeps it alive and must
+  // point to at least byteSize() bytes, 64-byte aligned): e.g. a slot of a
+  // runtime's memory arena.
+  static Tensor view(DType dtype, std::vector<int64_t> shape, std::shared_ptr<void> storage);
   static Tensor adoptString(DType dtype, std::vector<int64_t> shape, std::string&& bytes);
   template <typename T>
   static Tensor fromVector(DType dtype, std::vector<int64_t> shape, const std::vector<T>& values) {

@@ -403,6 +403,41 @@ TEST_F(CpuBackendTest, SoftmaxAndLayerNormRunRowKernels) {
   }
 }
 
+TEST_F(CpuBackendTest, PlanMemoryPlacesIntermediatesInOneArena) {
+  // A chain of compiled kernels: with plan-memory its intermediates share one
+  // arena (slots reused along the chain); without it, none is placed.
+  auto make = [] {
+    auto g = std::make_unique<Graph>();
+    GraphBuilder b(*g);
+    Value* x = b.input("x", {DType::F32, {8, 32}});
+    for (int i = 0; i < 4; ++i) x = b.op("Tanh", {b.op("MatMul", {x, b.constant(randomTensor({32, 32}, 80 + i))})});
+    b.output(x);
+    return g;
+  };
+  std::vector<Tensor> inputs = {randomTensor({8, 32}, 90)};
+  auto want = interp::run(*make(), inputs);
+  for (bool plan : {true, false}) {
+    SCOPED_TRACE(plan ? "with plan-memory" : "without plan-memory");
+    auto g = make();
+    PipelineOptions o;
+    o.disable = {"dedup-patterns"};  // else the chain becomes pattern instances, planned inside by no one
+    if (!plan) o.disable.push_back("plan-memory");
+    runPipeline(*g, buildPipeline(o));
+    CpuRun r = runCpu(*g, inputs);
+    expectClose(r.outputs[0], want[0], 1e-5, "chain");
+    if (plan) {
+      EXPECT_GE(r.stats.arenaValues, 3) << r.description;
+      EXPECT_LT(r.stats.arenaBytes, r.stats.arenaValues * 8 * 32 * 4) << "slots are reused";
+    } else {
+      EXPECT_EQ(r.stats.arenaValues, 0) << r.description;
+    }
+    // A second run through the same arena gives the same result.
+    auto model = createBackend("cpu")->compile(*g);
+    model->run(inputs);
+    expectClose(model->run(inputs)[0], want[0], 1e-5, "second run");
+  }
+}
+
 // ---- zoo models ----
 
 struct ZooCase {
