@@ -487,6 +487,7 @@ std::unique_ptr<CompiledModel> compileCpuWithKernels(const Graph& graph, const C
   auto program = builder.build(graph);
   builder.compilePending();
   builder.demoteFailed(*program);
+  builder.placeInArena(*program, graph);  // as compile() does: the plan-memory arena from the graph's metadata
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::string d = "cpu (" + what + "): " + std::to_string(stats.kernelCalls) + " kernel calls (" +
                   std::to_string(stats.kernelsLoaded) + " distinct kernels loaded, " +

@@ -62,6 +62,7 @@ struct CompiledBatch {
   double buildMs = 0;             // building the MLIR (C++ builders)
   double lowerMs = 0;             // pass pipeline down to the LLVM dialect
   double jitMs = 0;               // translation to LLVM IR, O3 and machine code
+  std::vector<std::string> errors;  // optional, per entry: why it is null (a kernel source, CpuBackend.h)
 };
 
 // Choices of the code generator (cpu backend options).
@@ -73,6 +74,29 @@ struct CodegenOptions {
 // module and one JIT. Throws Error with MLIR's diagnostics on failure.
 // FRICTION_CG_DUMP=1 prints the module after each stage to stderr.
 CompiledBatch compileKernels(const std::vector<const Node*>& nodes, const CodegenOptions& options = {});
+
+// Ahead-of-time (codegen/Aot.h): the same kernels as compileKernels, as one
+// relocatable object file at `path` (PIC, LLVM O3, machine code for the host
+// CPU) instead of a JIT. Kernel i is the function names[i]; the object defines
+// packedSymbol(names[i]), a PackedFn like CompiledBatch::entries, and leaves
+// the microkernels (`_mlir_ciface_friction_sgemm*`, Microkernels.h) and libm
+// undefined. Throws Error on failure.
+struct ObjectStats {
+  double buildMs = 0;   // building the MLIR
+  double lowerMs = 0;   // pass pipeline down to the LLVM dialect
+  double objectMs = 0;  // translation to LLVM IR, O3, machine code into the object file
+};
+ObjectStats emitKernelObject(const std::vector<const Node*>& nodes, const std::vector<std::string>& names,
+                             const CodegenOptions& options, const std::string& path);
+// "_mlir__mlir_ciface_" + name: the packed entry of kernel `name` in such an object.
+std::string packedSymbol(const std::string& name);
+// The host CPU as LLVM's code generator targets it (no MLIR work): its name
+// and the features enabled on it ("avx2", "fma", ...), sorted.
+struct HostCpu {
+  std::string name;
+  std::vector<std::string> features;
+};
+HostCpu hostCpu();
 
 // The module of one kernel after each stage ("built", "interchanged",
 // "bufferized", "ukernels", "loops", "llvm"), for documentation and tests.

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   friction::cli::addInspect(app);
   friction::cli::addRun(app);
+  friction::cli::addCompile(app);
   friction::cli::addConformance(app);
   friction::cli::addZoo(app);
   friction::cli::addPasses(app);

@@ -107,6 +107,47 @@ expect_ok sweep-resume "$((24 - kept)) measured, $kept already stored" -- "$F" s
 expect_ok sweep-shard "4 in this shard" -- bash -c "'$F' sweep '$T/sweep.toml' --db '$T/shard.db' --shard 1/6 2>&1"
 expect_ok merge "merged 2 file" -- "$F" merge "$T/merged.db" "$T/sweep.db" "$T/shard.db"
 expect_error sweep-bad-spec "unknown key 'modles'" -- bash -c "printf 'modles = []\n' > '$T/bad.toml' && '$F' sweep '$T/bad.toml' --db '$T/bad.db'"
+# --dry-run lists the cells and their count without measuring or creating the store; `executors` pairs a
+# backend with a configuration instead of the backends x configs product.
+expect_ok sweep-dry-run "^zoo:resnet\?width=8&resolution=32&depth=1 interp batch 1 all-off.*24 cells \(12 in this shard\), dry run" -- bash -c "'$F' sweep '$T/sweep.toml' --db '$T/dry.db' --dry-run --shard 0/2 | tr '\n' ' ' && [[ ! -e '$T/dry.db' ]]"
+cat > "$T/executors.toml" <<'TOML'
+models = ["zoo:mlp?width=8&inputs=8"]
+depths = [1, 2]
+batches = [1, 4]
+executors = [{ backend = "interp", config = "all-off" }, { backend = "cpu", config = "default" }, { backend = "cpu" }]
+TOML
+expect_ok sweep-executors "depth=2 cpu batch 4 default .*12 cells" -- bash -c "'$F' sweep '$T/executors.toml' --dry-run | tr '\n' ' '"
+expect_error sweep-executors-with-backends "'executors' replaces 'backends'" -- bash -c "printf 'backends = [\"cpu\"]\n' >> '$T/executors.toml' && '$F' sweep '$T/executors.toml' --dry-run"
+expect_error sweep-bad-backend-option "unknown option 'lvl'" -- bash -c "printf 'models = [\"zoo:mlp\"]\nexecutors = [{ backend = \"ort?lvl=1\" }]\n' > '$T/badex.toml' && '$F' sweep '$T/badex.toml' --dry-run"
+# The study's specs parse and have the documented cell counts (docs/study.md).
+expect_ok study-spec "840 cells" -- "$F" sweep "$(dirname "$0")/../../benchmarks/specs/compiler-study.toml" --dry-run
+expect_ok study-small-spec "315 cells" -- "$F" sweep "$(dirname "$0")/../../benchmarks/specs/compiler-study-small.toml" --dry-run
+
+# Ahead-of-time artifacts (`friction compile`, docs/codegen.md): the .so runs without recompiling, gives the
+# JIT cpu backend's outputs, and bad artifacts get a clear message and exit 1.
+AOT_M="zoo:resnet?depth=2&width=8&resolution=16"
+expect_ok aot-compile "wrote .*r\.so: .* kernels, batch 2" -- "$F" compile "$AOT_M" --batch 2 -o "$T/aot/r.so"
+expect_ok aot-run "load .*no MLIR/LLVM work.*distinct kernels loaded, 0 compiled" -- "$F" run "$T/aot/r.so"
+expect_ok aot-run-json '"kernels_compiled": 0' -- bash -c "'$F' run '$T/aot/r.so' --json > '$T/aot/so.json' && cat '$T/aot/so.json'"
+expect_ok aot-jit-json '"outputs"' -- bash -c "'$F' run '$AOT_M' --batch 2 --backend cpu --json > '$T/aot/jit.json' && cat '$T/aot/jit.json'"
+expect_ok aot-matches-jit "^match$" -- python3 -c "
+import json, sys
+a, b = (json.load(open(p))['outputs'] for p in sys.argv[1:3])
+ok = len(a) == len(b) and all(x['shape'] == y['shape'] and all(abs(u - v) <= 1e-5 * max(1.0, abs(v))
+     for u, v in zip([x['min'], x['max'], x['mean']] + x['first'], [y['min'], y['max'], y['mean']] + y['first'])) for x, y in zip(a, b))
+print('match' if ok else 'differ: %s vs %s' % (a, b))" "$T/aot/so.json" "$T/aot/jit.json"
+expect_ok aot-run-outputs "output_0.pb" -- bash -c "'$F' run '$T/aot/r.so' --outputs '$T/aot/out' >/dev/null && ls '$T/aot/out'"
+expect_ok aot-backend-form "batch 2" -- "$F" run "$T/aot/r.so" --backend "cpu?aot=$T/aot/r.so"
+expect_ok aot-graph-on-interp "on interp, batch 2" -- "$F" run "$T/aot/r.so" --backend interp
+expect_ok aot-inspect "FLOPs" -- "$F" inspect "$T/aot/r.so"
+expect_ok aot-bench "median .* ms" -- "$F" bench "$T/aot/r.so" --reps 3 --warmup 1
+expect_error aot-missing "missing\.so.*No such file" -- "$F" run "$T/aot/missing.so"
+expect_error aot-not-elf "not-elf\.so' is not a friction artifact" -- bash -c "echo hello > '$T/aot/not-elf.so' && '$F' run '$T/aot/not-elf.so'"
+expect_error aot-foreign-so "is not a friction artifact" -- "$F" run /usr/lib/llvm-19/lib/libmlir_c_runner_utils.so
+expect_error aot-wrong-cpu "compiled for a different CPU .*this CPU lacks" -- env FRICTION_AOT_HOST_FEATURES=sse,sse2 "$F" run "$T/aot/r.so"
+expect_error aot-wrong-batch "compiled for batch 2, not 3" -- "$F" run "$T/aot/r.so" --batch 3
+expect_error aot-passes-fixed "passes were fixed" -- "$F" run "$T/aot/r.so" --disable fuse-epilogues
+expect_error aot-bad-output "must be a shared library path ending in .so" -- "$F" compile "$AOT_M" -o "$T/aot/r.onnx"
 
 # The ONNX Runtime bridge, when the project venv has onnxruntime.
 VENV_PY="$(dirname "$0")/../../.venv/bin/python"

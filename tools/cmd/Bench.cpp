@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "benchmarks/Protocol.h"
+#include "codegen/Aot.h"
 #include "tools/cmd/Commands.h"
 #include "tools/cmd/Common.h"
 
@@ -14,14 +15,24 @@ struct BenchArgs {
   std::string model;
   int64_t batch = 1;
   bool json = false;
+  bool batchGiven = false, backendGiven = false;
   PipelineOptions pipeline;
   bench::MeasureOptions measure;
 };
 
-void benchModel(const BenchArgs& a) {
-  auto optimized = loadAndOptimize(a.model, a.batch, a.pipeline);
+void benchModel(BenchArgs a) {
+  std::optional<int64_t> batch = a.batch;
+  if (codegen::isArtifactPath(a.model)) {
+    // An ahead-of-time artifact: its compiled code (backend cpu?aot=FILE; "compile" is the load), checked
+    // against its embedded graph on the interpreter (the unoptimized model is not in the artifact).
+    if (!a.batchGiven) batch = std::nullopt;
+    if (!a.backendGiven || a.measure.backend == "cpu") a.measure.backend = "cpu?aot=" + a.model;
+  }
+  auto optimized = loadAndOptimize(a.model, batch, a.pipeline);
+  if (!batch && !optimized->inputs().empty() && optimized->inputs()[0]->shape().rank() > 0)
+    a.batch = optimized->inputs()[0]->shape().staticDims()[0];
   std::unique_ptr<Graph> reference;
-  if (a.measure.checkOutputs) reference = loadForBatch(a.model, a.batch);
+  if (a.measure.checkOutputs) reference = loadForBatch(a.model, batch);
   bench::Measurement m = bench::measure(*optimized, reference.get(), a.measure);
   const auto& s = m.summary;
   if (a.json) {
@@ -54,7 +65,8 @@ void benchModel(const BenchArgs& a) {
   std::printf("  throughput %.1f samples/s  compile %.1f ms  peak RSS %.1f MB  harness overhead %.3f ms/run\n",
               1000.0 * double(a.batch) / s.median, m.compileMs, double(m.peakRssKb) / 1024, m.overheadMsPerRep);
   if (m.maxAbsError >= 0)
-    std::printf("  vs interp on the unoptimized model: max abs error %.3g, max rel error %.3g\n", m.maxAbsError,
+    std::printf("  vs interp on the %s: max abs error %.3g, max rel error %.3g\n",
+                codegen::isArtifactPath(a.model) ? "artifact's embedded graph" : "unoptimized model", m.maxAbsError,
                 m.maxRelError);
 }
 
@@ -63,9 +75,9 @@ void benchModel(const BenchArgs& a) {
 void addBench(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
   auto* cmd = app.add_subcommand("bench", "measure latency under the protocol (warm-up, repetitions, CI)");
-  cmd->add_option("model", args->model, "path to .onnx/.fir or zoo:ARCH?knobs")->required();
-  cmd->add_option("--backend", args->measure.backend, "interp, cpu, cuda, or a vendor bridge");
-  cmd->add_option("--batch", args->batch, "binds the symbolic batch dim")->check(CLI::PositiveNumber);
+  cmd->add_option("model", args->model, "path to .onnx/.fir, zoo:ARCH?knobs, or an OUT.so from `friction compile`")->required();
+  auto* backend = cmd->add_option("--backend", args->measure.backend, "interp, cpu, cuda, or a vendor bridge (OUT.so: its compiled code)");
+  auto* batch = cmd->add_option("--batch", args->batch, "binds the symbolic batch dim")->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", args->measure.warmup, "warm-up runs (not measured)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--reps", args->measure.reps, "maximum measured runs")->check(CLI::PositiveNumber);
   cmd->add_option("--min-reps", args->measure.minReps, "runs before the adaptive stop may end")->check(CLI::PositiveNumber);
@@ -76,7 +88,11 @@ void addBench(CLI::App& app) {
   cmd->add_flag("!--no-check", args->measure.checkOutputs, "skip the comparison with the interpreter");
   cmd->add_flag("--json", args->json, "machine-readable output with raw samples");
   addPipelineOptions(cmd, args->pipeline);
-  cmd->callback([args] { benchModel(*args); });
+  cmd->callback([args, batch, backend] {
+    args->batchGiven = batch->count() > 0;
+    args->backendGiven = backend->count() > 0;
+    benchModel(*args);
+  });
 }
 
 }  // namespace friction::cli

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "codegen/Aot.h"
 #include "frontend/ModelSource.h"
 #include "ir/Error.h"
 #include "ir/Specialize.h"
@@ -10,6 +11,16 @@
 namespace friction::cli {
 
 std::unique_ptr<Graph> loadForBatch(const std::string& spec, std::optional<int64_t> batch) {
+  if (codegen::isArtifactPath(spec)) {
+    // An ahead-of-time artifact (`friction compile`): its embedded, optimized, batch-bound graph.
+    auto a = codegen::Artifact::open(spec);
+    FRICTION_CHECK(!batch || *batch == a->info().batch, "'" + spec + "' was compiled for batch " +
+                                                            std::to_string(a->info().batch) + ", not " +
+                                                            std::to_string(*batch) +
+                                                            " (compile the model again with --batch " +
+                                                            std::to_string(*batch) + ")");
+    return a->graph();
+  }
   auto g = loadModel(spec);
   if (batch) bindInputDims(*g, batchBindings(*g, *batch));
   return g;
@@ -25,6 +36,12 @@ void addPipelineOptions(CLI::App* cmd, PipelineOptions& o) {
 
 std::unique_ptr<Graph> loadAndOptimize(const std::string& spec, std::optional<int64_t> batch, const PipelineOptions& options,
                                        const RunOptions& run, std::vector<PassRecord>* records) {
+  if (codegen::isArtifactPath(spec)) {
+    FRICTION_CHECK(options.disable.empty() && options.only.empty() && options.passes.empty(),
+                   "'" + spec + "' is a compiled artifact: its passes were fixed by `friction compile` "
+                   "(--disable/--only/--passes do not apply)");
+    return loadForBatch(spec, batch);
+  }
   std::vector<std::string> notes;
   std::vector<const PassInfo*> pipeline = buildPipeline(options, &notes);
   for (const auto& n : notes) std::cerr << "note: " << n << "\n";

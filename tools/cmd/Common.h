@@ -11,7 +11,9 @@
 namespace friction::cli {
 
 // Loads MODEL and, when the graph has a symbolic batch, binds it to `batch`
-// (nullopt keeps it symbolic).
+// (nullopt keeps it symbolic). MODEL may be an ahead-of-time artifact
+// (OUT.so from `friction compile`): its embedded graph, already optimized and
+// bound to the compiled batch (another `batch` is an error).
 std::unique_ptr<Graph> loadForBatch(const std::string& spec, std::optional<int64_t> batch);
 // "1.23 G" style numbers.
 std::string humanCount(double v);

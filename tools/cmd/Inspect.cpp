@@ -4,6 +4,7 @@
 
 #include "ir/OpRegistry.h"
 #include "ir/TextFormat.h"
+#include "codegen/Aot.h"
 #include "tools/cmd/Commands.h"
 #include "tools/cmd/Common.h"
 
@@ -20,8 +21,11 @@ nlohmann::json valueJson(const Value* v) {
   return {{"name", v->name()}, {"dtype", std::string(dtypeName(v->dtype()))}, {"shape", v->shape().str()}};
 }
 
-void inspect(const InspectArgs& a) {
-  auto g = loadForBatch(a.model, a.batch);
+void inspect(InspectArgs a) {
+  // An artifact (friction compile) is bound to its compiled batch: inspect that.
+  bool artifact = codegen::isArtifactPath(a.model);
+  auto g = loadForBatch(a.model, artifact ? std::nullopt : std::optional<int64_t>(a.batch));
+  if (artifact && !g->inputs().empty() && g->inputs()[0]->shape().rank() > 0) a.batch = g->inputs()[0]->shape().staticDims()[0];
   if (a.ir) {
     std::cout << printGraph(*g, PrintOptions{.maxConstantBytes = 64});
     return;

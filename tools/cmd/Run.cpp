@@ -4,6 +4,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "codegen/Aot.h"
 #include "frontend/onnx/TensorProto.h"
 #include "ir/Error.h"
 #include "runtime/Backend.h"
@@ -21,6 +22,7 @@ struct RunArgs {
   int64_t batch = 1;
   uint64_t seed = 0;
   bool json = false;
+  bool batchGiven = false, backendGiven = false;
   PipelineOptions pipeline;
 };
 
@@ -45,12 +47,44 @@ nlohmann::json summary(const std::string& name, const Tensor& t) {
 }
 
 void runModel(const RunArgs& a) {
-  auto g = loadAndOptimize(a.model, a.batch, a.pipeline);
+  // An ahead-of-time artifact (`friction compile`) runs its own compiled code
+  // (backend cpu, the default for it); another --backend runs its embedded graph.
+  bool artifact = codegen::isArtifactPath(a.model) && (!a.backendGiven || a.backend == "cpu");
+  std::string backendName = artifact ? "cpu (aot)" : a.backend;
+  codegen::LoadedArtifact loaded;
+  std::unique_ptr<Graph> owned;
+  const Graph* g = nullptr;
+  std::unique_ptr<CompiledModel> compiled;
+  int64_t batch = a.batch;
+  std::chrono::steady_clock::time_point t0, t1;
+  if (artifact) {
+    t0 = std::chrono::steady_clock::now();
+    loaded = codegen::loadArtifact(a.model);
+    t1 = std::chrono::steady_clock::now();
+    batch = loaded.artifact->info().batch;
+    FRICTION_CHECK(!a.batchGiven || a.batch == batch,
+                   "'" + a.model + "' was compiled for batch " + std::to_string(batch) + ", not " +
+                       std::to_string(a.batch) + " (compile the model again with --batch " + std::to_string(a.batch) + ")");
+    FRICTION_CHECK(a.pipeline.disable.empty() && a.pipeline.only.empty() && a.pipeline.passes.empty(),
+                   "'" + a.model + "' is a compiled artifact: its passes were fixed by `friction compile`");
+    g = loaded.graph.get();
+    compiled = std::move(loaded.model);
+  } else {
+    owned = loadAndOptimize(a.model, codegen::isArtifactPath(a.model) && !a.batchGiven ? std::nullopt
+                                                                                       : std::optional<int64_t>(a.batch),
+                            a.pipeline);
+    g = owned.get();
+    if (codegen::isArtifactPath(a.model) && !g->inputs().empty() && g->inputs()[0]->shape().rank() > 0)
+      batch = g->inputs()[0]->shape().staticDims()[0];
+  }
   std::vector<Tensor> inputs = a.inputsDir.empty() ? seededInputs(*g, a.seed) : readInputs(*g, a.inputsDir);
-  auto backend = createBackend(a.backend);
-  auto t0 = std::chrono::steady_clock::now();
-  auto compiled = backend->compile(*g);
-  auto t1 = std::chrono::steady_clock::now();
+  if (!artifact) {
+    auto backend = createBackend(a.backend);
+    t0 = std::chrono::steady_clock::now();
+    compiled = backend->compile(*g);
+    t1 = std::chrono::steady_clock::now();
+  }
+  auto t1b = std::chrono::steady_clock::now();
   std::vector<Tensor> outputs = compiled->run(inputs);
   auto t2 = std::chrono::steady_clock::now();
   if (!a.outputsDir.empty()) {
@@ -60,15 +94,29 @@ void runModel(const RunArgs& a) {
                               g->outputs()[i]->name());
   }
   double compileMs = std::chrono::duration<double, std::milli>(t1 - t0).count();
-  double runMs = std::chrono::duration<double, std::milli>(t2 - t1).count();
-  nlohmann::json j{{"model", a.model}, {"backend", a.backend}, {"batch", a.batch}, {"compile_ms", compileMs}, {"run_ms", runMs}};
+  double runMs = std::chrono::duration<double, std::milli>(t2 - t1b).count();
+  nlohmann::json j{{"model", a.model}, {"backend", backendName}, {"batch", batch}, {"compile_ms", compileMs}, {"run_ms", runMs}};
+  if (artifact) {
+    const codegen::CpuStats* st = codegen::artifactStats(*compiled);
+    j["load"] = {{"open_ms", loaded.openMs}, {"graph_parse_ms", loaded.parseMs}, {"program_ms", loaded.programMs},
+                 {"kernels_compiled", st ? st->kernelsCompiled : 0}, {"kernels_loaded", st ? st->kernelsLoaded : 0},
+                 {"compiled_for", loaded.artifact->info().cpu}, {"friction_revision", loaded.artifact->info().revision}};
+    j["executor"] = compiled->description();
+  }
   for (size_t i = 0; i < outputs.size(); ++i) j["outputs"].push_back(summary(g->outputs()[i]->name(), outputs[i]));
   if (a.json) {
     std::cout << j.dump(2) << "\n";
     return;
   }
-  std::printf("%s on %s, batch %ld: compile %.1f ms, run %.1f ms (single run; use `friction bench` to measure)\n",
-              a.model.c_str(), a.backend.c_str(), long(a.batch), compileMs, runMs);
+  if (artifact) {
+    std::printf("%s on %s, batch %ld: load %.1f ms (open %.1f, graph parse %.1f, program %.1f; no MLIR/LLVM work), "
+                "run %.1f ms (single run; use `friction bench` to measure)\n  %s\n",
+                a.model.c_str(), backendName.c_str(), long(batch), compileMs, loaded.openMs, loaded.parseMs,
+                loaded.programMs, runMs, compiled->description().c_str());
+  } else {
+    std::printf("%s on %s, batch %ld: compile %.1f ms, run %.1f ms (single run; use `friction bench` to measure)\n",
+                a.model.c_str(), a.backend.c_str(), long(batch), compileMs, runMs);
+  }
   for (const auto& o : j["outputs"]) {
     std::cout << "  " << o["name"].get<std::string>() << " " << o["dtype"].get<std::string>() << o["shape"].dump()
               << "  min " << o["min"] << "  max " << o["max"] << "  mean " << o["mean"] << "\n    first " << o["first"].dump() << "\n";
@@ -80,15 +128,19 @@ void runModel(const RunArgs& a) {
 void addRun(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   auto* cmd = app.add_subcommand("run", "run a model once and print or save its outputs");
-  cmd->add_option("model", args->model, "path to .onnx/.fir or zoo:ARCH?knobs")->required();
-  cmd->add_option("--backend", args->backend, "interp (reference), cpu, cuda, or a vendor bridge");
-  cmd->add_option("--batch", args->batch, "binds the symbolic batch dim")->check(CLI::PositiveNumber);
+  cmd->add_option("model", args->model, "path to .onnx/.fir, zoo:ARCH?knobs, or an OUT.so from `friction compile`")->required();
+  auto* backend = cmd->add_option("--backend", args->backend, "interp (reference), cpu, cuda, or a vendor bridge (OUT.so: its compiled code; another backend runs its graph)");
+  auto* batch = cmd->add_option("--batch", args->batch, "binds the symbolic batch dim")->check(CLI::PositiveNumber);
   cmd->add_option("--inputs", args->inputsDir, "folder with input_<i>.pb (TensorProto); default: seeded random inputs");
   cmd->add_option("--outputs", args->outputsDir, "folder to write output_<i>.pb to");
   cmd->add_option("--seed", args->seed, "seed of the generated inputs");
   cmd->add_flag("--json", args->json, "machine-readable output");
   addPipelineOptions(cmd, args->pipeline);
-  cmd->callback([args] { runModel(*args); });
+  cmd->callback([args, batch, backend] {
+    args->batchGiven = batch->count() > 0;
+    args->backendGiven = backend->count() > 0;
+    runModel(*args);
+  });
 }
 
 }  // namespace friction::cli
