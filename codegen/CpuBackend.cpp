@@ -24,6 +24,7 @@
 #include "codegen/Kernels.h"
 #include "codegen/NativeKernels.h"
 #include "ir/Error.h"
+#include "runtime/SlotProgram.h"
 #include "runtime/interp/KernelRegistry.h"
 #include "runtime/ukernels/Sgemm.h"
 
@@ -39,7 +40,7 @@ using KernelCache = std::unordered_map<std::string, std::shared_ptr<KernelEntry>
 
 struct Program;
 
-struct Step {
+struct Step : SlotStep {
   enum Kind { Jit, Interp, Sub, Native } kind = Interp;
   const Node* node = nullptr;
   std::shared_ptr<KernelEntry> kernel;      // Jit; Native with an epilogue
@@ -47,16 +48,10 @@ struct Step {
   std::vector<int> nativeIn;                // slots of the native op's inputs
   const interp::Kernel* interpKernel = nullptr;
   std::unique_ptr<Program> sub;
-  std::vector<int> in, out;  // slots; -1 for absent inputs
-  std::vector<int> release;  // slots whose last use is this step
   int64_t arenaOffset = -1;  // output 0 lives in the program's arena at this offset (plan-memory)
 };
 
-struct Program {
-  int numSlots = 0;
-  std::vector<int> inputSlots, outputSlots;
-  std::vector<std::pair<int, Tensor>> constants;
-  std::vector<Step> steps;
+struct Program : SlotProgram<Step> {
   // One buffer for the intermediates plan-memory placed (top level only); a
   // model therefore runs one inference at a time.
   std::shared_ptr<void> arena;
@@ -113,12 +108,7 @@ void callKernel(const Step& s, const std::vector<Tensor>& env, std::vector<Tenso
 }
 
 std::vector<Tensor> Program::run(const std::vector<Tensor>& inputs) const {
-  FRICTION_CHECK(inputs.size() == inputSlots.size(), "model takes " + std::to_string(inputSlots.size()) +
-                                                         " inputs, got " + std::to_string(inputs.size()));
-  std::vector<Tensor> env(static_cast<size_t>(numSlots));
-  for (const auto& [slot, t] : constants) env[size_t(slot)] = t;
-  for (size_t i = 0; i < inputs.size(); ++i) env[size_t(inputSlots[i])] = inputs[i];
-  std::vector<Tensor> args, outs;
+  std::vector<Tensor> env = initialSlots(inputs), args, outs;
   for (const Step& s : steps) {
     args.clear();
     auto output0 = [&] {
@@ -138,15 +128,9 @@ std::vector<Tensor> Program::run(const std::vector<Tensor>& inputs) const {
       for (int slot : s.in) args.push_back(slot < 0 ? Tensor() : env[size_t(slot)]);
       outs = s.kind == Step::Sub ? s.sub->run(args) : (*s.interpKernel)(*s.node, args);
     }
-    for (size_t o = 0; o < s.out.size() && o < outs.size(); ++o) env[size_t(s.out[o])] = std::move(outs[o]);
-    for (int slot : s.release) env[size_t(slot)] = Tensor();
+    finishStep(s, outs, env);
   }
-  std::vector<Tensor> results;
-  for (int slot : outputSlots) {
-    FRICTION_CHECK(env[size_t(slot)].defined(), "cpu: an output was not computed");
-    results.push_back(env[size_t(slot)]);
-  }
-  return results;
+  return results(env, "cpu");
 }
 
 // Builds programs, collecting kernels that are not in the cache yet.
@@ -170,12 +154,7 @@ class ProgramBuilder {
       for (const Value* v : vs) out.push_back(resolve(v));
       return out;
     };
-    std::unordered_map<const Value*, int> slot;
-    auto slotOf = [&](const Value* v) {
-      auto [it, fresh] = slot.emplace(v, p->numSlots);
-      if (fresh) p->numSlots++;
-      return it->second;
-    };
+    auto slotOf = [&](const Value* v) { return p->slotOf(v); };
     for (const Value* v : g.inputs()) p->inputSlots.push_back(slotOf(v));
     for (const Value* v : g.initializers()) p->constants.emplace_back(slotOf(v), v->constant());
     const auto& registry = interp::KernelRegistry::instance();
@@ -236,16 +215,7 @@ class ProgramBuilder {
       p->steps.push_back(std::move(s));
     }
     for (const Value* v : g.outputs()) p->outputSlots.push_back(slotOf(v));
-    // Release each intermediate after its last use.
-    std::vector<int> last(size_t(p->numSlots), -1);
-    for (size_t i = 0; i < p->steps.size(); ++i)
-      for (int in : p->steps[i].in)
-        if (in >= 0) last[size_t(in)] = int(i);
-    for (int o : p->outputSlots) last[size_t(o)] = -1;
-    for (const auto& [c, t] : p->constants) last[size_t(c)] = -1;
-    for (int in : p->inputSlots) last[size_t(in)] = -1;  // the caller's tensors
-    for (size_t sl = 0; sl < last.size(); ++sl)
-      if (last[sl] >= 0) p->steps[size_t(last[sl])].release.push_back(int(sl));
+    p->computeReleases();
     return p;
   }
 
@@ -373,6 +343,13 @@ class ProgramBuilder {
   std::string lastError_;
 };
 
+// " [Op xN, ...]" of the nodes on the interpreter, or "".
+std::string fallbackList(const CpuStats& stats) {
+  std::string d;
+  for (const auto& [op, c] : stats.fallbackOps) d += (d.empty() ? " [" : ", ") + op + " x" + std::to_string(c);
+  return d.empty() ? d : d + "]";
+}
+
 // The model's constants are declared immutable to the microkernels for the
 // model's lifetime, so GEMMs pack constant weights once (Sgemm.h).
 void forEachConstant(const Program& p, const std::function<void(const Tensor&)>& fn) {
@@ -422,17 +399,9 @@ class CpuBackend : public Backend {
                     (stats.arenaValues ? "arena " + std::to_string(stats.arenaBytes / 1024) + " KiB for " +
                                              std::to_string(stats.arenaValues) + " values (plan-memory)"
                                        : std::string("no arena"));
-    if (!stats.fallbackOps.empty()) {
-      d += " [";
-      bool first = true;
-      for (const auto& [op, c] : stats.fallbackOps) {
-        d += (first ? "" : ", ") + op + " x" + std::to_string(c);
-        first = false;
-      }
-      d += "]";
-    }
+    d += fallbackList(stats);
     char buf[160];
-    std::snprintf(buf, sizeof buf, "; MLIR 19 linalg, %s, LLVM O3; compile %.0f ms (build %.0f, lower %.0f, jit %.0f)",
+    std::snprintf(buf, sizeof buf, "; MLIR 19 linalg, %s, LLVM O2; compile %.0f ms (build %.0f, lower %.0f, jit %.0f)",
                   options_.ukernels ? (std::string("sgemm ukernel ") + ukernels::sgemmIsa()).c_str() : "matmul loops",
                   stats.compileMs, stats.buildMs, stats.lowerMs, stats.jitMs);
     d += buf;
@@ -493,15 +462,7 @@ std::unique_ptr<CompiledModel> compileCpuWithKernels(const Graph& graph, const C
                   std::to_string(stats.kernelsLoaded) + " distinct kernels loaded, " +
                   std::to_string(stats.kernelsCompiled) + " compiled), " + std::to_string(stats.nativeCalls) +
                   " native microkernel calls, " + std::to_string(stats.fallbackNodes) + " nodes on interp fallback";
-  if (!stats.fallbackOps.empty()) {
-    d += " [";
-    bool first = true;
-    for (const auto& [op, c] : stats.fallbackOps) {
-      d += (first ? "" : ", ") + op + " x" + std::to_string(c);
-      first = false;
-    }
-    d += "]";
-  }
+  d += fallbackList(stats);
   char buf[96];
   std::snprintf(buf, sizeof buf, "; program built in %.0f ms (kernel lookup %.1f ms, no MLIR/LLVM)", ms, stats.compileMs);
   d += buf;

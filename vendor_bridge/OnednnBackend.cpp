@@ -35,6 +35,7 @@
 
 #include "ir/Error.h"
 #include "ir/ops/NnShapes.h"
+#include "runtime/SlotProgram.h"
 #include "runtime/interp/KernelRegistry.h"
 #include "vendor_bridge/Bridges.h"
 
@@ -74,7 +75,7 @@ struct RtArg {
   memory::desc md;
 };
 
-struct Step {
+struct Step : SlotStep {
   enum Kind { Prim, Interp, Sub } kind = Interp;
   const Node* node = nullptr;
   dnnl::primitive prim;
@@ -84,16 +85,9 @@ struct Step {
   std::vector<int64_t> outShape;
   const interp::Kernel* interpKernel = nullptr;
   std::unique_ptr<Program> sub;
-  std::vector<int> in, out;  // slots; -1 for absent inputs
-  std::vector<int> release;  // slots whose last use is this step
 };
 
-struct Program {
-  int numSlots = 0;
-  std::vector<int> inputSlots, outputSlots;
-  std::vector<std::pair<int, Tensor>> constants;
-  std::vector<Step> steps;
-
+struct Program : SlotProgram<Step> {
   std::vector<Tensor> run(Context& ctx, const std::vector<Tensor>& inputs) const;
 };
 
@@ -115,29 +109,18 @@ Tensor runPrimitive(Context& ctx, const Step& s, const std::vector<Tensor>& env)
 }
 
 std::vector<Tensor> Program::run(Context& ctx, const std::vector<Tensor>& inputs) const {
-  FRICTION_CHECK(inputs.size() == inputSlots.size(), "model takes " + std::to_string(inputSlots.size()) +
-                                                         " inputs, got " + std::to_string(inputs.size()));
-  std::vector<Tensor> env(static_cast<size_t>(numSlots));
-  for (const auto& [slot, t] : constants) env[size_t(slot)] = t;
-  for (size_t i = 0; i < inputs.size(); ++i) env[size_t(inputSlots[i])] = inputs[i];
-  std::vector<Tensor> args, outs;
+  std::vector<Tensor> env = initialSlots(inputs), args, outs;
   for (const Step& s : steps) {
     if (s.kind == Step::Prim) {
-      env[size_t(s.out[0])] = runPrimitive(ctx, s, env);
+      outs.assign(1, runPrimitive(ctx, s, env));
     } else {
       args.clear();
       for (int slot : s.in) args.push_back(slot < 0 ? Tensor() : env[size_t(slot)]);
       outs = s.kind == Step::Sub ? s.sub->run(ctx, args) : (*s.interpKernel)(*s.node, args);
-      for (size_t o = 0; o < s.out.size() && o < outs.size(); ++o) env[size_t(s.out[o])] = std::move(outs[o]);
     }
-    for (int slot : s.release) env[size_t(slot)] = Tensor();
+    finishStep(s, outs, env);
   }
-  std::vector<Tensor> results;
-  for (int slot : outputSlots) {
-    FRICTION_CHECK(env[size_t(slot)].defined(), "onednn: an output was not computed");
-    results.push_back(env[size_t(slot)]);
-  }
-  return results;
+  return results(env, "onednn");
 }
 
 // ---------------------------------------------------------------------------
@@ -261,6 +244,15 @@ memory reordered(Context& ctx, const Tensor& t, const memory::desc& plain, const
   ctx.strm.wait();
   d.reorders++;
   return dst;
+}
+
+// Binds the weights: a constant once, reordered to the primitive's choice;
+// otherwise the run-time operand in its plain layout.
+void bindWeights(Context& ctx, Draft& d, const Tensor* constant, const Operand& plain, const memory::desc& want) {
+  if (constant)
+    d.fixed.emplace_back(DNNL_ARG_WEIGHTS, reordered(ctx, *constant, plain.md(), want, d));
+  else
+    d.rt.emplace_back(DNNL_ARG_WEIGHTS, plain);
 }
 
 dnnl::primitive_attr attrWith(const std::vector<Post>& posts, Context& ctx, Draft& d) {
@@ -424,10 +416,7 @@ class Drafter {
     dnnl::convolution_forward::primitive_desc pd(desc, attr, ctx_.eng);
     need(pd.src_desc() == srcMd && pd.dst_desc() == dstMd);
     d.rt.emplace_back(DNNL_ARG_SRC, src);
-    if (wConst)
-      d.fixed.emplace_back(DNNL_ARG_WEIGHTS, reordered(ctx_, *wConst, wPlain, pd.weights_desc(), d));
-    else
-      d.rt.emplace_back(DNNL_ARG_WEIGHTS, Operand{w, wd, wTag});
+    bindWeights(ctx_, d, wConst, Operand{w, wd, wTag}, pd.weights_desc());
     if (bConst)
       d.fixed.emplace_back(DNNL_ARG_BIAS, constMemory(ctx_, *bConst, bMd));
     else if (b)
@@ -459,10 +448,7 @@ class Drafter {
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(A.md(), bWant, dstMd), attr, ctx_.eng);
     need(pd.src_desc() == A.md() && pd.dst_desc() == dstMd);
     d.rt.emplace_back(DNNL_ARG_SRC, A);
-    if (bConst)
-      d.fixed.emplace_back(DNNL_ARG_WEIGHTS, reordered(ctx_, *bConst, B.md(), pd.weights_desc(), d));
-    else
-      d.rt.emplace_back(DNNL_ARG_WEIGHTS, B);
+    bindWeights(ctx_, d, bConst, B, pd.weights_desc());
     d.prim = dnnl::matmul(pd);
     d.dst = dstMd;
     return d;
@@ -514,10 +500,7 @@ class Drafter {
     dnnl::matmul::primitive_desc pd(desc, attr, ctx_.eng);
     need(pd.src_desc() == A.md() && pd.dst_desc() == dstMd);
     d.rt.emplace_back(DNNL_ARG_SRC, A);
-    if (bConst)
-      d.fixed.emplace_back(DNNL_ARG_WEIGHTS, reordered(ctx_, *bConst, B.md(), pd.weights_desc(), d));
-    else
-      d.rt.emplace_back(DNNL_ARG_WEIGHTS, B);
+    bindWeights(ctx_, d, bConst, B, pd.weights_desc());
     if (biasMd) {
       if (cConst)
         d.fixed.emplace_back(DNNL_ARG_BIAS, constMemory(ctx_, *cConst, *biasMd));
@@ -768,12 +751,7 @@ class ProgramBuilder {
   // body's inputs bound to constants outside).
   std::unique_ptr<Program> build(const Graph& g, const std::unordered_map<const Value*, Tensor>& known = {}) {
     auto p = std::make_unique<Program>();
-    std::unordered_map<const Value*, int> slot;
-    auto slotOf = [&](const Value* v) {
-      auto [it, fresh] = slot.emplace(v, p->numSlots);
-      if (fresh) p->numSlots++;
-      return it->second;
-    };
+    auto slotOf = [&](const Value* v) { return p->slotOf(v); };
     std::unordered_map<const Value*, Tensor> consts = known;
     Scope sc{nullptr, &consts};
     for (const Value* v : g.inputs()) p->inputSlots.push_back(slotOf(v));
@@ -883,16 +861,7 @@ class ProgramBuilder {
       p->steps.push_back(std::move(*s));
     }
     for (const Value* v : g.outputs()) p->outputSlots.push_back(slotOf(v));
-    // Release each intermediate after its last use.
-    std::vector<int> last(size_t(p->numSlots), -1);
-    for (size_t i = 0; i < p->steps.size(); ++i)
-      for (int in : p->steps[i].in)
-        if (in >= 0) last[size_t(in)] = int(i);
-    for (int o : p->outputSlots) last[size_t(o)] = -1;
-    for (const auto& [c, t] : p->constants) last[size_t(c)] = -1;
-    for (int in : p->inputSlots) last[size_t(in)] = -1;  // the caller's tensors
-    for (size_t sl = 0; sl < last.size(); ++sl)
-      if (last[sl] >= 0) p->steps[size_t(last[sl])].release.push_back(int(sl));
+    p->computeReleases();
     return p;
   }
 

@@ -34,28 +34,42 @@ void gatherPatch(const Conv2d& g, const float* x, int64_t n, int64_t oh, int64_t
   }
 }
 
-void depthwise(const Conv2d& g, const float* x, const float* w, const float* bias, float* y) {
-  const int64_t C = g.C;
+// Runs `cell(out, in, r, s)` for every in-bounds window cell of every output
+// pixel (NHWC rows of C channels), pixels spread over threads; `start(out)`
+// initializes a pixel, `finish(out, cells)` completes it.
+template <typename Start, typename Cell, typename Finish>
+void forEachWindow(const Conv2d& g, const float* x, float* y, int64_t C, Start start, Cell cell, Finish finish) {
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t n = 0; n < g.N; ++n)
-    for (int64_t oh = 0; oh < g.OH; ++oh) {
+    for (int64_t oh = 0; oh < g.OH; ++oh)
       for (int64_t ow = 0; ow < g.OW; ++ow) {
         float* out = y + ((n * g.OH + oh) * g.OW + ow) * C;
-        for (int64_t c = 0; c < C; ++c) out[c] = bias ? bias[c] : 0.f;
+        start(out);
+        int64_t cells = 0;
         for (int64_t r = 0; r < g.R; ++r) {
           int64_t ih = oh * g.strideH - g.padTop + r * g.dilH;
           if (ih < 0 || ih >= g.H) continue;
           for (int64_t s = 0; s < g.S; ++s) {
             int64_t iw = ow * g.strideW - g.padLeft + s * g.dilW;
             if (iw < 0 || iw >= g.W) continue;
-            const float* in = x + ((n * g.H + ih) * g.W + iw) * C;
-            const float* wk = w + (r * g.S + s) * C;
-#pragma omp simd
-            for (int64_t c = 0; c < C; ++c) out[c] += in[c] * wk[c];
+            cell(out, x + ((n * g.H + ih) * g.W + iw) * C, r, s);
+            ++cells;
           }
         }
+        finish(out, cells);
       }
-    }
+}
+
+void depthwise(const Conv2d& g, const float* x, const float* w, const float* bias, float* y) {
+  const int64_t C = g.C;
+  forEachWindow(
+      g, x, y, C, [&](float* out) { for (int64_t c = 0; c < C; ++c) out[c] = bias ? bias[c] : 0.f; },
+      [&](float* out, const float* in, int64_t r, int64_t s) {
+        const float* wk = w + (r * g.S + s) * C;
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) out[c] += in[c] * wk[c];
+      },
+      [](float*, int64_t) {});
 }
 
 }  // namespace
@@ -102,36 +116,23 @@ void convNhwc(const Conv2d& g, const float* x, const float* packedW, const float
 
 void poolNhwc(const Conv2d& g, PoolKind kind, const float* x, float* y) {
   const int64_t C = g.C;
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t n = 0; n < g.N; ++n)
-    for (int64_t oh = 0; oh < g.OH; ++oh)
-      for (int64_t ow = 0; ow < g.OW; ++ow) {
-        float* out = y + ((n * g.OH + oh) * g.OW + ow) * C;
-        float init = kind == PoolKind::Max ? -std::numeric_limits<float>::infinity() : 0.f;
-        for (int64_t c = 0; c < C; ++c) out[c] = init;
-        int64_t cells = 0;
-        for (int64_t r = 0; r < g.R; ++r) {
-          int64_t ih = oh * g.strideH - g.padTop + r * g.dilH;
-          if (ih < 0 || ih >= g.H) continue;
-          for (int64_t s = 0; s < g.S; ++s) {
-            int64_t iw = ow * g.strideW - g.padLeft + s * g.dilW;
-            if (iw < 0 || iw >= g.W) continue;
-            const float* in = x + ((n * g.H + ih) * g.W + iw) * C;
-            ++cells;
-            if (kind == PoolKind::Max) {
+  const float init = kind == PoolKind::Max ? -std::numeric_limits<float>::infinity() : 0.f;
+  forEachWindow(
+      g, x, y, C, [&](float* out) { std::fill(out, out + C, init); },
+      [&](float* out, const float* in, int64_t, int64_t) {
+        if (kind == PoolKind::Max) {
 #pragma omp simd
-              for (int64_t c = 0; c < C; ++c) out[c] = std::max(out[c], in[c]);
-            } else {
+          for (int64_t c = 0; c < C; ++c) out[c] = std::max(out[c], in[c]);
+        } else {
 #pragma omp simd
-              for (int64_t c = 0; c < C; ++c) out[c] += in[c];
-            }
-          }
+          for (int64_t c = 0; c < C; ++c) out[c] += in[c];
         }
-        if (kind != PoolKind::Max) {
-          float inv = 1.f / float(kind == PoolKind::Average ? std::max<int64_t>(cells, 1) : g.R * g.S);
-          for (int64_t c = 0; c < C; ++c) out[c] *= inv;
-        }
-      }
+      },
+      [&](float* out, int64_t cells) {
+        if (kind == PoolKind::Max) return;
+        float inv = 1.f / float(kind == PoolKind::Average ? std::max<int64_t>(cells, 1) : g.R * g.S);
+        for (int64_t c = 0; c < C; ++c) out[c] *= inv;
+      });
 }
 
 void globalAveragePoolNhwc(int64_t N, int64_t HW, int64_t C, const float* x, float* y) {

@@ -18,26 +18,14 @@
 #include "passes/PassManager.h"
 #include "runtime/Inputs.h"
 #include "runtime/interp/Interpreter.h"
+#include "tests/codegen/BackendTestUtil.h"
 
 namespace fs = std::filesystem;
 
 namespace friction {
 namespace {
 
-// |got - want| <= rtol * (|want| + 1e-2 * max|want|).
-void expectClose(const Tensor& got, const Tensor& want, double rtol, const std::string& what) {
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  double scale = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) scale = std::max(scale, std::abs(double(want.data<float>()[i])));
-  int bad = 0;
-  for (int64_t i = 0; i < want.numel() && bad < 5; ++i) {
-    double g = got.data<float>()[i], w = want.data<float>()[i];
-    if (!(std::abs(g - w) <= rtol * (std::abs(w) + 1e-2 * std::max(scale, 1e-3)))) {
-      ADD_FAILURE() << what << ": element " << i << " is " << g << ", expected " << w;
-      bad++;
-    }
-  }
-}
+using test::expectClose;
 
 struct TempDir {
   fs::path path;

@@ -20,37 +20,16 @@
 #include "runtime/interp/Interpreter.h"
 #include "vendor_bridge/Bridges.h"
 #include "vendor_bridge/OnednnBackend.h"
+#include "tests/codegen/BackendTestUtil.h"
 
 namespace friction {
 namespace {
 
+using test::expectClose;
+using test::randomTensor;
+
 using Dims = std::vector<int64_t>;
 constexpr double kRtol = 1e-4;
-
-Tensor randomTensor(const Dims& shape, uint64_t seed, float lo = -2, float hi = 2) {
-  Tensor t(DType::F32, shape);
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
-
-void expectClose(const Tensor& got, const Tensor& want, double rtol, const std::string& what) {
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  ASSERT_EQ(got.dtype(), want.dtype()) << what;
-  double scale = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) scale = std::max(scale, std::abs(double(want.data<float>()[i])));
-  double atol = rtol * std::max(scale, 1e-3) * 1e-2;
-  int bad = 0;
-  for (int64_t i = 0; i < want.numel() && bad < 5; ++i) {
-    double g = got.data<float>()[i], w = want.data<float>()[i];
-    if (std::isnan(w) && std::isnan(g)) continue;
-    if (!(std::abs(g - w) <= rtol * std::abs(w) + atol)) {
-      ADD_FAILURE() << what << ": element " << i << " is " << g << ", interp says " << w;
-      bad++;
-    }
-  }
-}
 
 struct DnnlRun {
   std::vector<Tensor> outputs;

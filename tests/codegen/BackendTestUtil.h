@@ -1,0 +1,44 @@
+// Helpers the backend tests share (cpu, onednn, AOT artifacts): seeded random
+// tensors and an element-wise comparison against a reference.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ir/Tensor.h"
+
+namespace friction::test {
+
+inline Tensor randomTensor(const std::vector<int64_t>& shape, uint64_t seed, float lo = -2, float hi = 2) {
+  Tensor t(DType::F32, shape);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
+  return t;
+}
+
+// |got - want| <= rtol * (|want| + 1e-2 * max|want|): relative, with an
+// absolute floor at 1% of the output's scale (small logits carry the rounding
+// of large ones). NaN matches NaN. Reports at most 5 elements.
+inline void expectClose(const Tensor& got, const Tensor& want, double rtol, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  ASSERT_EQ(got.dtype(), want.dtype()) << what;
+  double scale = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) scale = std::max(scale, std::abs(double(want.data<float>()[i])));
+  double atol = rtol * std::max(scale, 1e-3) * 1e-2;
+  int bad = 0;
+  for (int64_t i = 0; i < want.numel() && bad < 5; ++i) {
+    double g = got.data<float>()[i], w = want.data<float>()[i];
+    if (std::isnan(w) && std::isnan(g)) continue;
+    if (!(std::abs(g - w) <= rtol * std::abs(w) + atol)) {
+      ADD_FAILURE() << what << ": element " << i << " is " << g << ", reference says " << w;
+      bad++;
+    }
+  }
+}
+
+}  // namespace friction::test
