@@ -22,6 +22,7 @@ void registerOrtBackend();
 void registerOpenvinoBackend();  // the Python-worker bridges (PythonBridge.h)
 void registerIreeBackend();
 void registerTvmBackend();
+void registerTensorrtBackend();  // needs a CUDA GPU and TensorRT at run time only
 #ifdef FRICTION_HAVE_ONEDNN
 void registerOnednnBackend();  // OnednnBackend.cpp, built when CMake finds oneDNN
 #endif
@@ -32,6 +33,7 @@ inline void registerVendorBridges() {
   registerOpenvinoBackend();
   registerIreeBackend();
   registerTvmBackend();
+  registerTensorrtBackend();
 #ifdef FRICTION_HAVE_ONEDNN
   registerOnednnBackend();
 #endif

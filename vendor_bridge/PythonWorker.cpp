@@ -20,6 +20,9 @@ std::string PythonWorker::python() {
 PythonWorker::PythonWorker(const std::string& script) : script_(script) {
   std::string py = python();
   FRICTION_CHECK(!py.empty(), "the project venv is missing: run scripts/setup.sh");
+  // A worker that died (a vendor crash, a Python that does not start) must be an error
+  // for this request, not a SIGPIPE that ends friction without a message.
+  signal(SIGPIPE, SIG_IGN);
   int toChild[2], fromChild[2];
   FRICTION_CHECK(pipe(toChild) == 0 && pipe(fromChild) == 0, "cannot create pipes for the Python worker");
   pid_ = fork();

@@ -58,11 +58,13 @@ json batchSeries(const Cells& cells, const std::string& def) {
                              {"ci_ms", {m.medianCI.low, m.medianCI.high}}, {"unstable", m.unstable}});
       pts.push_back({double(b), m.median});
     }
-    auto bm = metrics::batchMetrics(pts);
-    for (const auto& r : bm.rows)
-      s["metrics"].push_back({{"batch", r.batch}, {"throughput", r.throughput}, {"cost_ms", r.costMs},
-                              {"efficiency", r.efficiency}, {"friction", r.friction}});
-    if (pts.size() >= 2) s["phi"] = bm.phi.slope;
+    if (pts.size() >= 2) {  // batch metrics need two batches (a partial sweep may have one)
+      auto bm = metrics::batchMetrics(pts);
+      for (const auto& r : bm.rows)
+        s["metrics"].push_back({{"batch", r.batch}, {"throughput", r.throughput}, {"cost_ms", r.costMs},
+                                {"efficiency", r.efficiency}, {"friction", r.friction}});
+      s["phi"] = bm.phi.slope;
+    }
     out.push_back(s);
   }
   return out;

@@ -2,7 +2,11 @@
 // batches x backends x pass configurations into the results store, committing
 // each cell as it completes; `--resume` skips stored cells and `--shard i/n`
 // takes every n-th cell so a scheduler can fan a sweep out. `friction merge`
-// combines the stores afterwards.
+// combines the stores afterwards. `executors` (a list of {backend, config}
+// pairs) replaces the backends x configs product when only some pairs are
+// wanted (e.g. a vendor on the unoptimized model only); `--dry-run` prints the
+// cell list and count without measuring. A cell whose measurement fails is
+// reported and skipped (not stored); the sweep goes on and exits 1 at the end.
 #include <sqlite3.h>
 
 #include <chrono>
@@ -15,6 +19,7 @@
 
 #include "benchmarks/ResultsStore.h"
 #include "ir/Error.h"
+#include "runtime/Backend.h"
 #include "tools/cmd/Commands.h"
 #include "tools/cmd/Common.h"
 
@@ -62,7 +67,7 @@ std::vector<T> list(const toml::table& t, const char* key, std::vector<T> def) {
 
 struct SweepArgs {
   std::string spec, db = "friction-results.db", shard;
-  bool resume = false;
+  bool resume = false, dryRun = false;
 };
 
 void sweep(const SweepArgs& a) {
@@ -74,7 +79,8 @@ void sweep(const SweepArgs& a) {
   }
   for (const auto& [k, v] : spec) {
     static const std::set<std::string> known = {"name", "models", "depths", "batches", "backends", "configs",
-                                                "reps", "warmup", "target_ci", "max_seconds", "threads", "seed", "check"};
+                                                "reps", "warmup", "target_ci", "max_seconds", "threads", "seed", "check",
+                                                "executors"};
     FRICTION_CHECK(known.count(std::string(k.str())), a.spec + ": unknown key '" + std::string(k.str()) + "'");
   }
   std::string name = spec["name"].value_or(std::string("sweep"));
@@ -84,6 +90,26 @@ void sweep(const SweepArgs& a) {
   auto batches = list<int64_t>(spec, "batches", {1});
   auto backends = list<std::string>(spec, "backends", {"interp"});
   auto configs = list<std::string>(spec, "configs", {"all-off", "default"});
+  // Explicit (backend, config) pairs instead of the backends x configs product.
+  std::vector<std::pair<std::string, std::string>> executors;
+  if (spec.contains("executors")) {
+    FRICTION_CHECK(!spec.contains("backends") && !spec.contains("configs"),
+                   a.spec + ": 'executors' replaces 'backends' and 'configs': give one or the other");
+    const toml::array* ex = spec["executors"].as_array();
+    FRICTION_CHECK(ex && !ex->empty(), a.spec + ": 'executors' must be a non-empty array of {backend, config} tables");
+    for (const auto& e : *ex) {
+      const toml::table* t = e.as_table();
+      FRICTION_CHECK(t, a.spec + ": each of 'executors' must be a table like { backend = \"cpu\", config = \"default\" }");
+      for (const auto& [k, v] : *t)
+        FRICTION_CHECK(k.str() == "backend" || k.str() == "config",
+                       a.spec + ": unknown key '" + std::string(k.str()) + "' in 'executors' (keys: backend, config)");
+      auto b = (*t)["backend"].value<std::string>();
+      FRICTION_CHECK(b.has_value(), a.spec + ": an entry of 'executors' has no backend");
+      executors.emplace_back(*b, (*t)["config"].value_or(std::string("default")));
+    }
+    configs.clear();
+    for (const auto& [b, c] : executors) configs.push_back(c);
+  }
   bench::MeasureOptions mo;
   mo.reps = int(spec["reps"].value_or(int64_t(10)));
   mo.warmup = int(spec["warmup"].value_or(int64_t(2)));
@@ -107,11 +133,21 @@ void sweep(const SweepArgs& a) {
     }
   }
   for (const auto& c : configs) buildPipeline(parseConfig(c));  // reject bad configurations before measuring
+  // ... and unknown backends or backend options.
+  if (!spec.contains("executors"))
+    for (const auto& b : backends) createBackend(b);
+  for (const auto& e : executors) createBackend(e.first);
   std::vector<Cell> cells;
-  for (const auto& m : expanded)
-    for (const auto& b : backends)
-      for (int64_t batch : batches)
-        for (const auto& c : configs) cells.push_back({m, b, c, batch});
+  if (!spec.contains("executors")) {
+    for (const auto& m : expanded)
+      for (const auto& b : backends)
+        for (int64_t batch : batches)
+          for (const auto& c : configs) cells.push_back({m, b, c, batch});
+  } else {
+    for (const auto& m : expanded)
+      for (const auto& [b, c] : executors)
+        for (int64_t batch : batches) cells.push_back({m, b, c, batch});
+  }
 
   size_t shardIndex = 0, shardCount = 1;
   if (!a.shard.empty()) {
@@ -124,12 +160,21 @@ void sweep(const SweepArgs& a) {
   for (size_t i = 0; i < cells.size(); ++i)
     if (i % shardCount == shardIndex) mine.push_back(cells[i]);
 
+  if (a.dryRun) {  // the cells, in order, without opening the store or measuring
+    for (size_t i = 0; i < mine.size(); ++i)
+      std::printf("%s %s batch %ld %s\n", mine[i].model.c_str(), mine[i].backend.c_str(), long(mine[i].batch),
+                  mine[i].config.c_str());
+    std::printf("sweep %s: %zu cells (%zu in this shard), dry run: nothing measured\n", name.c_str(), cells.size(),
+                mine.size());
+    return;
+  }
   bench::ResultsStore store(a.db);
   auto fp = bench::Fingerprint::ofThisMachine();
   std::fprintf(stderr, "sweep %s: %zu cells (%zu in this shard) into %s\n", name.c_str(), cells.size(), mine.size(),
                a.db.c_str());
   auto start = std::chrono::steady_clock::now();
   size_t measured = 0, skipped = 0;
+  std::vector<std::string> failures;
   std::map<std::pair<std::string, int64_t>, std::unique_ptr<Graph>> references;
   for (size_t k = 0; k < mine.size(); ++k) {
     const Cell& c = mine[k];
@@ -150,7 +195,13 @@ void sweep(const SweepArgs& a) {
     }
     bench::MeasureOptions cellOptions = mo;
     cellOptions.backend = c.backend;
-    r.m = bench::measure(*g, ref.get(), cellOptions);
+    try {
+      r.m = bench::measure(*g, ref.get(), cellOptions);
+    } catch (const std::exception& e) {  // e.g. a vendor that cannot compile this model: the other cells go on
+      failures.push_back(c.model + " " + c.backend + " batch " + std::to_string(c.batch) + " " + c.config + ": " + e.what());
+      std::fprintf(stderr, "[%zu/%zu] FAILED (not stored): %s\n", k + 1, mine.size(), failures.back().c_str());
+      continue;
+    }
     r.configJson = nlohmann::json{{"sweep", name}, {"config", c.config}, {"reps", mo.reps}, {"warmup", mo.warmup},
                                   {"target_ci", mo.targetRelCI}, {"seed", mo.seed}}.dump();
     store.add(r, fp);
@@ -162,6 +213,9 @@ void sweep(const SweepArgs& a) {
                  r.m.summary.unstable ? " UNSTABLE" : "", eta);
   }
   std::printf("sweep %s: %zu measured, %zu already stored, into %s\n", name.c_str(), measured, skipped, a.db.c_str());
+  FRICTION_CHECK(failures.empty(), "sweep " + name + ": " + std::to_string(failures.size()) +
+                                       " cell(s) failed and were not stored (--resume retries them); the first: " +
+                                       failures.front());
 }
 
 struct MergeArgs {
@@ -186,6 +240,7 @@ void addSweep(CLI::App& app) {
   cmd->add_option("--db", args->db, "results store (SQLite)");
   cmd->add_flag("--resume", args->resume, "skip cells already in the store");
   cmd->add_option("--shard", args->shard, "i/n: measure only cells with index % n == i");
+  cmd->add_flag("--dry-run", args->dryRun, "print the cells (model backend batch config) and their count; measure nothing");
   cmd->callback([args] { sweep(*args); });
 
   auto margs = std::make_shared<MergeArgs>();
