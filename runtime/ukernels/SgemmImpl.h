@@ -137,8 +137,18 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
     if (epilogue && epilogue->fn) epilogue->fn(epilogue->ctx, C, ldc, 0, 0, M, N);
     return;
   }
-  int64_t mBlocks = (M + MC - 1) / MC, nBlocks = (N + NC - 1) / NC, kBlocks = (K + KC - 1) / KC;
+  int64_t nBlocks = (N + NC - 1) / NC, kBlocks = (K + KC - 1) / KC;
+  // Threads only pay off past ~1 MFLOP.
+  int nt = threads > 0 ? threads : omp_get_max_threads();
+  if (M * N * K < (int64_t(1) << 19)) nt = 1;
+  // Row blocks: MC, or smaller (whole register tiles) until every thread has
+  // about four blocks: a 7x7 or 14x14 conv has M = 49 or 196 rows, which MC
+  // would give to one or two threads.
+  int64_t mc0 = MC;
+  while (mc0 > MR && ((M + mc0 - 1) / mc0) * nBlocks < 4 * int64_t(nt)) mc0 = std::max<int64_t>(MR, (mc0 / 2) / MR * MR);
+  int64_t mBlocks = (M + mc0 - 1) / mc0;
   int64_t tasks = mBlocks * nBlocks;
+  if (tasks < 2) nt = 1;
   // A constant B is packed once, all (column block, K block) panels in the order used below.
   PackedKey key{B, transB, K, N, ldb, MR * 1000000 + NR * 1000 + KC};
   using Bk = Blocks<MR, T::NR>;  // named through the type: the lambda below captures nothing
@@ -149,14 +159,11 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
         packB<T::NR>(k.transB, k.B, k.ldb, k0, std::min<int64_t>(Bk::KC, k.K - k0), jb * Bk::NC,
                      std::min<int64_t>(Bk::NC, k.N - jb * Bk::NC), out + (jb * kBlocks + k0 / Bk::KC) * Bk::KC * Bk::NC);
   });
-  // Threads only pay off past ~1 MFLOP.
-  int nt = threads > 0 ? threads : omp_get_max_threads();
-  if (M * N * K < (int64_t(1) << 19) || tasks < 2) nt = 1;
 #pragma omp parallel for schedule(dynamic) num_threads(nt) if (nt > 1)
   for (int64_t t = 0; t < tasks; ++t) {
     // Column blocks outermost, so threads working at once share B's panel in the shared cache.
     int64_t ib = t % mBlocks, jb = t / mBlocks;
-    int64_t i0 = ib * MC, mc = std::min(MC, M - i0), j0 = jb * NC, nc = std::min(NC, N - j0);
+    int64_t i0 = ib * mc0, mc = std::min(mc0, M - i0), j0 = jb * NC, nc = std::min(NC, N - j0);
     thread_local AlignedFloats apBuf, bpBuf;
     if (!apBuf) {
       apBuf = alignedFloats(size_t(MC * KC));
