@@ -178,6 +178,7 @@ class ProgramBuilder {
         s.native = std::move(native);
         s.nativeIn = s.in;
         stats_.nativeCalls++;
+        stats_.nativeOps[s.native->describe()]++;
       } else if (auto view = analyzeKernel(n)) {
         s.kind = Step::Jit;
         if (view->kind == KernelKind::NativeEpilogue) {
@@ -188,6 +189,7 @@ class ProgramBuilder {
           s.native->prepare();
           for (const Value* v : outer) s.nativeIn.push_back(v ? slotOf(v) : -1);
           stats_.nativeCalls++;
+          stats_.nativeOps[s.native->describe()]++;
         }
         std::string key = structuralKey(n);
         auto [it, fresh] = cache_.emplace(key, nullptr);
@@ -272,7 +274,11 @@ class ProgramBuilder {
       if (s.kind == Step::Sub) demoteFailed(*s.sub);
       if ((s.kind != Step::Jit && s.kind != Step::Native) || !s.kernel || s.kernel->fn) continue;
       s.kind = Step::Interp;
-      s.native.reset();
+      if (s.native) {
+        stats_.nativeCalls--;
+        stats_.nativeOps[s.native->describe()]--;
+        s.native.reset();
+      }
       s.interpKernel = interp::KernelRegistry::instance().find(s.node->op());
       stats_.kernelCalls--;
       stats_.fallbackNodes++;
@@ -343,10 +349,11 @@ class ProgramBuilder {
   std::string lastError_;
 };
 
-// " [Op xN, ...]" of the nodes on the interpreter, or "".
-std::string fallbackList(const CpuStats& stats) {
+// " [op xN, ...]" of a count map, or "".
+std::string opList(const std::map<std::string, int64_t>& counts) {
   std::string d;
-  for (const auto& [op, c] : stats.fallbackOps) d += (d.empty() ? " [" : ", ") + op + " x" + std::to_string(c);
+  for (const auto& [op, c] : counts)
+    if (c > 0) d += (d.empty() ? " [" : ", ") + op + " x" + std::to_string(c);
   return d.empty() ? d : d + "]";
 }
 
@@ -394,12 +401,12 @@ class CpuBackend : public Backend {
     builder.placeInArena(*program, graph);
     std::string d = "cpu: " + std::to_string(stats.kernelCalls) + " kernels compiled (" +
                     std::to_string(builder.distinct()) + " distinct), " + std::to_string(stats.nativeCalls) +
-                    " native microkernel calls (conv, pool, softmax, layernorm), " + std::to_string(stats.fallbackNodes) +
+                    " native microkernel calls" + opList(stats.nativeOps) + ", " + std::to_string(stats.fallbackNodes) +
                     " nodes on interp fallback, " +
                     (stats.arenaValues ? "arena " + std::to_string(stats.arenaBytes / 1024) + " KiB for " +
                                              std::to_string(stats.arenaValues) + " values (plan-memory)"
                                        : std::string("no arena"));
-    d += fallbackList(stats);
+    d += opList(stats.fallbackOps);
     char buf[160];
     std::snprintf(buf, sizeof buf, "; MLIR 19 linalg, %s, LLVM O2; compile %.0f ms (build %.0f, lower %.0f, jit %.0f)",
                   options_.ukernels ? (std::string("sgemm ukernel ") + ukernels::sgemmIsa()).c_str() : "matmul loops",
@@ -461,8 +468,8 @@ std::unique_ptr<CompiledModel> compileCpuWithKernels(const Graph& graph, const C
   std::string d = "cpu (" + what + "): " + std::to_string(stats.kernelCalls) + " kernel calls (" +
                   std::to_string(stats.kernelsLoaded) + " distinct kernels loaded, " +
                   std::to_string(stats.kernelsCompiled) + " compiled), " + std::to_string(stats.nativeCalls) +
-                  " native microkernel calls, " + std::to_string(stats.fallbackNodes) + " nodes on interp fallback";
-  d += fallbackList(stats);
+                  " native microkernel calls" + opList(stats.nativeOps) + ", " + std::to_string(stats.fallbackNodes) +
+                  " nodes on interp fallback" + opList(stats.fallbackOps);
   char buf[96];
   std::snprintf(buf, sizeof buf, "; program built in %.0f ms (kernel lookup %.1f ms, no MLIR/LLVM)", ms, stats.compileMs);
   d += buf;

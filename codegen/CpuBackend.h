@@ -14,7 +14,8 @@ struct CpuStats {
   int64_t kernelCalls = 0;       // nodes that run a compiled kernel (Fused bodies counted inside)
   int64_t kernelsCompiled = 0;   // distinct kernels this compile() built
   int64_t kernelsReused = 0;     // calls served by a kernel compiled earlier (cache hits)
-  int64_t nativeCalls = 0;       // direct microkernel calls (NHWC conv/pool, softmax, layernorm)
+  int64_t nativeCalls = 0;       // direct microkernel calls (NHWC conv/pool, transpose, softmax, layernorm)
+  std::map<std::string, int64_t> nativeOps;    // NativeKernel::describe() -> count
   int64_t fallbackNodes = 0;     // nodes on the interpreter's kernels
   int64_t arenaValues = 0;       // intermediates in the plan-memory arena
   int64_t arenaBytes = 0;        // its size

@@ -39,7 +39,9 @@ class ConvKernel : public NativeKernel {
     ukernels::convNhwc(g_, in[0].data<float>(), packed_.empty() ? packed.data() : packed_.data(), bias,
                        out.data<float>());
   }
-  std::string describe() const override { return g_.depthwise() ? "depthwise conv nhwc" : "conv nhwc (im2col + sgemm)"; }
+  std::string describe() const override {
+    return g_.depthwise() ? "depthwise conv nhwc" : g_.pointwise() ? "conv nhwc 1x1 (sgemm)" : "conv nhwc (im2col + sgemm)";
+  }
 
  private:
   ukernels::Conv2d g_;
@@ -81,6 +83,18 @@ class RowKernel : public NativeKernel {
   std::string op_;
   int64_t rows_, cols_;
   float eps_;
+};
+
+class TransposeKernel : public NativeKernel {
+ public:
+  TransposeKernel(std::vector<int64_t> inShape, std::vector<int64_t> perm) : in_(std::move(inShape)), perm_(std::move(perm)) {}
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    ukernels::transposeF32(in[0].data<float>(), out.data<float>(), in_, perm_);
+  }
+  std::string describe() const override { return "transpose"; }
+
+ private:
+  std::vector<int64_t> in_, perm_;
 };
 
 // The row kernel of a Softmax/LogSoftmax/LayerNormalization node (or a
@@ -126,6 +140,18 @@ std::unique_ptr<NativeKernel> matchRows(const Node& node, const std::vector<cons
 
 std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Value*> outer, std::string* why) {
   if (outer.empty()) outer.assign(node.inputs().begin(), node.inputs().end());
+  if (node.op() == "Transpose") {
+    const Value* x = outer.empty() ? nullptr : outer[0];
+    if (!staticF32(x) || !staticF32(node.output(0))) return fail(why, "Transpose not f32/static");
+    std::vector<int64_t> xs = x->shape().staticDims(), perm;
+    if (node.hasAttr("perm")) {
+      perm = node.attrInts("perm");
+    } else {
+      for (size_t i = xs.size(); i-- > 0;) perm.push_back(int64_t(i));  // ONNX default: reverse
+    }
+    if (perm.size() != xs.size()) return fail(why, "Transpose perm does not match the rank");
+    return std::make_unique<TransposeKernel>(xs, perm);
+  }
   if (node.op() != "Fused" || node.attrString("kind", "") == "reduction") return matchRows(node, outer, why);
   const Node* op = nhwcOp(node);
   if (!op) return fail(why, "not a convert-layout nhwc region");

@@ -1,6 +1,6 @@
 // Ops the cpu backend runs as direct microkernel calls (runtime/ukernels, no
 // MLIR): the NHWC regions convert-layout makes around Conv (group 1 or
-// depthwise), MaxPool, AveragePool and GlobalAveragePool; Softmax,
+// depthwise), MaxPool, AveragePool and GlobalAveragePool; Transpose; Softmax,
 // LogSoftmax (last axis) and LayerNormalization, alone or as the single node
 // of a fuse-reductions region. A Fused "epilogue"
 // region anchored on one of them runs the native op into the region's output

@@ -12,9 +12,10 @@ namespace {
 struct BiasEpilogue {
   const float* bias;
   static void apply(void* ctx, float* C, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols) {
-    const float* b = static_cast<BiasEpilogue*>(ctx)->bias + j0;
+    const float* __restrict b = static_cast<BiasEpilogue*>(ctx)->bias + j0;
     for (int64_t i = 0; i < rows; ++i) {
-      float* c = C + (i0 + i) * ldc + j0;
+      float* __restrict c = C + (i0 + i) * ldc + j0;
+#pragma omp simd
       for (int64_t j = 0; j < cols; ++j) c[j] += b[j];
     }
   }

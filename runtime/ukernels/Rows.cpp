@@ -55,3 +55,35 @@ void layerNormRows(int64_t rows, int64_t cols, const float* x, const float* scal
 }
 
 }  // namespace friction::ukernels
+
+namespace friction::ukernels {
+
+void transposeF32(const float* x, float* y, const std::vector<int64_t>& inShape, const std::vector<int64_t>& perm) {
+  size_t r = inShape.size();
+  if (r == 0) {
+    y[0] = x[0];
+    return;
+  }
+  std::vector<int64_t> inStride(r, 1), outShape(r), stride(r);
+  for (size_t i = r - 1; i-- > 0;) inStride[i] = inStride[i + 1] * inShape[i + 1];
+  for (size_t i = 0; i < r; ++i) outShape[i] = inShape[size_t(perm[i])], stride[i] = inStride[size_t(perm[i])];
+  int64_t inner = outShape[r - 1], innerStride = stride[r - 1], rows = 1;
+  for (size_t i = 0; i + 1 < r; ++i) rows *= outShape[i];
+#pragma omp parallel for schedule(static) if (rows * inner > (1 << 16))
+  for (int64_t row = 0; row < rows; ++row) {
+    // The input offset of this output row: its index digits times the permuted strides.
+    int64_t base = 0;
+    for (int64_t rem = row, i = int64_t(r) - 2; i >= 0; --i) {
+      base += rem % outShape[size_t(i)] * stride[size_t(i)];
+      rem /= outShape[size_t(i)];
+    }
+    float* out = y + row * inner;
+    if (innerStride == 1) {
+      std::copy(x + base, x + base + inner, out);
+    } else {
+      for (int64_t j = 0; j < inner; ++j) out[j] = x[base + j * innerStride];
+    }
+  }
+}
+
+}  // namespace friction::ukernels

@@ -1,10 +1,11 @@
-// Row-wise microkernels for the compiled `cpu` backend: softmax, log-softmax
+// Row-wise microkernels for the compiled `cpu` backend: transpose, softmax, log-softmax
 // and layer normalization over the innermost `cols` elements of `rows` rows,
 // one pass to reduce and one to write, rows spread over OpenMP threads.
 // Sums accumulate in double, like the interpreter, so results agree to f32
 // rounding.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 namespace friction::ukernels {
 
@@ -14,5 +15,14 @@ void softmaxRows(int64_t rows, int64_t cols, const float* x, float* y, bool logS
 // elements (bias may be null).
 void layerNormRows(int64_t rows, int64_t cols, const float* x, const float* scale, const float* bias, float eps,
                    float* y);
+
+}  // namespace friction::ukernels
+
+namespace friction::ukernels {
+
+// y = x transposed by `perm` (y's dim i is x's dim perm[i]), f32, rows of the
+// output spread over threads; a permutation that keeps the innermost dim
+// copies whole rows.
+void transposeF32(const float* x, float* y, const std::vector<int64_t>& inShape, const std::vector<int64_t>& perm);
 
 }  // namespace friction::ukernels

@@ -147,7 +147,12 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
   int64_t mc0 = MC;
   while (mc0 > MR && ((M + mc0 - 1) / mc0) * nBlocks < 4 * int64_t(nt)) mc0 = std::max<int64_t>(MR, (mc0 / 2) / MR * MR);
   int64_t mBlocks = (M + mc0 - 1) / mc0;
-  int64_t tasks = mBlocks * nBlocks;
+  // Still too few (49 rows and one column block): split column blocks into
+  // chunks of whole register panels too.
+  int64_t panelsPerBlock = std::min(NC, N) / NR + (std::min(NC, N) % NR != 0);
+  int64_t nSplit = 1;
+  while (nSplit < panelsPerBlock && mBlocks * nBlocks * nSplit < 4 * int64_t(nt)) ++nSplit;
+  int64_t tasks = mBlocks * nBlocks * nSplit;
   if (tasks < 2) nt = 1;
   // A constant B is packed once, all (column block, K block) panels in the order used below.
   PackedKey key{B, transB, K, N, ldb, MR * 1000000 + NR * 1000 + KC};
@@ -162,8 +167,13 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
 #pragma omp parallel for schedule(dynamic) num_threads(nt) if (nt > 1)
   for (int64_t t = 0; t < tasks; ++t) {
     // Column blocks outermost, so threads working at once share B's panel in the shared cache.
-    int64_t ib = t % mBlocks, jb = t / mBlocks;
-    int64_t i0 = ib * mc0, mc = std::min(mc0, M - i0), j0 = jb * NC, nc = std::min(NC, N - j0);
+    int64_t ib = t % mBlocks, js = t / mBlocks % nSplit, jb = t / mBlocks / nSplit;
+    int64_t i0 = ib * mc0, mc = std::min(mc0, M - i0), jBlock = jb * NC, ncBlock = std::min(NC, N - jBlock);
+    // This task's panels of the column block: [q0, q0 + nPanels).
+    int64_t blockPanels = (ncBlock + NR - 1) / NR, perSplit = (blockPanels + nSplit - 1) / nSplit;
+    int64_t q0 = js * perSplit, nPanels = std::min(blockPanels, q0 + perSplit) - q0;
+    if (nPanels <= 0) continue;
+    int64_t j0 = jBlock + q0 * NR, nc = std::min(nPanels * NR, N - j0);
     thread_local AlignedFloats apBuf, bpBuf;
     if (!apBuf) {
       apBuf = alignedFloats(size_t(MC * KC));
@@ -171,14 +181,14 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
     }
     float* ap = apBuf.get();
     float* bp = bpBuf.get();
-    int64_t mPanels = (mc + MR - 1) / MR, nPanels = (nc + NR - 1) / NR;
+    int64_t mPanels = (mc + MR - 1) / MR;
     for (int64_t k0 = 0; k0 < K; k0 += KC) {
       int64_t kc = std::min(KC, K - k0);
       // Pack op(B) columns into NR-wide panels (or take the constant's packed copy)
       // and op(A) rows into MR-tall panels, zero-padded.
       const float* bpk = bp;
       if (constB)
-        bpk = constB + (jb * kBlocks + k0 / KC) * KC * NC;
+        bpk = constB + (jb * kBlocks + k0 / KC) * KC * NC + q0 * kc * NR;
       else
         packB<NR>(transB, B, ldb, k0, kc, j0, nc, bp);
       for (int64_t p = 0; p < mPanels; ++p) {
