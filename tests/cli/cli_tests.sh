@@ -122,7 +122,7 @@ expect_error sweep-bad-backend-option "unknown option 'lvl'" -- bash -c "printf 
 # A cell that fails (here: a bridge whose Python cannot start) is reported and skipped; the other cells are
 # measured and stored, and the sweep exits 1 naming the failure.
 printf 'models = ["zoo:mlp?width=8&inputs=8"]\nreps = 3\nwarmup = 1\nexecutors = [{ backend = "ort" }, { backend = "interp" }]\n' > "$T/failing.toml"
-expect_error sweep-failed-cell-skipped "FAILED \(not stored\): zoo:mlp.* ort batch 1 default.*1 cell\(s\) failed" -- env FRICTION_PYTHON=/nonexistent/python "$F" sweep "$T/failing.toml" --db "$T/failing.db"
+expect_error sweep-failed-cell-skipped "1 cell\(s\) failed and were not stored.*zoo:mlp.* ort batch 1 default" -- env FRICTION_PYTHON=/nonexistent/python "$F" sweep "$T/failing.toml" --db "$T/failing.db"
 expect_ok sweep-failed-cell-others-stored "^interp$" -- sqlite3 "$T/failing.db" "select backend from measurements"
 if [[ -x "$(dirname "$0")/../../.venv/bin/python" ]]; then  # a store with one batch per series (no batch metrics)
   expect_ok report-single-batch "wrote" -- "$F" report --db "$T/failing.db" -o "$T/single/report.html"
