@@ -336,6 +336,16 @@ class ProgramBuilder {
     stats_.arenaBytes = arenaBytes;
   }
 
+  // The whole model: steps, its kernels (compiled or loaded), failed kernels
+  // demoted to the interpreter, intermediates placed in the arena.
+  std::unique_ptr<Program> buildProgram(const Graph& g) {
+    auto program = build(g);
+    compilePending();
+    demoteFailed(*program);
+    placeInArena(*program, g);
+    return program;
+  }
+
   size_t distinct() const { return distinct_.size(); }
   const std::string& lastError() const { return lastError_; }
 
@@ -395,10 +405,7 @@ class CpuBackend : public Backend {
   std::unique_ptr<CompiledModel> compile(const Graph& graph) override {
     CpuStats stats;
     ProgramBuilder builder(cache_, stats, options_);
-    auto program = builder.build(graph);
-    builder.compilePending();
-    builder.demoteFailed(*program);
-    builder.placeInArena(*program, graph);
+    auto program = builder.buildProgram(graph);
     std::string d = "cpu: " + std::to_string(stats.kernelCalls) + " kernels compiled (" +
                     std::to_string(builder.distinct()) + " distinct), " + std::to_string(stats.nativeCalls) +
                     " native microkernel calls" + opList(stats.nativeOps) + ", " + std::to_string(stats.fallbackNodes) +
@@ -460,10 +467,7 @@ std::unique_ptr<CompiledModel> compileCpuWithKernels(const Graph& graph, const C
   KernelCache cache;
   CpuStats stats;
   ProgramBuilder builder(cache, stats, options, &source);
-  auto program = builder.build(graph);
-  builder.compilePending();
-  builder.demoteFailed(*program);
-  builder.placeInArena(*program, graph);  // as compile() does: the plan-memory arena from the graph's metadata
+  auto program = builder.buildProgram(graph);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::string d = "cpu (" + what + "): " + std::to_string(stats.kernelCalls) + " kernel calls (" +
                   std::to_string(stats.kernelsLoaded) + " distinct kernels loaded, " +
