@@ -93,6 +93,7 @@ Measurement measure(const Graph& optimized, const Graph* reference, const Measur
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   m.peakRssKb = ru.ru_maxrss;
+  m.profile = compiled->profile();
   return m;
 }
 

@@ -1,7 +1,8 @@
 // Kernel speed against oneDNN (issue 5's performance targets), in one process:
 //  - f32 GEMM 1024^3 on one thread: friction's `cpu` and `interp` backends
 //    running a one-node MatMul graph vs dnnl_sgemm and the oneDNN matmul primitive;
-//  - ResNet-50 convolution shapes (batch 1) on --threads threads (default 2):
+//  - ResNet-50 (or, with --shapes mobilenetv2, MobileNetV2: 1x1 and depthwise)
+//    convolution shapes at --batch (default 1) on --threads threads (default 2):
 //    friction `cpu`, `interp` and `onednn` on a one-Conv graph, NCHW and NHWC
 //    (a convert-layout region), vs the oneDNN convolution primitive with
 //    format_tag::any everywhere (src/weights reordered outside the timed region)
@@ -9,7 +10,7 @@
 // Each cell: one warm-up, then repetitions until --budget seconds (median of at
 // least 3; --reps fixes the count). Prints GFLOP/s and friction/oneDNN ratios.
 // Usage: bench_vs_onednn [--threads N] [--gemm-threads N] [--reps R] [--budget S]
-//                        [--only gemm|conv] [--json]
+//                        [--only gemm|conv] [--shapes resnet50|mobilenetv2] [--batch N] [--json]
 #include <omp.h>
 
 #include <algorithm>
@@ -38,8 +39,9 @@ namespace {
 
 struct Args {
   int threads = 2, gemmThreads = 1, reps = 0;
+  int64_t batch = 1;
   double budget = 0.25;
-  std::string only;
+  std::string only, shapes = "resnet50";
   bool json = false;
 } args;
 
@@ -144,12 +146,14 @@ void gemm() {
 
 struct ConvShape {
   int64_t hw, cin, cout, k, stride;
+  bool depthwise = false;  // group = cin = cout
+  int64_t group() const { return depthwise ? cin : 1; }
 };
 
 std::string convName(const ConvShape& c) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%ldx%ldx%ld->%ld k%ld s%ld", long(c.hw), long(c.hw), long(c.cin), long(c.cout), long(c.k),
-                long(c.stride));
+  char b[80];
+  std::snprintf(b, sizeof b, "%ldx%ldx%ldx%ld->%ld k%ld s%ld%s", long(args.batch), long(c.hw), long(c.hw), long(c.cin),
+                long(c.cout), long(c.k), long(c.stride), c.depthwise ? " dw" : "");
   return b;
 }
 
@@ -160,13 +164,15 @@ std::unique_ptr<Graph> convGraph(const ConvShape& c, bool nhwc, const Tensor& w)
   int64_t pad = c.k / 2;
   std::map<std::string, Attribute> attrs = {{"kernel_shape", std::vector<int64_t>{c.k, c.k}},
                                             {"strides", std::vector<int64_t>{c.stride, c.stride}},
-                                            {"pads", std::vector<int64_t>{pad, pad, pad, pad}}};
+                                            {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
+                                            {"group", c.group()}};
   Value* wv = b.constant(w, "w");
+  const int64_t n = args.batch;
   if (!nhwc) {
-    b.output(b.op("Conv", {b.input("x", {DType::F32, {1, c.cin, c.hw, c.hw}}), wv}, attrs));
+    b.output(b.op("Conv", {b.input("x", {DType::F32, {n, c.cin, c.hw, c.hw}}), wv}, attrs));
     return g;
   }
-  Value* x = b.input("x", {DType::F32, {1, c.hw, c.hw, c.cin}});
+  Value* x = b.input("x", {DType::F32, {n, c.hw, c.hw, c.cin}});
   Value* t = b.op("Transpose", {x}, {{"perm", std::vector<int64_t>{0, 3, 1, 2}}});
   Value* y = b.op("Conv", {t, wv}, attrs);
   b.output(b.op("Transpose", {y}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}}));
@@ -182,17 +188,27 @@ void conv() {
   std::vector<ConvShape> shapes = {{56, 64, 64, 3, 1},   {56, 64, 256, 1, 1},
                                    {28, 128, 128, 3, 1}, {56, 128, 128, 3, 2}, {14, 256, 256, 3, 1},
                                    {14, 1024, 256, 1, 1}, {7, 512, 512, 3, 1}, {28, 512, 1024, 1, 2}};
-  if (!args.json) std::fprintf(stderr, "Conv f32 batch 1 (ResNet-50 shapes), %d thread(s)\n", args.threads);
+  if (args.shapes == "mobilenetv2")  // the inverted residual's expand, depthwise and project convolutions
+    shapes = {{112, 32, 16, 1, 1},        {112, 16, 96, 1, 1},         {112, 32, 32, 3, 1, true},
+              {112, 96, 96, 3, 2, true},  {56, 144, 24, 1, 1},         {56, 24, 144, 1, 1},
+              {56, 144, 144, 3, 1, true}, {28, 192, 32, 1, 1},         {28, 192, 192, 3, 1, true},
+              {14, 384, 64, 1, 1},        {14, 384, 384, 3, 1, true},  {7, 960, 160, 1, 1},
+              {7, 960, 960, 3, 1, true},  {7, 320, 1280, 1, 1}};
+  else
+    FRICTION_CHECK(args.shapes == "resnet50", "--shapes: resnet50 or mobilenetv2, got '" + args.shapes + "'");
+  if (!args.json)
+    std::fprintf(stderr, "Conv f32 batch %ld (%s shapes), %d thread(s)\n", long(args.batch), args.shapes.c_str(), args.threads);
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream s(eng);
   for (const ConvShape& c : shapes) {
     std::string name = convName(c);
+    const int64_t n = args.batch, cinPerGroup = c.cin / c.group();
     int64_t pad = c.k / 2, oh = (c.hw + 2 * pad - c.k) / c.stride + 1;
-    double gflop = 2.0 * double(c.cout * oh * oh) * double(c.cin * c.k * c.k) * 1e-9;
-    Tensor w = randomTensor({c.cout, c.cin, c.k, c.k}, 3);
+    double gflop = 2.0 * double(n * c.cout * oh * oh) * double(cinPerGroup * c.k * c.k) * 1e-9;
+    Tensor w = randomTensor({c.cout, cinPerGroup, c.k, c.k}, 3);
     for (bool nhwc : {false, true}) {
       auto g = convGraph(c, nhwc, w);
-      std::vector<int64_t> xs = nhwc ? std::vector<int64_t>{1, c.hw, c.hw, c.cin} : std::vector<int64_t>{1, c.cin, c.hw, c.hw};
+      std::vector<int64_t> xs = nhwc ? std::vector<int64_t>{n, c.hw, c.hw, c.cin} : std::vector<int64_t>{n, c.cin, c.hw, c.hw};
       std::vector<Tensor> in = {randomTensor(xs, 4)};
       std::string layout = nhwc ? " NHWC" : " NCHW";
       timeBackend("conv", name, "cpu", "friction cpu" + layout, *g, in, gflop);
@@ -200,10 +216,11 @@ void conv() {
       timeBackend("conv", name, "onednn", "friction onednn" + layout, *g, in, gflop);
     }
     // The oneDNN convolution primitive: `any` everywhere, and plain activations.
-    memory::dims src = {1, c.cin, c.hw, c.hw}, wd = {c.cout, c.cin, c.k, c.k}, dst = {1, c.cout, oh, oh};
+    memory::dims src = {n, c.cin, c.hw, c.hw}, dst = {n, c.cout, oh, oh};
+    memory::dims wd = c.depthwise ? memory::dims{c.group(), 1, 1, c.k, c.k} : memory::dims{c.cout, c.cin, c.k, c.k};
     memory::dims strides = {c.stride, c.stride}, dil = {0, 0}, pads = {pad, pad};
     auto f32 = memory::data_type::f32;
-    Tensor x = randomTensor({1, c.cin, c.hw, c.hw}, 4);
+    Tensor x = randomTensor({n, c.cin, c.hw, c.hw}, 4);
     for (Tag act : {Tag::any, Tag::nchw, Tag::nhwc}) {
       dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                         memory::desc(src, f32, act), memory::desc(wd, f32, Tag::any),
@@ -216,7 +233,7 @@ void conv() {
         return to;
       };
       memory sm = prepared(pd.src_desc(), memory::desc(src, f32, Tag::nchw), x.rawData());
-      memory wm = prepared(pd.weights_desc(), memory::desc(wd, f32, Tag::oihw), w.rawData());
+      memory wm = prepared(pd.weights_desc(), memory::desc(wd, f32, c.depthwise ? Tag::goihw : Tag::oihw), w.rawData());
       memory dm(pd.dst_desc(), eng);
       dnnl::convolution_forward prim(pd);
       std::string label = act == Tag::any ? "dnnl conv any" : act == Tag::nchw ? "dnnl conv NCHW" : "dnnl conv NHWC";
@@ -245,10 +262,12 @@ int main(int argc, char** argv) {
     else if (a == "--reps") args.reps = std::stoi(next());
     else if (a == "--budget") args.budget = std::stod(next());
     else if (a == "--only") args.only = next();
+    else if (a == "--shapes") args.shapes = next();
+    else if (a == "--batch") args.batch = std::stol(next());
     else if (a == "--json") args.json = true;
     else {
       std::fprintf(stderr, "usage: bench_vs_onednn [--threads N] [--gemm-threads N] [--reps R] [--budget S] "
-                           "[--only gemm|conv] [--json]\n");
+                           "[--only gemm|conv] [--shapes resnet50|mobilenetv2] [--batch N] [--json]\n");
       return 2;
     }
   }

@@ -25,6 +25,7 @@
 #include "codegen/NativeKernels.h"
 #include "ir/Error.h"
 #include "runtime/SlotProgram.h"
+#include "runtime/StepProfile.h"
 #include "runtime/interp/KernelRegistry.h"
 #include "runtime/ukernels/Sgemm.h"
 
@@ -55,8 +56,14 @@ struct Program : SlotProgram<Step> {
   // One buffer for the intermediates plan-memory placed (top level only); a
   // model therefore runs one inference at a time.
   std::shared_ptr<void> arena;
+  // cpu?profile=on: wall time of every step, summed over runs (leaf steps of
+  // regions are timed in their own program).
+  bool profiling = false;
+  mutable std::vector<double> stepMs;
+  mutable std::vector<long> stepCalls;
 
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+  void runStep(const Step& s, std::vector<Tensor>& env, std::vector<Tensor>& args, std::vector<Tensor>& outs) const;
 };
 
 // Calls a compiled kernel: memref descriptors over friction tensors. With
@@ -107,30 +114,68 @@ void callKernel(const Step& s, const std::vector<Tensor>& env, std::vector<Tenso
   s.kernel->fn(packed.data());
 }
 
+void Program::runStep(const Step& s, std::vector<Tensor>& env, std::vector<Tensor>& args, std::vector<Tensor>& outs) const {
+  args.clear();
+  auto output0 = [&] {
+    std::vector<int64_t> shape = s.node->output(0)->shape().staticDims();
+    if (s.arenaOffset < 0) return Tensor::uninitialized(DType::F32, shape);
+    return Tensor::view(DType::F32, shape, std::shared_ptr<void>(arena, static_cast<char*>(arena.get()) + s.arenaOffset));
+  };
+  if (s.kind == Step::Jit) {
+    if (s.arenaOffset >= 0) outs.assign(1, output0());
+    callKernel(s, env, outs, s.arenaOffset >= 0);
+  } else if (s.kind == Step::Native) {
+    for (int slot : s.nativeIn) args.push_back(slot < 0 ? Tensor() : env[size_t(slot)]);
+    outs.assign(1, output0());
+    s.native->run(args, outs[0]);
+    if (s.kernel) callKernel(s, env, outs, true);
+  } else {
+    for (int slot : s.in) args.push_back(slot < 0 ? Tensor() : env[size_t(slot)]);
+    outs = s.kind == Step::Sub ? s.sub->run(args) : (*s.interpKernel)(*s.node, args);
+  }
+  finishStep(s, outs, env);
+}
+
 std::vector<Tensor> Program::run(const std::vector<Tensor>& inputs) const {
   std::vector<Tensor> env = initialSlots(inputs), args, outs;
-  for (const Step& s : steps) {
-    args.clear();
-    auto output0 = [&] {
-      std::vector<int64_t> shape = s.node->output(0)->shape().staticDims();
-      if (s.arenaOffset < 0) return Tensor::uninitialized(DType::F32, shape);
-      return Tensor::view(DType::F32, shape, std::shared_ptr<void>(arena, static_cast<char*>(arena.get()) + s.arenaOffset));
-    };
-    if (s.kind == Step::Jit) {
-      if (s.arenaOffset >= 0) outs.assign(1, output0());
-      callKernel(s, env, outs, s.arenaOffset >= 0);
-    } else if (s.kind == Step::Native) {
-      for (int slot : s.nativeIn) args.push_back(slot < 0 ? Tensor() : env[size_t(slot)]);
-      outs.assign(1, output0());
-      s.native->run(args, outs[0]);
-      if (s.kernel) callKernel(s, env, outs, true);
-    } else {
-      for (int slot : s.in) args.push_back(slot < 0 ? Tensor() : env[size_t(slot)]);
-      outs = s.kind == Step::Sub ? s.sub->run(args) : (*s.interpKernel)(*s.node, args);
-    }
-    finishStep(s, outs, env);
+  if (!profiling) {
+    for (const Step& s : steps) runStep(s, env, args, outs);
+    return results(env, "cpu");
+  }
+  stepMs.resize(steps.size());
+  stepCalls.resize(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    runStep(steps[i], env, args, outs);
+    stepMs[i] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    stepCalls[i]++;
   }
   return results(env, "cpu");
+}
+
+// What a step is, for the profile: how it runs and what it computes.
+std::string stepLabel(const Step& s) {
+  const Node& n = *s.node;
+  std::string what = n.op() == "Fused" ? "region " + n.attrString("kind", "?") : n.op();
+  switch (s.kind) {
+    case Step::Native: return s.native->describe() + (s.kernel ? " + compiled epilogue" : "");
+    case Step::Jit: return "compiled " + what;
+    case Step::Interp: return "interp " + what;
+    case Step::Sub: return "region " + what;
+  }
+  return what;
+}
+
+// The timed leaf steps of `p` and of the regions inside it.
+void collectProfile(const Program& p, std::vector<StepTime>& out) {
+  for (size_t i = 0; i < p.steps.size() && i < p.stepMs.size(); ++i) {
+    const Step& s = p.steps[i];
+    if (s.kind == Step::Sub) {
+      collectProfile(*s.sub, out);
+      continue;
+    }
+    out.push_back({stepLabel(s), s.node->name() + " -> " + s.node->output(0)->type().str(), p.stepMs[i], p.stepCalls[i]});
+  }
 }
 
 // Builds programs, collecting kernels that are not in the cache yet.
@@ -188,8 +233,15 @@ class ProgramBuilder {
           s.native = matchNative(anchor, resolveAll(outer));
           s.native->prepare();
           for (const Value* v : outer) s.nativeIn.push_back(v ? slotOf(v) : -1);
+          auto fused = matchFusedEpilogue(n, anchor, resolve);
+          bool done = fused && s.native->fuse(*fused);  // the microkernel applies the epilogue: nothing to compile
+          if (done && fused->residual) s.nativeIn.resize(3, -1), s.nativeIn.push_back(slotOf(fused->residual));
           stats_.nativeCalls++;
           stats_.nativeOps[s.native->describe()]++;
+          if (done) {
+            p->steps.push_back(std::move(s));
+            continue;
+          }
         }
         std::string key = structuralKey(n);
         auto [it, fresh] = cache_.emplace(key, nullptr);
@@ -367,6 +419,12 @@ std::string opList(const std::map<std::string, int64_t>& counts) {
   return d.empty() ? d : d + "]";
 }
 
+void enableProfiling(Program& p) {
+  p.profiling = true;
+  for (Step& s : p.steps)
+    if (s.sub) enableProfiling(*s.sub);
+}
+
 // The model's constants are declared immutable to the microkernels for the
 // model's lifetime, so GEMMs pack constant weights once (Sgemm.h).
 void forEachConstant(const Program& p, const std::function<void(const Tensor&)>& fn) {
@@ -388,24 +446,35 @@ class CpuModel : public CompiledModel {
       if (t.dtype() == DType::F32) ukernels::unregisterConstant(t.rawData());
     });
   }
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override { return program_->run(inputs); }
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override {
+    runs_++;
+    return program_->run(inputs);
+  }
   std::string description() const override { return description_; }
+  std::string profile() const override {
+    if (!program_->profiling) return "";
+    std::vector<StepTime> steps;
+    collectProfile(*program_, steps);
+    return profileReport(steps, runs_);
+  }
   const CpuStats& stats() const { return stats_; }
 
  private:
   std::unique_ptr<Program> program_;
   CpuStats stats_;
   std::string description_;
+  long runs_ = 0;
 };
 
 class CpuBackend : public Backend {
  public:
-  explicit CpuBackend(CodegenOptions options) : options_(options) {}
+  CpuBackend(CodegenOptions options, bool profile) : options_(options), profile_(profile) {}
   std::string name() const override { return "cpu"; }
   std::unique_ptr<CompiledModel> compile(const Graph& graph) override {
     CpuStats stats;
     ProgramBuilder builder(cache_, stats, options_);
     auto program = builder.buildProgram(graph);
+    if (profile_) enableProfiling(*program);
     std::string d = "cpu: " + std::to_string(stats.kernelCalls) + " kernels compiled (" +
                     std::to_string(builder.distinct()) + " distinct), " + std::to_string(stats.nativeCalls) +
                     " native microkernel calls" + opList(stats.nativeOps) + ", " + std::to_string(stats.fallbackNodes) +
@@ -425,12 +494,15 @@ class CpuBackend : public Backend {
 
  private:
   CodegenOptions options_;
+  bool profile_;
   KernelCache cache_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> createCpuBackend(const CodegenOptions& options) { return std::make_unique<CpuBackend>(options); }
+std::unique_ptr<Backend> createCpuBackend(const CodegenOptions& options, bool profile) {
+  return std::make_unique<CpuBackend>(options, profile);
+}
 
 const CpuStats* cpuStats(const CompiledModel& model) {
   auto* m = dynamic_cast<const CpuModel*>(&model);
@@ -488,12 +560,14 @@ void registerCpuBackend() {
       FRICTION_CHECK(options.size() == 1, "backend cpu: aot=FILE takes no other option (the artifact fixed them)");
       return createAotBackend(options.at("aot"));
     }
+    bool profile = false;
     for (const auto& [k, v] : options) {
-      FRICTION_CHECK(k == "ukernels", "backend cpu: unknown option '" + k + "' (options: ukernels=on|off, aot=FILE)");
-      FRICTION_CHECK(v == "on" || v == "off", "backend cpu: ukernels must be on or off, got '" + v + "'");
-      codegen.ukernels = v == "on";
+      FRICTION_CHECK(k == "ukernels" || k == "profile",
+                     "backend cpu: unknown option '" + k + "' (options: ukernels=on|off, profile=on|off, aot=FILE)");
+      FRICTION_CHECK(v == "on" || v == "off", "backend cpu: " + k + " must be on or off, got '" + v + "'");
+      (k == "ukernels" ? codegen.ukernels : profile) = v == "on";
     }
-    return createCpuBackend(codegen);
+    return createCpuBackend(codegen, profile);
   });
 }
 

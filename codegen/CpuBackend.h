@@ -46,8 +46,9 @@ std::vector<std::pair<std::string, const Node*>> cpuKernelsOf(const Graph& graph
 std::unique_ptr<CompiledModel> compileCpuWithKernels(const Graph& graph, const CodegenOptions& options,
                                                      KernelSource& source, const std::string& what);
 
-// The CPU backend object. Spec options: ukernels=on|off (default on).
-std::unique_ptr<Backend> createCpuBackend(const CodegenOptions& options = {});
+// The CPU backend object. Spec options: ukernels=on|off (default on),
+// profile=on|off (default off: time every step, CompiledModel::profile()).
+std::unique_ptr<Backend> createCpuBackend(const CodegenOptions& options = {}, bool profile = false);
 // Statistics of a model compiled by the cpu backend (nullptr for other models).
 const CpuStats* cpuStats(const CompiledModel& model);
 

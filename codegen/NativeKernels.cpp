@@ -1,5 +1,6 @@
 #include "codegen/NativeKernels.h"
 
+#include <algorithm>
 #include <set>
 
 #include "ir/Error.h"
@@ -35,18 +36,32 @@ class ConvKernel : public NativeKernel {
   void run(const std::vector<Tensor>& in, Tensor& out) const override {
     std::vector<float> packed;
     if (packed_.empty()) packed = ukernels::packConvWeights(g_, in[1].data<float>());
-    const float* bias = in.size() > 2 && in[2].defined() ? in[2].data<float>() : nullptr;
-    ukernels::convNhwc(g_, in[0].data<float>(), packed_.empty() ? packed.data() : packed_.data(), bias,
-                       out.data<float>());
+    ukernels::ConvEpilogue e = epilogue_;
+    e.bias = in.size() > 2 && in[2].defined() ? in[2].data<float>() : nullptr;
+    if (residual_) e.residual = in.at(3).data<float>();
+    ukernels::convNhwc(g_, in[0].data<float>(), packed_.empty() ? packed.data() : packed_.data(), e, out.data<float>());
   }
   std::string describe() const override {
-    return g_.depthwise() ? "depthwise conv nhwc" : g_.pointwise() ? "conv nhwc 1x1 (sgemm)" : "conv nhwc (im2col + sgemm)";
+    std::string d =
+        g_.depthwise() ? "depthwise conv nhwc" : g_.pointwise() ? "conv nhwc 1x1 (sgemm)" : "conv nhwc (im2col + sgemm)";
+    if (residual_) d += " + add";
+    if (epilogue_.lo != -std::numeric_limits<float>::infinity() || epilogue_.hi != std::numeric_limits<float>::infinity())
+      d += " + clamp";
+    return d;
+  }
+  bool fuse(const FusedEpilogue& e) override {
+    if (e.residual && g_.depthwise()) return false;  // it would be a second pass: the compiled epilogue is as good
+    residual_ = e.residual != nullptr;
+    epilogue_.lo = e.lo, epilogue_.hi = e.hi;
+    return true;
   }
 
  private:
   ukernels::Conv2d g_;
   const Value* weight_;
   std::vector<float> packed_;  // empty when the weights arrive at run time
+  ukernels::ConvEpilogue epilogue_;  // the fused clamp (bias and residual come with the inputs)
+  bool residual_ = false;            // inputs[3] is added to the result
 };
 
 class PoolKernel : public NativeKernel {
@@ -136,7 +151,57 @@ std::unique_ptr<NativeKernel> matchRows(const Node& node, const std::vector<cons
   return std::make_unique<RowKernel>(op->op(), rows, cols, op->attrFloat("epsilon", 1e-5f));
 }
 
+// The scalar value of a constant, if `v` is one.
+std::optional<float> constantScalar(const Value* v) {
+  if (!v || !v->isConstant() || v->constant().numel() != 1) return std::nullopt;
+  return float(v->constant().elementAsDouble(0));
+}
+
 }  // namespace
+
+std::optional<FusedEpilogue> matchFusedEpilogue(const Node& region, const Node& anchor,
+                                                const std::function<const Value*(const Value*)>& resolve) {
+  const Graph& body = *std::get<std::shared_ptr<Graph>>(*region.findAttr("body"));
+  auto regionOperand = [&](const Value* v) -> const Value* {  // a body input -> the region's operand, else null
+    auto it = std::find(body.inputs().begin(), body.inputs().end(), v);
+    return it == body.inputs().end() ? nullptr : region.input(size_t(it - body.inputs().begin()));
+  };
+  auto uses = [&](const Value* v) {
+    int n = int(std::count(body.outputs().begin(), body.outputs().end(), v));
+    for (const auto& m : body.nodes()) n += int(std::count(m->inputs().begin(), m->inputs().end(), v));
+    return n;
+  };
+  FusedEpilogue e;
+  bool clamped = false;
+  const Value* prev = anchor.output(0);
+  for (const auto& node : body.nodes()) {
+    const Node& n = *node;
+    if (&n == &anchor) continue;
+    if (uses(prev) != 1 || n.numOutputs() != 1 || n.numInputs() == 0 || clamped) return std::nullopt;
+    if (n.op() == "Add" && n.numInputs() == 2 && !e.residual) {
+      const Value* other = n.input(0) == prev ? n.input(1) : n.input(1) == prev ? n.input(0) : nullptr;
+      const Value* operand = regionOperand(other);
+      if (!operand || operand->type() != prev->type() || other->type() != n.output(0)->type()) return std::nullopt;
+      e.residual = operand;
+    } else if (n.op() == "Relu" && n.input(0) == prev) {
+      e.lo = 0.f, clamped = true;
+    } else if (n.op() == "Clip" && n.input(0) == prev && !n.hasAttr("min") && !n.hasAttr("max")) {
+      for (size_t i = 1; i < n.numInputs(); ++i) {
+        if (!n.input(i)) continue;
+        const Value* operand = regionOperand(n.input(i));
+        auto bound = constantScalar(resolve(operand ? operand : n.input(i)));
+        if (!bound) return std::nullopt;
+        (i == 1 ? e.lo : e.hi) = *bound;
+      }
+      clamped = true;
+    } else {
+      return std::nullopt;
+    }
+    prev = n.output(0);
+  }
+  if (body.outputs().size() != 1 || body.outputs()[0] != prev || prev == anchor.output(0)) return std::nullopt;
+  return e;
+}
 
 std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Value*> outer, std::string* why) {
   if (outer.empty()) outer.assign(node.inputs().begin(), node.inputs().end());

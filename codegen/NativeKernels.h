@@ -5,15 +5,28 @@
 // of a fuse-reductions region. A Fused "epilogue"
 // region anchored on one of them runs the native op into the region's output
 // buffer, then ONE compiled elementwise kernel updates that buffer in place
-// (KernelKind::NativeEpilogue in Kernels.h).
+// (KernelKind::NativeEpilogue in Kernels.h) -- unless the epilogue is one the
+// native kernel applies itself while the output is in registers or cache
+// (FusedEpilogue: convolutions take a residual Add and a Relu/Clip).
 #pragma once
+#include <functional>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ir/Graph.h"
 
 namespace friction::codegen {
+
+// An epilogue simple enough for a native kernel to apply before storing: the
+// anchor's result + `residual` (a region operand of the same shape), then
+// clamped to [lo, hi] (Relu: [0, inf), Clip with constant bounds).
+struct FusedEpilogue {
+  const Value* residual = nullptr;
+  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+};
 
 class NativeKernel {
  public:
@@ -23,7 +36,18 @@ class NativeKernel {
   // `inputs` are the node's inputs; `out` is allocated with the output's shape and overwritten.
   virtual void run(const std::vector<Tensor>& inputs, Tensor& out) const = 0;
   virtual std::string describe() const = 0;
+  // Takes over the epilogue (a residual arrives as one more input, after the
+  // node's own); false when this kernel cannot apply it.
+  virtual bool fuse(const FusedEpilogue&) { return false; }
 };
+
+// The epilogue of Fused region `region` after its native `anchor` (the
+// region's first node) as a FusedEpilogue, when it is one: a chain on the
+// anchor's result of at most one Add of a region input, then at most one
+// Relu or Clip. `resolve` maps a region operand to the value seen at the top
+// level (where constant Clip bounds are constants).
+std::optional<FusedEpilogue> matchFusedEpilogue(const Node& region, const Node& anchor,
+                                                const std::function<const Value*(const Value*)>& resolve);
 
 // The native kernel of `node`, or nullptr with the reason in `why`. `outer`
 // are the values feeding node's inputs as the caller sees them (for a node in

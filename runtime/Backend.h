@@ -23,6 +23,9 @@ class CompiledModel {
   virtual double lastRunMs() const { return -1; }
   // Versions and settings of what executes the model (recorded with results).
   virtual std::string description() const { return ""; }
+  // Where the run time went, per kind of step, over the runs so far; empty
+  // unless the backend was asked to profile (runtime/StepProfile.h).
+  virtual std::string profile() const { return ""; }
 };
 
 class Backend {

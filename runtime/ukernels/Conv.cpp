@@ -5,21 +5,35 @@
 #include <limits>
 #include <memory>
 
+#include "runtime/ukernels/Multiversion.h"
+
 namespace friction::ukernels {
 namespace {
 
-// Adds the bias to each finished block of the GEMM, while it is in cache.
-struct BiasEpilogue {
-  const float* bias;
-  static void apply(void* ctx, float* C, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols) {
-    const float* __restrict b = static_cast<BiasEpilogue*>(ctx)->bias + j0;
-    for (int64_t i = 0; i < rows; ++i) {
-      float* __restrict c = C + (i0 + i) * ldc + j0;
+// Applies a ConvEpilogue to each finished block of the GEMM, while it is in cache.
+FRICTION_MULTIVERSION
+void epilogueRow(float* __restrict c, const float* __restrict b, const float* __restrict r, int64_t n, float lo, float hi) {
+  if (b && r) {
 #pragma omp simd
-      for (int64_t j = 0; j < cols; ++j) c[j] += b[j];
-    }
+    for (int64_t j = 0; j < n; ++j) c[j] = std::min(std::max(c[j] + b[j] + r[j], lo), hi);
+  } else if (b) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) c[j] = std::min(std::max(c[j] + b[j], lo), hi);
+  } else if (r) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) c[j] = std::min(std::max(c[j] + r[j], lo), hi);
+  } else {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) c[j] = std::min(std::max(c[j], lo), hi);
   }
-};
+}
+
+void gemmEpilogue(void* ctx, float* C, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols) {
+  const auto& e = *static_cast<const ConvEpilogue*>(ctx);
+  for (int64_t i = i0; i < i0 + rows; ++i)
+    epilogueRow(C + i * ldc + j0, e.bias ? e.bias + j0 : nullptr, e.residual ? e.residual + i * ldc + j0 : nullptr, cols,
+                e.lo, e.hi);
+}
 
 // One row of the im2col matrix: the (kh, kw, c) patch of output pixel (n, oh, ow), zeros outside the input.
 void gatherPatch(const Conv2d& g, const float* x, int64_t n, int64_t oh, int64_t ow, float* row) {
@@ -61,16 +75,111 @@ void forEachWindow(const Conv2d& g, const float* x, float* y, int64_t C, Start s
       }
 }
 
-void depthwise(const Conv2d& g, const float* x, const float* w, const float* bias, float* y) {
+// Depthwise convolution, one output row (n, oh) at a time, 16 channels at a
+// time: the pixels whose window lies inside the input row in blocks of 8, 4,
+// 2, 1 (accumulators in vector registers, no bounds checks), the border
+// pixels one by one with checks. Outputs start from the bias and leave
+// clamped to [lo, hi] (a fused Relu/Clip), so each is written once.
+typedef float v16f __attribute__((vector_size(64)));
+// DwRow's helpers pass v16f by value; they are inlined into each ISA's clone
+// of depthwiseRow, so no vector ever crosses a call between ISAs.
+#pragma GCC diagnostic ignored "-Wpsabi"
+constexpr int64_t kDwChannels = 16;
+
+struct DwRow {
+  const Conv2d& g;
+  const float* x;  // input at (n, 0, 0, c0)
+  const float* w;  // packed weights at channel c0
+  v16f bias, lo, hi;
+  const int64_t* rows;  // window rows inside the input, and their input rows
+  const int64_t* inRows;
+  int64_t nRows;
+  float* y;  // output row at channel c0
+
+  static v16f load(const float* p) {
+    v16f v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  void store(int64_t ow, v16f v) const {
+    v = v < lo ? lo : v;
+    v = v > hi ? hi : v;
+    std::memcpy(y + ow * g.C, &v, sizeof v);
+  }
+  // P pixels from ow0, every window cell inside the row.
+  template <int P>
+  void interior(int64_t ow0) const {
+    v16f acc[P];
+    for (int p = 0; p < P; ++p) acc[p] = bias;
+    for (int64_t ri = 0; ri < nRows; ++ri) {
+      const float* xrow = x + inRows[ri] * g.W * g.C;
+      for (int64_t s = 0; s < g.S; ++s) {
+        const v16f wv = load(w + (rows[ri] * g.S + s) * g.C);
+        const float* xs = xrow + (ow0 * g.strideW - g.padLeft + s * g.dilW) * g.C;
+#pragma GCC unroll 8
+        for (int p = 0; p < P; ++p) acc[p] += load(xs + p * g.strideW * g.C) * wv;
+      }
+    }
+    for (int p = 0; p < P; ++p) store(ow0 + p, acc[p]);
+  }
+  void border(int64_t ow) const {
+    v16f acc = bias;
+    for (int64_t ri = 0; ri < nRows; ++ri)
+      for (int64_t s = 0; s < g.S; ++s) {
+        int64_t iw = ow * g.strideW - g.padLeft + s * g.dilW;
+        if (iw >= 0 && iw < g.W) acc += load(x + (inRows[ri] * g.W + iw) * g.C) * load(w + (rows[ri] * g.S + s) * g.C);
+      }
+    store(ow, acc);
+  }
+};
+
+FRICTION_MULTIVERSION
+void depthwiseRow(const Conv2d& g, const float* x, const float* w, const float* bias, float lo, float hi, int64_t n,
+                  int64_t oh, float* y) {
   const int64_t C = g.C;
-  forEachWindow(
-      g, x, y, C, [&](float* out) { for (int64_t c = 0; c < C; ++c) out[c] = bias ? bias[c] : 0.f; },
-      [&](float* out, const float* in, int64_t r, int64_t s) {
-        const float* wk = w + (r * g.S + s) * C;
-#pragma omp simd
-        for (int64_t c = 0; c < C; ++c) out[c] += in[c] * wk[c];
-      },
-      [](float*, int64_t) {});
+  std::vector<int64_t> rows, inRows;  // window rows inside the input
+  for (int64_t r = 0; r < g.R; ++r) {
+    int64_t ih = oh * g.strideH - g.padTop + r * g.dilH;
+    if (ih >= 0 && ih < g.H) rows.push_back(r), inRows.push_back(ih);
+  }
+  // Output columns [owA, owB) read only inside the input row.
+  int64_t owA = std::min(g.OW, (g.padLeft + g.strideW - 1) / g.strideW);
+  int64_t owB = std::max(owA, std::min(g.OW, (g.W - 1 + g.padLeft - (g.S - 1) * g.dilW) / g.strideW + 1));
+  if (g.W - 1 + g.padLeft - (g.S - 1) * g.dilW < 0) owB = owA;
+  const int64_t cFull = C / kDwChannels * kDwChannels;
+  for (int64_t c0 = 0; c0 < cFull; c0 += kDwChannels) {
+    DwRow row{g, x + n * g.H * g.W * C + c0, w + c0, v16f{}, v16f{} + lo, v16f{} + hi,
+              rows.data(), inRows.data(), int64_t(rows.size()), y + c0};
+    if (bias) row.bias = DwRow::load(bias + c0);
+    for (int64_t ow = 0; ow < owA; ++ow) row.border(ow);
+    int64_t ow = owA;
+    for (; ow + 8 <= owB; ow += 8) row.interior<8>(ow);
+    if (ow + 4 <= owB) row.interior<4>(ow), ow += 4;
+    if (ow + 2 <= owB) row.interior<2>(ow), ow += 2;
+    if (ow < owB) row.interior<1>(ow), ow += 1;
+    for (; ow < g.OW; ++ow) row.border(ow);
+  }
+  if (cFull == C) return;
+  // Leftover channels (C not a multiple of 16), one pixel at a time.
+  for (int64_t ow = 0; ow < g.OW; ++ow) {
+    float* out = y + ow * C;
+    for (int64_t c = cFull; c < C; ++c) out[c] = bias ? bias[c] : 0.f;
+    for (size_t ri = 0; ri < rows.size(); ++ri)
+      for (int64_t s = 0; s < g.S; ++s) {
+        int64_t iw = ow * g.strideW - g.padLeft + s * g.dilW;
+        if (iw < 0 || iw >= g.W) continue;
+        const float* in = x + ((n * g.H + inRows[ri]) * g.W + iw) * C;
+        const float* wk = w + (rows[ri] * g.S + s) * C;
+        for (int64_t c = cFull; c < C; ++c) out[c] += in[c] * wk[c];
+      }
+    for (int64_t c = cFull; c < C; ++c) out[c] = std::min(std::max(out[c], lo), hi);
+  }
+}
+
+void depthwise(const Conv2d& g, const float* x, const float* w, const float* bias, float lo, float hi, float* y) {
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t oh = 0; oh < g.OH; ++oh) depthwiseRow(g, x, w, bias, lo, hi, n, oh, y + (n * g.OH + oh) * g.OW * g.K);
 }
 
 }  // namespace
@@ -91,11 +200,16 @@ std::vector<float> packConvWeights(const Conv2d& g, const float* oihw) {
   return p;
 }
 
-void convNhwc(const Conv2d& g, const float* x, const float* packedW, const float* bias, float* y) {
-  if (g.depthwise()) return depthwise(g, x, packedW, bias, y);
-  BiasEpilogue be{bias};
-  GemmEpilogue ep{&BiasEpilogue::apply, &be};
-  const GemmEpilogue* epilogue = bias ? &ep : nullptr;
+void convNhwc(const Conv2d& g, const float* x, const float* packedW, const ConvEpilogue& e, float* y) {
+  if (g.depthwise()) {
+    if (!e.residual) return depthwise(g, x, packedW, e.bias, e.lo, e.hi, y);
+    // The residual is not in the register loop: a second pass over y.
+    depthwise(g, x, packedW, e.bias, -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity(), y);
+    return epilogueRow(y, nullptr, e.residual, g.N * g.OH * g.OW * g.K, e.lo, e.hi);
+  }
+  GemmEpilogue ep{&gemmEpilogue, const_cast<ConvEpilogue*>(&e)};
+  const bool clamps = e.lo != -std::numeric_limits<float>::infinity() || e.hi != std::numeric_limits<float>::infinity();
+  const GemmEpilogue* epilogue = e.bias || e.residual || clamps ? &ep : nullptr;
   int64_t rows = g.N * g.OH * g.OW, depth = g.R * g.S * g.C;
   if (g.pointwise()) {
     sgemm(false, false, rows, g.K, depth, 1.f, x, g.C, packedW, g.K, 0.f, y, g.K, epilogue);

@@ -6,6 +6,7 @@
 // Depthwise convolution and pooling are direct loops vectorized over channels.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "runtime/ukernels/Sgemm.h"
@@ -30,9 +31,18 @@ struct Conv2d {
 // GEMM's B operand [R*S*C, K] (group 1) or [R*S, C] (depthwise).
 std::vector<float> packConvWeights(const Conv2d& g, const float* oihw);
 
-// y = conv(x, w) + bias (bias may be null), NHWC in and out, w from
-// packConvWeights. Supports group 1 and depthwise.
-void convNhwc(const Conv2d& g, const float* x, const float* packedW, const float* bias, float* y);
+// What a convolution applies to each output before storing it, in order:
+// + bias[k], + residual (same layout as y), then clamp to [lo, hi] (Relu,
+// Clip). Null pointers and infinite bounds are skipped.
+struct ConvEpilogue {
+  const float* bias = nullptr;
+  const float* residual = nullptr;
+  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+};
+
+// y = epilogue(conv(x, w)), NHWC in and out, w from packConvWeights.
+// Supports group 1 and depthwise (no residual).
+void convNhwc(const Conv2d& g, const float* x, const float* packedW, const ConvEpilogue& epilogue, float* y);
 
 enum class PoolKind { Max, Average, AverageCountPad };
 // Max/average pooling of NHWC x into NHWC y (K == C); padding cells are skipped

@@ -12,6 +12,7 @@
 #include "codegen/Kernels.h"
 #include "frontend/zoo/Zoo.h"
 #include "ir/Builder.h"
+#include "ir/Error.h"
 #include "ir/Specialize.h"
 #include "passes/Pass.h"
 #include "passes/PassManager.h"
@@ -289,7 +290,10 @@ TEST_F(CpuBackendTest, NhwcConvVariantsRunNativeKernels) {
   std::vector<ConvCase> cases = {{3, 8, 3, 1, 1, 1, 1, true},   {8, 16, 1, 1, 0, 1, 1, true},
                                  {8, 16, 1, 2, 0, 1, 1, false}, {4, 6, 5, 2, 2, 1, 1, true},
                                  {6, 6, 3, 1, 1, 1, 6, true},   {6, 6, 3, 2, 1, 1, 6, false},
-                                 {5, 7, 3, 1, 2, 2, 1, true},   {4, 4, 7, 1, 3, 1, 4, true}};
+                                 {5, 7, 3, 1, 2, 2, 1, true},   {4, 4, 7, 1, 3, 1, 4, true},
+                                 // depthwise in 16-channel vector blocks: whole, with a leftover, strided, dilated
+                                 {32, 32, 3, 1, 1, 1, 32, true}, {20, 20, 3, 2, 1, 1, 20, true},
+                                 {16, 16, 5, 1, 2, 2, 16, false}, {17, 17, 3, 1, 0, 1, 17, true}};
   PipelineOptions layoutOnly;
   layoutOnly.only = {"convert-layout"};
   for (const auto& c : cases) {
@@ -334,23 +338,66 @@ TEST_F(CpuBackendTest, NhwcPoolingRunsNativeKernels) {
   }
 }
 
-TEST_F(CpuBackendTest, ConvEpilogueIsNativeCallPlusOneInPlaceKernel) {
-  // y1 = Relu(Conv1(x) + b1); out = Relu(Conv2(y1) + b2 + y1): after the default
-  // pipeline, two epilogue regions, each a conv microkernel call plus ONE
-  // compiled generic updating its output in place (bias, activation, residual).
+TEST_F(CpuBackendTest, ConvEpiloguesOfAddAndClampRunInsideTheMicrokernel) {
+  // y1 = Relu(Conv1(x) + b1); y2 = Clip(Conv2(y1) + b2 + y1, 0, 6) (a residual, MobileNet's Relu6); after
+  // the default pipeline two epilogue regions whose bias, residual and clamp the conv microkernel applies
+  // itself: no compiled kernel at all.
+  using Ints = std::vector<int64_t>;
+  std::map<std::string, Attribute> attrs = {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}};
   auto r = expectNhwcMatches(
       [&](GraphBuilder& b, Value* x) {
-        using Ints = std::vector<int64_t>;
-        std::map<std::string, Attribute> attrs = {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}};
         Value* y1 = b.op("Relu", {b.op("Conv", {x, b.constant(randomTensor({8, 8, 3, 3}, 63)),
                                                  b.constant(randomTensor({8}, 64))}, attrs)});
         Value* y2 = b.op("Conv", {y1, b.constant(randomTensor({8, 8, 3, 3}, 65)), b.constant(randomTensor({8}, 66))},
                          attrs);
-        b.output(b.op("Relu", {b.op("Add", {y2, y1})}));
+        Tensor lo(DType::F32, {}), hi(DType::F32, {});
+        lo.data<float>()[0] = 0.f, hi.data<float>()[0] = 0.5f;  // cuts the range of the random data
+        b.output(b.op("Clip", {b.op("Add", {y2, y1}), b.constant(lo), b.constant(hi)}));
+      },
+      {2, 8, 6, 6}, {});
+  EXPECT_EQ(nativeCallsOf(r.stats, "conv"), 2) << r.description;
+  EXPECT_EQ(nativeCallsOf(r.stats, "+ add + clamp"), 1) << r.description;
+  EXPECT_EQ(r.stats.kernelCalls, 0) << r.description;
+}
+
+TEST_F(CpuBackendTest, OtherConvEpiloguesAreOneCompiledInPlaceKernel) {
+  // Sigmoid, and a residual after a depthwise conv, are not the microkernel's: the conv call writes
+  // the region's output, then ONE compiled generic updates it in place.
+  using Ints = std::vector<int64_t>;
+  std::map<std::string, Attribute> attrs = {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}};
+  auto r = expectNhwcMatches(
+      [&](GraphBuilder& b, Value* x) {
+        Value* y1 = b.op("Sigmoid", {b.op("Conv", {x, b.constant(randomTensor({8, 8, 3, 3}, 67)),
+                                                    b.constant(randomTensor({8}, 68))}, attrs)});
+        std::map<std::string, Attribute> dw = attrs;
+        dw["group"] = int64_t(8);
+        Value* y2 = b.op("Conv", {y1, b.constant(randomTensor({8, 1, 3, 3}, 69)), b.constant(randomTensor({8}, 70))}, dw);
+        b.output(b.op("Add", {y2, y1}));
       },
       {2, 8, 6, 6}, {});
   EXPECT_EQ(nativeCallsOf(r.stats, "conv"), 2) << r.description;
   EXPECT_EQ(r.stats.kernelCalls, 2) << r.description;
+}
+
+TEST_F(CpuBackendTest, ProfileTimesEveryStepByKind) {
+  // cpu?profile=on: one row per kind of step, with its calls per run; plain cpu reports nothing.
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F32, {4, 8}});
+  Value* h = b.op("Relu", {b.op("MatMul", {x, b.constant(randomTensor({8, 8}, 71))})});
+  b.output(b.op("Softmax", {b.op("Transpose", {h}, {{"perm", std::vector<int64_t>{1, 0}}})}));
+  std::vector<Tensor> in = {randomTensor({4, 8}, 72)};
+  auto profiled = createBackend("cpu?profile=on")->compile(g);
+  for (int i = 0; i < 3; ++i) expectClose(profiled->run(in)[0], interp::run(g, in)[0], 1e-5, "profiled");
+  std::string p = profiled->profile();
+  EXPECT_NE(p.find("profile over 3 runs"), std::string::npos) << p;
+  EXPECT_NE(p.find("in 4 steps"), std::string::npos) << p;
+  for (const char* kind : {"compiled MatMul", "compiled Relu", "transpose", "Softmax rows"})
+    EXPECT_NE(p.find(kind), std::string::npos) << kind << " missing from\n" << p;
+  auto plain = createBackend("cpu")->compile(g);
+  plain->run(in);
+  EXPECT_EQ(plain->profile(), "");
+  EXPECT_THROW(createBackend("cpu?profile=maybe"), friction::Error);
 }
 
 TEST_F(CpuBackendTest, TransposeRunsNative) {

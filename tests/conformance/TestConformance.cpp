@@ -66,9 +66,10 @@ TEST(Conformance, CpuPassesWhatInterpPasses) {
     o.backend = "cpu";
     ConformanceReport cpu = runDir(dir, sub + " on cpu", o);
     ASSERT_EQ(cpu.cases.size(), interp.cases.size());
-    for (size_t i = 0; i < cpu.cases.size(); ++i)
-      if (interp.cases[i].status == ConformanceCase::Status::Passed)
-        EXPECT_EQ(cpu.cases[i].status, ConformanceCase::Status::Passed)
-            << sub << "/" << cpu.cases[i].name << " passes on interp, not on cpu: " << cpu.cases[i].reason;
+    for (size_t i = 0; i < cpu.cases.size(); ++i) {
+      if (interp.cases[i].status != ConformanceCase::Status::Passed) continue;
+      EXPECT_EQ(cpu.cases[i].status, ConformanceCase::Status::Passed)
+          << sub << "/" << cpu.cases[i].name << " passes on interp, not on cpu: " << cpu.cases[i].reason;
+    }
   }
 }

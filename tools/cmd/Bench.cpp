@@ -53,6 +53,7 @@ void benchModel(BenchArgs a) {
                      {"internal_timing", m.internalTiming},
                      {"overhead_ms_per_rep", m.overheadMsPerRep}};
     if (m.maxAbsError >= 0) j["max_abs_error"] = m.maxAbsError, j["max_rel_error"] = m.maxRelError;
+    if (!m.profile.empty()) j["profile"] = m.profile;
     std::cout << j.dump(2) << "\n";
     return;
   }
@@ -68,6 +69,7 @@ void benchModel(BenchArgs a) {
     std::printf("  vs interp on the %s: max abs error %.3g, max rel error %.3g\n",
                 codegen::isArtifactPath(a.model) ? "artifact's embedded graph" : "unoptimized model", m.maxAbsError,
                 m.maxRelError);
+  std::printf("%s", m.profile.c_str());
 }
 
 }  // namespace
