@@ -34,13 +34,21 @@ extern "C" void friction_sgemm_batched_ciface(StridedMemRefType<float, 3>* a, St
   const float* B = b->data + b->offset;
   float* C = c->data + c->offset;
   int64_t K = ta ? a->sizes[1] : a->sizes[2];
-  // Small matrices (attention heads): threads over the batch, one thread per GEMM.
-  bool small = c->sizes[1] * c->sizes[2] * K < (int64_t(1) << 21);
-  int threads = small ? 1 : 0;
-#pragma omp parallel for schedule(dynamic) if (small && batch > 1)
-  for (int64_t i = 0; i < batch; ++i)
+  auto one = [&](int64_t i, int threads) {
     gemm2d(A + i * a->strides[0], a->sizes + 1, a->strides + 1, B + i * b->strides[0], b->strides + 1,
            C + i * c->strides[0], c->sizes + 1, c->strides + 1, ta != 0, tb != 0, beta, threads);
+  };
+  // Small matrices (attention heads): threads over the batch, one thread per GEMM.
+  // Otherwise each GEMM spreads over the threads itself, from outside any
+  // parallel region: one nested in even an inactive (if(false)) region gets a
+  // team of fresh threads, which fight the pool's still-spinning ones (10x
+  // slower attention on 2 cores).
+  if (c->sizes[1] * c->sizes[2] * K < (int64_t(1) << 21) && batch > 1) {
+#pragma omp parallel for schedule(dynamic)
+    for (int64_t i = 0; i < batch; ++i) one(i, 1);
+  } else {
+    for (int64_t i = 0; i < batch; ++i) one(i, 0);
+  }
 }
 
 std::vector<std::pair<std::string, void*>> microkernelSymbols() {

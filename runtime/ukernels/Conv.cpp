@@ -36,15 +36,28 @@ void gemmEpilogue(void* ctx, float* C, int64_t ldc, int64_t i0, int64_t j0, int6
 }
 
 // One row of the im2col matrix: the (kh, kw, c) patch of output pixel (n, oh, ow), zeros outside the input.
+// An undilated window row that lies inside the input is S*C contiguous floats: one copy.
 void gatherPatch(const Conv2d& g, const float* x, int64_t n, int64_t oh, int64_t ow, float* row) {
-  for (int64_t r = 0; r < g.R; ++r) {
+  const int64_t iw0 = ow * g.strideW - g.padLeft, span = g.S * g.C;
+  const bool rowInside = g.dilW == 1 && iw0 >= 0 && iw0 + g.S <= g.W;
+  for (int64_t r = 0; r < g.R; ++r, row += span) {
     int64_t ih = oh * g.strideH - g.padTop + r * g.dilH;
-    for (int64_t s = 0; s < g.S; ++s, row += g.C) {
-      int64_t iw = ow * g.strideW - g.padLeft + s * g.dilW;
-      if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W)
-        std::memset(row, 0, size_t(g.C) * sizeof(float));
+    if (ih < 0 || ih >= g.H) {
+      std::fill(row, row + span, 0.f);
+      continue;
+    }
+    const float* in = x + (n * g.H + ih) * g.W * g.C;
+    if (rowInside) {
+      std::copy(in + iw0 * g.C, in + iw0 * g.C + span, row);
+      continue;
+    }
+    for (int64_t s = 0; s < g.S; ++s) {
+      int64_t iw = iw0 + s * g.dilW;
+      float* cell = row + s * g.C;
+      if (iw < 0 || iw >= g.W)
+        std::fill(cell, cell + g.C, 0.f);
       else
-        std::memcpy(row, x + ((n * g.H + ih) * g.W + iw) * g.C, size_t(g.C) * sizeof(float));
+        std::copy(in + iw * g.C, in + (iw + 1) * g.C, cell);
     }
   }
 }

@@ -58,12 +58,64 @@ void layerNormRows(int64_t rows, int64_t cols, const float* x, const float* scal
 
 namespace friction::ukernels {
 
-void transposeF32(const float* x, float* y, const std::vector<int64_t>& inShape, const std::vector<int64_t>& perm) {
+namespace {
+// y[b][j][i] = x[b][i][j] for x of [batch, rows, cols], in cache-sized tiles.
+void transposeBatched2d(const float* x, float* y, int64_t batch, int64_t rows, int64_t cols) {
+  constexpr int64_t T = 32;
+  const int64_t rowTiles = (rows + T - 1) / T, colTiles = (cols + T - 1) / T;
+#pragma omp parallel for collapse(2) schedule(static) if (batch * rows * cols > (1 << 16))
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t ct = 0; ct < colTiles; ++ct) {
+      const float* in = x + b * rows * cols;
+      float* out = y + b * rows * cols;
+      const int64_t j0 = ct * T, j1 = std::min(cols, j0 + T);
+      for (int64_t rt = 0; rt < rowTiles; ++rt) {
+        const int64_t i0 = rt * T, i1 = std::min(rows, i0 + T);
+        for (int64_t j = j0; j < j1; ++j)
+          for (int64_t i = i0; i < i1; ++i) out[j * rows + i] = in[i * cols + j];
+      }
+    }
+}
+
+
+// The same transpose on fewer dims: unit dims dropped, and input dims that
+// stay adjacent and in order in the output merged into one. NCHW -> NHWC
+// becomes [N, C, HW] -> [N, HW, C].
+void coalesce(const std::vector<int64_t>& shape, const std::vector<int64_t>& permutation, std::vector<int64_t>& inShape,
+              std::vector<int64_t>& perm) {
+  std::vector<int64_t> newIndex(shape.size(), -1), dims, order;  // order: kept input dims in output order
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] != 1) newIndex[i] = int64_t(dims.size()), dims.push_back(shape[i]);
+  for (int64_t p : permutation)
+    if (newIndex[size_t(p)] >= 0) order.push_back(newIndex[size_t(p)]);
+  // Runs of consecutive input dims in the output order: each becomes one dim.
+  std::vector<std::pair<int64_t, int64_t>> runs;  // (first input dim, size), output order
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i > 0 && order[i] == order[i - 1] + 1)
+      runs.back().second *= dims[size_t(order[i])];
+    else
+      runs.push_back({order[i], dims[size_t(order[i])]});
+  }
+  std::vector<std::pair<int64_t, int64_t>> byInput = runs;
+  std::sort(byInput.begin(), byInput.end());
+  inShape.clear(), perm.clear();
+  for (const auto& run : byInput) inShape.push_back(run.second);
+  for (const auto& run : runs)
+    perm.push_back(int64_t(std::lower_bound(byInput.begin(), byInput.end(), run) - byInput.begin()));
+}
+}  // namespace
+
+void transposeF32(const float* x, float* y, const std::vector<int64_t>& shape, const std::vector<int64_t>& permutation) {
+  std::vector<int64_t> inShape, perm;
+  coalesce(shape, permutation, inShape, perm);
   size_t r = inShape.size();
-  if (r == 0) {
-    y[0] = x[0];
+  if (r <= 1) {  // nothing moves
+    int64_t n = r == 0 ? 1 : inShape[0];
+    std::copy(x, x + n, y);
     return;
   }
+  if (r == 2) return transposeBatched2d(x, y, 1, inShape[0], inShape[1]);
+  if (r == 3 && perm == std::vector<int64_t>{0, 2, 1}) return transposeBatched2d(x, y, inShape[0], inShape[1], inShape[2]);
   std::vector<int64_t> inStride(r, 1), outShape(r), stride(r);
   for (size_t i = r - 1; i-- > 0;) inStride[i] = inStride[i + 1] * inShape[i + 1];
   for (size_t i = 0; i < r; ++i) outShape[i] = inShape[size_t(perm[i])], stride[i] = inStride[size_t(perm[i])];

@@ -50,9 +50,22 @@ struct Tile {
   static constexpr int W = int(sizeof(V) / sizeof(float));
   static constexpr int NR = W * NV;
 
-  // acc = sum_k ap[k][0..MR) (x) bp[k][0..NR); then C = alpha*acc + (first ? beta*C : C).
-  static void micro(int64_t kc, const float* __restrict ap, const float* __restrict bp, float* C, int64_t ldc,
-                    int64_t rows, int64_t cols, float alpha, float beta, bool first) {
+  // acc = sum_k A[0..MR)[k] (x) bp[k][0..NR); then C = alpha*acc + (first ? beta*C : C).
+  // A is a packed panel (ap[k * MR + r]) when ldaRows is 0, else MR whole rows of
+  // op(A) read in place (ap[r * ldaRows + k]).
+  static void micro(int64_t kc, const float* __restrict ap, int64_t ldaRows, const float* __restrict bp, float* C,
+                    int64_t ldc, int64_t rows, int64_t cols, float alpha, float beta, bool first) {
+    if (ldaRows == 0)
+      accumulate<true>(kc, ap, MR, bp, C, ldc, rows, cols, alpha, beta, first);
+    else
+      accumulate<false>(kc, ap, ldaRows, bp, C, ldc, rows, cols, alpha, beta, first);
+  }
+
+  template <bool Packed>
+  static inline __attribute__((always_inline)) void accumulate(int64_t kc, const float* __restrict ap, int64_t lda,
+                                                               const float* __restrict bp, float* C, int64_t ldc,
+                                                               int64_t rows, int64_t cols, float alpha, float beta,
+                                                               bool first) {
     V acc[MR][NV];
 #pragma GCC unroll 32
     for (int r = 0; r < MR; ++r)
@@ -64,7 +77,7 @@ struct Tile {
       for (int j = 0; j < NV; ++j) b[j] = loadu<V>(bp + k * NR + j * W);
 #pragma GCC unroll 32
       for (int r = 0; r < MR; ++r) {
-        float a = ap[k * MR + r];
+        float a = Packed ? ap[k * MR + r] : ap[r * lda + k];
 #pragma GCC unroll 4
         for (int j = 0; j < NV; ++j) acc[r][j] += a * b[j];
       }
@@ -84,15 +97,28 @@ struct Tile {
         }
       return;
     }
-    alignas(64) float tmp[MR][NR];
-    for (int r = 0; r < MR; ++r)
-      for (int j = 0; j < NV; ++j) storeu(&tmp[r][j * W], acc[r][j]);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t j = 0; j < cols; ++j) {
-        float& c = C[r * ldc + j];
-        float v = alpha * tmp[r][j];
-        c = !first ? c + v : beta != 0.f ? v + beta * c : v;
+    // A partial tile (the edges of C; every tile of a GEMM narrower than NR):
+    // whole vectors where they fit, the last partial vector lane by lane.
+#pragma GCC unroll 32
+    for (int r = 0; r < MR; ++r) {
+      if (r >= rows) break;
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) {
+        const int64_t c0 = j * W;
+        if (c0 >= cols) break;
+        float* c = C + r * ldc + c0;
+        V v = alpha * acc[r][j];
+        if (c0 + W <= cols) {
+          if (!first)
+            v += loadu<V>(c);
+          else if (beta != 0.f)
+            v += beta * loadu<V>(c);
+          storeu(c, v);
+          continue;
+        }
+        for (int64_t l = 0; l < cols - c0; ++l) c[l] = !first ? c[l] + v[l] : beta != 0.f ? v[l] + beta * c[l] : v[l];
       }
+    }
   }
 };
 
@@ -122,6 +148,9 @@ void packB(bool transB, const float* B, int64_t ldb, int64_t k0, int64_t kc, int
     }
   }
 }
+
+// Column panels per task up to which A is not packed (see sgemmBlocked).
+constexpr int64_t kInPlaceAPanels = 4;
 
 template <typename V, int MR, int NV>
 void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
@@ -174,6 +203,9 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
     int64_t q0 = js * perSplit, nPanels = std::min(blockPanels, q0 + perSplit) - q0;
     if (nPanels <= 0) continue;
     int64_t j0 = jBlock + q0 * NR, nc = std::min(nPanels * NR, N - j0);
+    // Packing A pays off when each A panel meets many B panels; a narrow C
+    // (1x1 convolutions of mobile nets) reads whole rows of A in place instead.
+    const bool inPlaceA = !transA && nPanels <= kInPlaceAPanels;
     thread_local AlignedFloats apBuf, bpBuf;
     if (!apBuf) {
       apBuf = alignedFloats(size_t(MC * KC));
@@ -194,6 +226,7 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
       for (int64_t p = 0; p < mPanels; ++p) {
         float* dst = ap + p * kc * MR;
         int64_t rows = std::min<int64_t>(MR, mc - p * MR);
+        if (inPlaceA && rows == MR) continue;  // read in place by the microkernel
         if (!transA) {
           for (int64_t r = 0; r < rows; ++r) {
             const float* src = A + (i0 + p * MR + r) * lda + k0;
@@ -206,9 +239,13 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
           for (int64_t k = 0; k < kc; ++k) dst[k * MR + r] = 0.f;
       }
       for (int64_t q = 0; q < nPanels; ++q)
-        for (int64_t p = 0; p < mPanels; ++p)
-          T::micro(kc, ap + p * kc * MR, bpk + q * kc * NR, C + (i0 + p * MR) * ldc + j0 + q * NR, ldc,
-                   std::min<int64_t>(MR, mc - p * MR), std::min(NR, nc - q * NR), alpha, beta, k0 == 0);
+        for (int64_t p = 0; p < mPanels; ++p) {
+          int64_t rows = std::min<int64_t>(MR, mc - p * MR);
+          bool inPlace = inPlaceA && rows == MR;
+          T::micro(kc, inPlace ? A + (i0 + p * MR) * lda + k0 : ap + p * kc * MR, inPlace ? lda : 0,
+                   bpk + q * kc * NR, C + (i0 + p * MR) * ldc + j0 + q * NR, ldc, rows, std::min(NR, nc - q * NR),
+                   alpha, beta, k0 == 0);
+        }
     }
     if (epilogue && epilogue->fn) epilogue->fn(epilogue->ctx, C, ldc, i0, j0, mc, nc);
   }

@@ -401,17 +401,20 @@ TEST_F(CpuBackendTest, ProfileTimesEveryStepByKind) {
 }
 
 TEST_F(CpuBackendTest, TransposeRunsNative) {
-  for (std::vector<int64_t> perm : std::vector<std::vector<int64_t>>{{0, 2, 1, 3}, {0, 2, 3, 1}, {3, 2, 1, 0}, {}}) {
-    SCOPED_TRACE("perm " + Shape::fromStatic(perm).str());
-    Graph g;
-    GraphBuilder b(g);
-    Value* x = b.input("x", {DType::F32, {2, 3, 4, 5}});
-    std::map<std::string, Attribute> attrs;
-    if (!perm.empty()) attrs["perm"] = perm;  // empty: ONNX's default, reversed dims
-    b.output(b.op("Transpose", {x}, attrs));
-    auto r = expectMatchesInterp(g, {randomTensor({2, 3, 4, 5}, 75)}, 0);
-    EXPECT_EQ(nativeCallsOf(r.stats, "transpose"), 1) << r.description;
-  }
+  // Generic permutations, batched 2-D ones after merging dims (NCHW <-> NHWC), unit dims, no-ops.
+  using Dims = std::vector<int64_t>;
+  for (const Dims& shape : {Dims{2, 3, 4, 5}, Dims{1, 3, 1, 37}})
+    for (const Dims& perm : std::vector<Dims>{{0, 2, 1, 3}, {0, 2, 3, 1}, {0, 3, 1, 2}, {3, 2, 1, 0}, {0, 1, 2, 3}, {}}) {
+      SCOPED_TRACE("shape " + Shape::fromStatic(shape).str() + " perm " + Shape::fromStatic(perm).str());
+      Graph g;
+      GraphBuilder b(g);
+      Value* x = b.input("x", {DType::F32, Shape::fromStatic(shape)});
+      std::map<std::string, Attribute> attrs;
+      if (!perm.empty()) attrs["perm"] = perm;  // empty: ONNX's default, reversed dims
+      b.output(b.op("Transpose", {x}, attrs));
+      auto r = expectMatchesInterp(g, {randomTensor(shape, 75)}, 0);
+      EXPECT_EQ(nativeCallsOf(r.stats, "transpose"), 1) << r.description;
+    }
 }
 
 TEST_F(CpuBackendTest, SoftmaxAndLayerNormRunRowKernels) {

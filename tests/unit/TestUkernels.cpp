@@ -1,0 +1,139 @@
+// runtime/ukernels against naive loops: SGEMM over tile edges (every M, N
+// remainder of the register tiles, K across the KC block), transposes,
+// alpha/beta, epilogue blocks; convolutions with every ConvEpilogue part.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "runtime/ukernels/Conv.h"
+#include "runtime/ukernels/Sgemm.h"
+
+namespace friction::ukernels {
+namespace {
+
+std::vector<float> randoms(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// Relative to the largest |reference| value, which the float sums can lose.
+void expectNear(const std::vector<float>& got, const std::vector<double>& want, double rtol, const std::string& what) {
+  double scale = 1e-30, worst = 0;
+  for (double w : want) scale = std::max(scale, std::fabs(w));
+  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(double(got[i]) - want[i]) / scale);
+  EXPECT_LE(worst, rtol) << what;
+}
+
+TEST(Sgemm, MatchesNaiveOverTileEdgesTransposesAndBeta) {
+  // Sizes around the register tiles (AVX-512 12x32, AVX2 6x16, portable 4x8) and KC = 384.
+  const std::vector<int64_t> ms = {1, 5, 12, 13, 37}, ns = {1, 8, 16, 17, 24, 33, 70}, ks = {1, 16, 385};
+  int cases = 0;
+  for (int64_t M : ms)
+    for (int64_t N : ns)
+      for (int64_t K : ks)
+        for (int t = 0; t < 4; ++t) {
+          bool ta = t & 1, tb = t & 2;
+          float alpha = t == 3 ? 0.5f : 1.f, beta = t == 1 ? 0.f : t == 2 ? 1.f : 0.25f;
+          int64_t lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 2, ldc = N + 5;  // padded rows: strides matter
+          auto A = randoms(size_t((ta ? K : M) * lda), 1), B = randoms(size_t((tb ? N : K) * ldb), 2);
+          auto C = randoms(size_t(M * ldc), 3);
+          std::vector<double> want(C.begin(), C.end());
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) {
+              double acc = 0;
+              for (int64_t k = 0; k < K; ++k)
+                acc += double(ta ? A[k * lda + i] : A[i * lda + k]) * double(tb ? B[j * ldb + k] : B[k * ldb + j]);
+              want[size_t(i * ldc + j)] = alpha * acc + (beta == 0.f ? 0.0 : beta * double(C[size_t(i * ldc + j)]));
+            }
+          sgemm(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
+          expectNear(C, want, 1e-5, "M " + std::to_string(M) + " N " + std::to_string(N) + " K " + std::to_string(K) +
+                                         " transA " + std::to_string(ta) + " transB " + std::to_string(tb));
+          ++cases;
+        }
+  EXPECT_EQ(cases, 5 * 7 * 3 * 4);
+}
+
+TEST(Sgemm, EpilogueSeesEveryElementOnceAfterTheLastKStep) {
+  const int64_t M = 101, N = 77, K = 500;  // several K blocks, edge tiles, several threads' blocks
+  auto A = randoms(size_t(M * K), 4), B = randoms(size_t(K * N), 5);
+  std::vector<float> C(size_t(M * N), 0.f), plain(size_t(M * N), 0.f);
+  std::vector<int> seen(size_t(M * N), 0);
+  struct Ctx {
+    std::vector<int>* seen;
+  } ctx{&seen};
+  GemmEpilogue e{[](void* p, float* c, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols) {
+                   auto& s = *static_cast<Ctx*>(p)->seen;
+                   for (int64_t i = i0; i < i0 + rows; ++i)
+                     for (int64_t j = j0; j < j0 + cols; ++j) {
+#pragma omp atomic
+                       s[size_t(i * ldc + j)]++;
+                       c[i * ldc + j] = -c[i * ldc + j];
+                     }
+                 },
+                 &ctx};
+  sgemm(false, false, M, N, K, 1.f, A.data(), K, B.data(), N, 0.f, C.data(), N, &e);
+  sgemm(false, false, M, N, K, 1.f, A.data(), K, B.data(), N, 0.f, plain.data(), N);
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), M * N);
+  for (size_t i = 0; i < C.size(); ++i) ASSERT_EQ(C[i], -plain[i]) << i;
+}
+
+// Naive NHWC convolution with the epilogue, in double.
+std::vector<double> naiveConv(const Conv2d& g, const std::vector<float>& x, const std::vector<float>& oihw,
+                              const ConvEpilogue& e) {
+  std::vector<double> y(size_t(g.N * g.OH * g.OW * g.K));
+  const int64_t cpg = g.C / g.group, kpg = g.K / g.group;
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t oh = 0; oh < g.OH; ++oh)
+      for (int64_t ow = 0; ow < g.OW; ++ow)
+        for (int64_t k = 0; k < g.K; ++k) {
+          size_t at = size_t(((n * g.OH + oh) * g.OW + ow) * g.K + k);
+          double acc = e.bias ? e.bias[k] : 0.0;
+          for (int64_t c = 0; c < cpg; ++c)
+            for (int64_t r = 0; r < g.R; ++r)
+              for (int64_t s = 0; s < g.S; ++s) {
+                int64_t ih = oh * g.strideH - g.padTop + r * g.dilH, iw = ow * g.strideW - g.padLeft + s * g.dilW;
+                if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
+                int64_t ci = k / kpg * cpg + c;
+                acc += double(x[size_t(((n * g.H + ih) * g.W + iw) * g.C + ci)]) *
+                       double(oihw[size_t(((k * cpg + c) * g.R + r) * g.S + s)]);
+              }
+          if (e.residual) acc += e.residual[at];
+          y[at] = std::min(std::max(acc, double(e.lo)), double(e.hi));
+        }
+  return y;
+}
+
+TEST(ConvNhwc, EpiloguesOfBiasResidualAndClamp) {
+  struct Case {
+    int64_t C, K, R, stride, pad, group;
+  };
+  for (const Case& c : std::vector<Case>{{8, 40, 1, 1, 0, 1}, {5, 19, 3, 2, 1, 1}, {35, 35, 3, 1, 1, 35}, {48, 48, 5, 2, 2, 48}}) {
+    Conv2d g;
+    g.N = 2, g.H = 9, g.W = 13, g.C = c.C, g.K = c.K, g.R = g.S = c.R, g.strideH = g.strideW = c.stride;
+    g.padTop = g.padLeft = c.pad, g.group = c.group;
+    g.OH = (g.H + 2 * c.pad - c.R) / c.stride + 1, g.OW = (g.W + 2 * c.pad - c.R) / c.stride + 1;
+    auto x = randoms(size_t(g.N * g.H * g.W * g.C), 6), w = randoms(size_t(g.K * (g.C / g.group) * g.R * g.S), 7);
+    auto bias = randoms(size_t(g.K), 8), residual = randoms(size_t(g.N * g.OH * g.OW * g.K), 9);
+    std::vector<float> packed = packConvWeights(g, w.data());
+    for (int part = 0; part < 4; ++part) {
+      ConvEpilogue e;
+      if (part >= 1) e.bias = bias.data();
+      if (part >= 2) e.lo = 0.f, e.hi = 0.75f;
+      if (part == 3) e.residual = residual.data();
+      std::vector<float> y(residual.size());
+      convNhwc(g, x.data(), packed.data(), e, y.data());
+      expectNear(y, naiveConv(g, x, w, e), 1e-5,
+                 "C " + std::to_string(c.C) + " K " + std::to_string(c.K) + " R " + std::to_string(c.R) + " group " +
+                     std::to_string(c.group) + " epilogue part " + std::to_string(part));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace friction::ukernels
