@@ -123,9 +123,9 @@ def ranking_figures(data):
         ax.invert_yaxis()
         ax.set_ylabel("rank (0 = fastest)")
         ax.set_xlim(-0.1, 1.6)
-        n_inv = len(r.get("inversions", []))
+        n_inv, tau = len(r.get("inversions", [])), num(r["kendall_tau"], ".2f", "n/a")
         out.append(figure_html(fig, f'Rankings on {r["backend"]}, batch {r["batch"]}: {r["condition_a"]} vs '
-                                    f'{r["condition_b"]}; Kendall tau {r["kendall_tau"]:.2f}; {n_inv} significant '
+                                    f'{r["condition_b"]}; Kendall tau {tau}; {n_inv} significant '
                                     f"inversion(s) in red", left=0.15, right=0.7, top=0.97, bottom=0.08))
     return out
 
@@ -149,17 +149,66 @@ def depth_figures(data):
     return out
 
 
+def num(v, fmt, missing="&ndash;"):
+    """A metric value; NaN and missing ones (JSON null: tau of a ranking with all items tied) print as `missing`."""
+    return missing if v is None or v != v else format(v, fmt)
+
+
+def table(header, rows):
+    """An HTML table; `rows` hold cells already escaped."""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def inversion_cells(i):
+    """Pair, then the ratio of medians a/b with its 95% CI under condition a and under condition b."""
+    return [f'{html.escape(i["a"])} / {html.escape(i["b"])}'] + [
+        f'{i[r]:.3f} [{i[ci][0]:.3f}, {i[ci][1]:.3f}]' for r, ci in (("ratio_a", "ci_a"), ("ratio_b", "ci_b"))]
+
+
 def inversion_table(data):
-    rows = []
-    for r in data.get("rankings", []):
-        for i in r.get("inversions", []):
-            rows.append(f'<tr><td>{html.escape(r["backend"])}</td><td>{r["batch"]}</td><td>{html.escape(i["a"])} / '
-                        f'{html.escape(i["b"])}</td><td>{i["ratio_a"]:.3f} [{i["ci_a"][0]:.3f}, {i["ci_a"][1]:.3f}]</td>'
-                        f'<td>{i["ratio_b"]:.3f} [{i["ci_b"][0]:.3f}, {i["ci_b"][1]:.3f}]</td></tr>')
+    rows = [[html.escape(r["backend"]), str(r["batch"])] + inversion_cells(i)
+            for r in data.get("rankings", []) for i in r.get("inversions", [])]
     if not rows:
         return "<p>No significant ranking inversions (both bootstrap CIs of the ratio of medians must exclude 1).</p>"
-    return ("<table><tr><th>backend</th><th>batch</th><th>pair</th><th>ratio all-off [95% CI]</th>"
-            "<th>ratio default [95% CI]</th></tr>" + "".join(rows) + "</table>")
+    return table(["backend", "batch", "pair", "ratio all-off [95% CI]", "ratio default [95% CI]"], rows)
+
+
+def executor_tables(data):
+    """Executors (backend + pass configuration) side by side: phi per model, depth slopes, and each one's
+    model rankings against the reference executor."""
+    execs = data.get("executors", [])
+    if not execs:
+        return []
+    names = [e["executor"] for e in execs]
+    out = ["<p>An executor is a backend spec with a friction pass configuration (backend|config).</p>"]
+    models = sorted({m for e in execs for m in e["phi"]})
+    if models:
+        out.append("<h3>Friction exponent phi (slope of ln L over ln b) per model</h3>")
+        out.append(table(["model"] + names, [[html.escape(m)] + [num(e["phi"].get(m), ".2f") for e in execs]
+                                             for m in models]))
+    slopes = {(e["executor"], d["family"], d["batch"]): d["slope_ms"] for e in execs for d in e["depth_slopes"]}
+    families = sorted({(f, b) for _, f, b in slopes})
+    if families:
+        out.append("<h3>Latency per added block (ms/block, least squares over every measured depth)</h3>")
+        out.append(table(["family", "batch"] + names, [[html.escape(f), str(b)] + [num(slopes.get((n, f, b)), ".3f")
+                                                       for n in names] for f, b in families]))
+    ref = data.get("reference")
+    summary = [[html.escape(e["executor"]), str(e["vs_reference"]["inversions"]),
+                num(e["vs_reference"]["mean_kendall_tau"], ".2f"), str(e["vs_reference"]["groups_with_tau"])]
+               for e in execs if "vs_reference" in e]
+    if summary:
+        out.append(f"<h3>Model rankings against {html.escape(ref)}</h3><p>Models are ranked at each batch and, for "
+                   "zoo models with a depth knob, among models of the same depth. A pair is inverted only when both "
+                   "orderings are significant (bootstrap CI of the ratio of medians excludes 1).</p>")
+        out.append(table(["executor", "significant inversions", "mean Kendall tau", "rankings averaged"], summary))
+        rows = [[html.escape(r["executor"]), str(r["batch"]), num(r["depth"], "d")] + inversion_cells(i)
+                + [num(r["kendall_tau"], ".2f")] for r in data.get("executor_rankings", []) for i in r["inversions"]]
+        if rows:
+            out.append(table(["executor", "batch", "depth", "pair a / b", "ratio a/b, reference [95% CI]",
+                              "ratio a/b, executor [95% CI]", "Kendall tau"], rows))
+    return out
 
 
 def main():
@@ -169,6 +218,7 @@ def main():
         ("Pass attribution", attribution_figures(data)),
         ("Rankings", ranking_figures(data)),
         ("Depth scaling", depth_figures(data)),
+        ("Executors", executor_tables(data)),
     ]
     body = [f'<h1>friction report</h1><p>{data["measurements"]} measurements from {html.escape(data["db"])}. '
             "Metric definitions: docs/metrics.md. Raw rows: the .csv beside this file.</p>"]

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Headline numbers of a compiler-study store (docs/study.md), across executors.
 
-`friction report` pairs baseline and compiled within one backend; the study also needs comparisons
-across executors (friction cpu vs ORT vs OpenVINO ...). This prints, per executor:
+Superseded by `friction report --db STORE -o report.html [--reference EXECUTOR]`, whose report.json has
+"executors" (phi per model, depth slopes) and "executor_rankings" (inversions against a reference executor,
+tested with the bootstrap CI of the ratio of medians on the raw samples; docs/metrics.md, "Comparing
+executors"). Kept because the Findings of docs/study.md were computed with it. This prints, per executor:
   - the friction exponent phi (slope of ln L over ln b) per archetype at the middle depth,
   - the latency slope per added block (ms/block at batch 1, depths >= 4 for the staged CNNs),
   - the archetype ranking at each (depth, batch) and the pairs whose order differs from the reference

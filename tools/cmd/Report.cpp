@@ -1,11 +1,17 @@
 // `friction report --db FILE -o report.html`: computes the metrics of
 // docs/metrics.md from the results store, writes them as JSON and CSV beside
 // the report, and renders the figures with matplotlib (benchmarks/report/).
+// Baseline vs compiled pairs are made within one backend (all-off vs default); the "executors" sections
+// compare whole executors (backend + pass configuration) with a reference executor, as the compiler study
+// needs (docs/study.md).
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -44,10 +50,41 @@ std::string configLabel(const std::string& passes, const std::string& def) {
   return label.empty() ? passes : label;
 }
 
+// A zoo model with a depth=N knob: its family (the spec with "depth=*") and N.
+using DepthVariant = std::optional<std::pair<std::string, int64_t>>;
+DepthVariant depthVariant(const std::string& model) {
+  static const std::regex depthKnob("([?&])depth=([0-9]+)");
+  std::smatch m;
+  if (model.rfind("zoo:", 0) != 0 || !std::regex_search(model, m, depthKnob)) return std::nullopt;
+  return std::make_pair(std::regex_replace(model, depthKnob, "$1depth=*"), std::stoll(m[2].str()));
+}
+
+// The labels cells are grouped by, computed once per distinct string: a large store repeats a few models and
+// pass sets over up to millions of cells, and a regex or configLabel costs microseconds a call.
+class CellLabels {
+ public:
+  const std::string def = defaultPipeline();
+  const std::string& config(const std::string& passes) {
+    return memo(configs_, passes, [&] { return configLabel(passes, def); });
+  }
+  const DepthVariant& depth(const std::string& model) {
+    return memo(depths_, model, [&] { return depthVariant(model); });
+  }
+
+ private:
+  template <typename V, typename F>
+  static const V& memo(std::map<std::string, V>& m, const std::string& key, F make) {
+    auto it = m.find(key);
+    return it != m.end() ? it->second : m.emplace(key, make()).first->second;
+  }
+  std::map<std::string, std::string> configs_;
+  std::map<std::string, DepthVariant> depths_;
+};
+
 // Latency vs batch for each (model, backend, configuration), with friction metrics.
-json batchSeries(const Cells& cells, const std::string& def) {
+json batchSeries(const Cells& cells, CellLabels& labels) {
   std::map<std::tuple<std::string, std::string, std::string>, std::map<int64_t, const bench::CellRecord*>> groups;
-  for (const auto& c : cells) groups[{c.model, c.backend, configLabel(c.passes, def)}][c.batch] = &c;
+  for (const auto& c : cells) groups[{c.model, c.backend, labels.config(c.passes)}][c.batch] = &c;
   json out = json::array();
   for (const auto& [key, byBatch] : groups) {
     json s{{"model", std::get<0>(key)}, {"backend", std::get<1>(key)}, {"config", std::get<2>(key)}};
@@ -70,9 +107,32 @@ json batchSeries(const Cells& cells, const std::string& def) {
   return out;
 }
 
-// Items = models; condition A = all passes off, B = the default pipeline.
+// Model set compared between two conditions A and B: per model, its cell under each.
+using CellPair = std::pair<const bench::CellRecord*, const bench::CellRecord*>;
+
+// Ranks the models measured under both conditions (lower median first) and lists the pairs whose order flips
+// significantly (docs/metrics.md, "Ranking inversions"), on the raw samples. Null with fewer than two models.
+json compareModels(const std::map<std::string, CellPair>& models, const bench::ResultsStore& store) {
+  std::vector<metrics::RankedItem> items;
+  for (const auto& [model, pair] : models)
+    if (pair.first && pair.second)
+      items.push_back({model, store.samplesOf(pair.first->cellKey), store.samplesOf(pair.second->cellKey)});
+  if (items.size() < 2) return nullptr;
+  auto r = metrics::compareRankings(items);
+  json j{{"kendall_tau", r.kendallTau}, {"inversions", json::array()}};
+  for (size_t i = 0; i < items.size(); ++i)
+    j["items"].push_back({{"name", items[i].name}, {"median_a_ms", r.mediansA[i]}, {"median_b_ms", r.mediansB[i]},
+                          {"rank_a", r.rankA[i]}, {"rank_b", r.rankB[i]}});
+  for (const auto& inv : r.inversions)
+    j["inversions"].push_back({{"a", items[inv.i].name}, {"b", items[inv.j].name},
+                               {"ratio_a", inv.underA.ratio}, {"ci_a", {inv.underA.ci.low, inv.underA.ci.high}},
+                               {"ratio_b", inv.underB.ratio}, {"ci_b", {inv.underB.ci.low, inv.underB.ci.high}}});
+  return j;
+}
+
+// Items = models; condition A = all passes off, B = the default pipeline, within one backend.
 json rankings(const Cells& cells, const std::string& def, const bench::ResultsStore& store) {
-  std::map<std::pair<std::string, int64_t>, std::map<std::string, std::pair<const bench::CellRecord*, const bench::CellRecord*>>> groups;
+  std::map<std::pair<std::string, int64_t>, std::map<std::string, CellPair>> groups;
   for (const auto& c : cells) {
     auto& slot = groups[{c.backend, c.batch}][c.model];
     if (c.passes.empty()) slot.first = &c;
@@ -80,51 +140,120 @@ json rankings(const Cells& cells, const std::string& def, const bench::ResultsSt
   }
   json out = json::array();
   for (const auto& [key, models] : groups) {
-    std::vector<metrics::RankedItem> items;
-    for (const auto& [model, pair] : models)
-      if (pair.first && pair.second)
-        items.push_back({model, store.samplesOf(pair.first->cellKey), store.samplesOf(pair.second->cellKey)});
-    if (items.size() < 2) continue;
-    auto r = metrics::compareRankings(items);
-    json j{{"backend", key.first}, {"batch", key.second}, {"condition_a", "all-off"}, {"condition_b", "default"},
-           {"kendall_tau", r.kendallTau}};
-    for (size_t i = 0; i < items.size(); ++i)
-      j["items"].push_back({{"name", items[i].name}, {"median_a_ms", r.mediansA[i]}, {"median_b_ms", r.mediansB[i]},
-                            {"rank_a", r.rankA[i]}, {"rank_b", r.rankB[i]}});
-    for (const auto& inv : r.inversions)
-      j["inversions"].push_back({{"a", items[inv.i].name}, {"b", items[inv.j].name},
-                                 {"ratio_a", inv.underA.ratio}, {"ci_a", {inv.underA.ci.low, inv.underA.ci.high}},
-                                 {"ratio_b", inv.underB.ratio}, {"ci_b", {inv.underB.ci.low, inv.underB.ci.high}}});
+    json j = compareModels(models, store);
+    if (j.is_null()) continue;
+    j.update({{"backend", key.first}, {"batch", key.second}, {"condition_a", "all-off"}, {"condition_b", "default"}});
     out.push_back(j);
   }
   return out;
 }
 
+// Median latency by block count for each (family, backend, config, batch) of depth variants.
+using DepthKey = std::tuple<std::string, std::string, std::string, int64_t>;
+std::map<DepthKey, std::map<int64_t, double>> depthSeries(const Cells& cells, CellLabels& labels) {
+  std::map<DepthKey, std::map<int64_t, double>> out;
+  for (const auto& c : cells)
+    if (const auto& v = labels.depth(c.model))
+      out[{v->first, c.backend, labels.config(c.passes), c.batch}][v->second] = c.m.summary.median;
+  return out;
+}
+
 // Zoo models that differ only in depth=N: latency per added block, all-off vs default.
-json depthScaling(const Cells& cells, const std::string& def) {
-  static const std::regex depthKnob("([?&])depth=([0-9]+)");
-  std::map<std::tuple<std::string, std::string, int64_t>, std::map<int64_t, std::pair<double, double>>> groups;
-  for (const auto& c : cells) {
-    std::smatch m;
-    if (c.model.rfind("zoo:", 0) != 0 || !std::regex_search(c.model, m, depthKnob)) continue;
-    if (!c.passes.empty() && c.passes != def) continue;
-    std::string family = std::regex_replace(c.model, depthKnob, "$1depth=*");
-    auto& slot = groups[{family, c.backend, c.batch}][std::stoll(m[2].str())];
-    (c.passes.empty() ? slot.first : slot.second) = c.m.summary.median;
-  }
+json depthScaling(const std::map<DepthKey, std::map<int64_t, double>>& series) {
   json out = json::array();
-  for (const auto& [key, byDepth] : groups) {
+  for (const auto& [key, baseline] : series) {
+    const auto& [family, backend, config, batch] = key;
+    auto compiled = series.find({family, backend, "default", batch});
+    if (config != "all-off" || compiled == series.end()) continue;
     std::vector<metrics::DepthPoint> base, comp;
-    for (const auto& [n, lat] : byDepth)
-      if (lat.first > 0 && lat.second > 0) base.push_back({double(n), lat.first}), comp.push_back({double(n), lat.second});
+    for (const auto& [n, lat] : baseline)
+      if (auto it = compiled->second.find(n); it != compiled->second.end())
+        base.push_back({double(n), lat}), comp.push_back({double(n), it->second});
     if (base.size() < 2) continue;
     auto d = metrics::depthScaling(base, comp);
-    json j{{"family", std::get<0>(key)}, {"backend", std::get<1>(key)}, {"batch", std::get<2>(key)},
-           {"slope_baseline_ms", d.baseline.slope}, {"slope_compiled_ms", d.compiled.slope}, {"slope_ratio", d.slopeRatio}};
+    json j{{"family", family},
+           {"backend", backend},
+           {"batch", batch},
+           {"slope_baseline_ms", d.baseline.slope},
+           {"slope_compiled_ms", d.compiled.slope},
+           {"slope_ratio", d.slopeRatio}};
     for (size_t i = 0; i < base.size(); ++i)
       j["points"].push_back({{"blocks", base[i].blocks}, {"baseline_ms", base[i].latencyMs},
                              {"compiled_ms", comp[i].latencyMs}, {"speedup", d.rows[i].speedup}});
     out.push_back(j);
+  }
+  return out;
+}
+
+// An executor is a backend spec with a friction pass configuration: "backend|config", e.g. "cpu|all-off",
+// "ort?level=all&threads=2|all-off" (the study's executors, docs/study.md).
+std::string executorName(const std::string& backend, const std::string& config) { return backend + "|" + config; }
+
+// Per executor: phi per model (from the batch series) and the latency slope per added block per depth family
+// and batch. Every depth measured is fitted (docs/study.md: staged CNNs are cleaner on depth >= 4).
+json executors(const json& series, const std::map<DepthKey, std::map<int64_t, double>>& depth) {
+  std::map<std::string, json> byName;
+  auto entry = [&](const std::string& backend, const std::string& config) -> json& {
+    json& e = byName[executorName(backend, config)];
+    if (e.is_null())
+      e = {{"executor", executorName(backend, config)}, {"backend", backend}, {"config", config},
+           {"phi", json::object()}, {"depth_slopes", json::array()}};
+    return e;
+  };
+  for (const auto& s : series) {
+    json& e = entry(s["backend"].get<std::string>(), s["config"].get<std::string>());
+    if (s.contains("phi")) e["phi"][s["model"].get<std::string>()] = s["phi"];
+  }
+  for (const auto& [key, byDepth] : depth) {
+    const auto& [family, backend, config, batch] = key;
+    if (byDepth.size() < 2) continue;
+    std::vector<double> n, lat;
+    for (const auto& [blocks, ms] : byDepth) n.push_back(double(blocks)), lat.push_back(ms);
+    auto fit = metrics::fitLine(n, lat);
+    entry(backend, config)["depth_slopes"].push_back(
+        {{"family", family}, {"batch", batch}, {"slope_ms", fit.slope}, {"intercept_ms", fit.intercept},
+         {"r2", fit.r2}, {"blocks", n}, {"median_ms", lat}});
+  }
+  json out = json::array();
+  for (auto& [name, e] : byName) out.push_back(std::move(e));
+  return out;
+}
+
+// Each executor's model ranking against the reference executor's, at each batch and depth (models with a
+// depth=N knob are compared with the other models at the same N; models without one form one group). Adds
+// each executor's totals ("vs_reference") to `execs`.
+json executorRankings(const Cells& cells, CellLabels& labels, const std::string& reference, json& execs,
+                      const bench::ResultsStore& store) {
+  using Group = std::pair<int64_t, std::optional<int64_t>>;  // batch, depth
+  std::map<std::string, std::map<Group, std::map<std::string, const bench::CellRecord*>>> byExec;
+  for (const auto& c : cells) {
+    const auto& v = labels.depth(c.model);
+    Group group{c.batch, v ? std::optional(v->second) : std::nullopt};
+    byExec[executorName(c.backend, labels.config(c.passes))][group][c.model] = &c;
+  }
+  const auto& ref = byExec.at(reference);
+  json out = json::array();
+  for (auto& e : execs) {
+    const std::string name = e["executor"];
+    if (name == reference) continue;
+    size_t inversions = 0, groups = 0;
+    double tauSum = 0;
+    for (const auto& [group, models] : byExec[name]) {
+      auto refModels = ref.find(group);
+      if (refModels == ref.end()) continue;
+      std::map<std::string, CellPair> pairs;
+      for (const auto& [model, cell] : models)
+        if (auto r = refModels->second.find(model); r != refModels->second.end()) pairs[model] = {r->second, cell};
+      json j = compareModels(pairs, store);
+      if (j.is_null()) continue;
+      j.update({{"reference", reference}, {"executor", name}, {"batch", group.first},
+                {"depth", group.second ? json(*group.second) : json(nullptr)}});
+      inversions += j["inversions"].size();
+      if (double tau = j["kendall_tau"]; !std::isnan(tau)) tauSum += tau, ++groups;
+      out.push_back(j);
+    }
+    e["vs_reference"] = {{"reference", reference}, {"inversions", inversions}, {"groups_with_tau", groups},
+                         {"mean_kendall_tau", groups ? json(tauSum / groups) : json(nullptr)}};
   }
   return out;
 }
@@ -146,6 +275,7 @@ void writeCsv(const Cells& cells, const fs::path& path) {
 
 struct ReportArgs {
   std::string db, output = "report.html";
+  std::string reference;  // executor the others' rankings are compared with; empty: cpu|all-off, else the first
 };
 
 void report(const ReportArgs& a) {
@@ -153,9 +283,24 @@ void report(const ReportArgs& a) {
   bench::ResultsStore store(a.db);
   Cells cells = store.cells("", /*withSamples=*/false);  // rankings fetch the few samples they need
   FRICTION_CHECK(!cells.empty(), "results store '" + a.db + "' has no measurements");
-  std::string def = defaultPipeline();
-  json data{{"db", a.db}, {"measurements", cells.size()}, {"series", batchSeries(cells, def)},
-            {"rankings", rankings(cells, def, store)}, {"depth", depthScaling(cells, def)}};
+  CellLabels labels;
+  json series = batchSeries(cells, labels);
+  auto depth = depthSeries(cells, labels);
+  json execs = executors(series, depth);
+  std::string reference = a.reference;
+  if (reference.empty()) {
+    reference = execs.front()["executor"];
+    for (const auto& e : execs)
+      if (e["executor"] == executorName("cpu", "all-off")) reference = e["executor"];
+  }
+  std::string known;
+  for (const auto& e : execs) known += (known.empty() ? "" : ", ") + e["executor"].get<std::string>();
+  FRICTION_CHECK(std::any_of(execs.begin(), execs.end(), [&](const json& e) { return e["executor"] == reference; }),
+                 "--reference '" + reference + "' is not an executor of this store (" + known + ")");
+  json execRankings = executorRankings(cells, labels, reference, execs, store);
+  json data{{"db", a.db}, {"measurements", cells.size()}, {"series", series},
+            {"rankings", rankings(cells, labels.def, store)}, {"depth", depthScaling(depth)},
+            {"reference", reference}, {"executors", execs}, {"executor_rankings", execRankings}};
   for (const auto& r : store.attributions())
     data["attributions"].push_back({{"experiment", r.experiment}, {"model", r.model}, {"backend", r.backend},
                                     {"batch", r.batch}, {"method", r.method}, {"pass", r.pass},
@@ -184,6 +329,9 @@ void addReport(CLI::App& app) {
   auto* cmd = app.add_subcommand("report", "render the results store as one self-contained HTML file (+ JSON, CSV)");
   cmd->add_option("--db", args->db, "results store (SQLite)")->required();
   cmd->add_option("-o,--output", args->output, "output HTML path");
+  cmd->add_option("--reference", args->reference,
+                  "executor (BACKEND|CONFIG, e.g. 'cpu|all-off') the others' model rankings are compared with; "
+                  "default: cpu|all-off when measured, else the first executor");
   cmd->callback([args] { report(*args); });
 }
 

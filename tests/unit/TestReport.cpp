@@ -1,0 +1,161 @@
+// `friction report` across executors: a store with synthetic latencies whose phi, depth slopes and model
+// rankings follow from the formula that built it; the report's JSON must recover them.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "benchmarks/ResultsStore.h"
+#include "ir/Error.h"
+#include "passes/PassManager.h"
+#include "tools/cmd/Commands.h"
+
+namespace fs = std::filesystem;
+using namespace friction;
+using nlohmann::json;
+
+namespace {
+
+// Latency of an executor: L(model, depth, batch) = (a + s * depth) * batch^phi, per model its a and s.
+struct Executor {
+  std::string backend, passes;
+  double phi;
+  std::map<std::string, std::pair<double, double>> lineOf;  // archetype -> (a ms, s ms per block)
+};
+
+double latency(const Executor& e, const std::string& arch, int depth, int batch) {
+  auto [a, s] = e.lineOf.at(arch);
+  return (a + s * depth) * std::pow(batch, e.phi);
+}
+
+class ReportExecutors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(std::string(FRICTION_SOURCE_DIR) + "/.venv/bin/python"))
+      GTEST_SKIP() << "the report renderer needs the project venv (scripts/setup.sh)";
+    dir_ = fs::temp_directory_path() / ("friction_report_test_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    std::string def;
+    for (const PassInfo* p : buildPipeline({})) def += (def.empty() ? "" : ",") + p->name;
+    // cpu all-off ranks mlp before vit; ORT (all its optimizations) the other way round; cpu default keeps
+    // cpu all-off's order. Gaps of 2x or more against 0.1% noise: every ordering is significant.
+    execs_ = {{"cpu", "", 0.5, {{"mlp", {1, 0.5}}, {"vit", {2, 1}}}},
+              {"ort?level=all", "", 0.8, {{"mlp", {3, 1}}, {"vit", {1, 0.5}}}},
+              {"cpu", def, 0.3, {{"mlp", {0.5, 0.25}}, {"vit", {1, 0.75}}}}};
+    bench::ResultsStore store((dir_ / "store.db").string());
+    auto fp = bench::Fingerprint::ofThisMachine();
+    for (const auto& e : execs_)
+      for (const std::string arch : {"mlp", "vit"})
+        for (int depth : depths_)
+          for (int batch : batches_) {
+            bench::CellRecord r;
+            r.experiment = "sweep:test";
+            r.model = "zoo:" + arch + "?depth=" + std::to_string(depth);
+            r.backend = e.backend, r.passes = e.passes, r.batch = batch, r.configJson = "{}";
+            r.cellKey = r.model + "|" + r.backend + "|" + r.passes + "|" + std::to_string(batch);
+            double l = latency(e, arch, depth, batch);
+            for (int k = -5; k <= 5; ++k) r.m.samplesMs.push_back(l * (1 + 0.001 * k));  // median exactly l
+            r.m.summary = metrics::summarize(r.m.samplesMs);
+            store.add(r, fp);
+          }
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  // Runs `friction report` on the store as the CLI does and returns its JSON.
+  json report(std::vector<std::string> extra = {}) {
+    CLI::App app;
+    cli::addReport(app);
+    std::string html = (dir_ / "out" / "report.html").string();
+    std::vector<std::string> args = {"friction", "report", "--db", (dir_ / "store.db").string(), "-o", html};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<const char*> argv;
+    for (const auto& a : args) argv.push_back(a.c_str());
+    app.parse(int(argv.size()), argv.data());
+    std::ifstream in(dir_ / "out" / "report.json");
+    return json::parse(in);
+  }
+  std::string html() const {
+    std::ifstream in(dir_ / "out" / "report.html");
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+
+  fs::path dir_;
+  std::vector<Executor> execs_;
+  std::vector<int> depths_ = {2, 4}, batches_ = {1, 4};
+};
+
+const json& executorEntry(const json& data, const std::string& name) {
+  for (const auto& e : data["executors"])
+    if (e["executor"] == name) return e;
+  throw std::runtime_error("no executor " + name);
+}
+
+TEST_F(ReportExecutors, PhiAndDepthSlopePerExecutor) {
+  json data = report();
+  ASSERT_EQ(data["executors"].size(), 3u);
+  for (const auto& ex : execs_) {
+    std::string label = ex.passes.empty() ? "all-off" : "default";
+    const json& e = executorEntry(data, ex.backend + "|" + label);
+    for (const std::string arch : {"mlp", "vit"}) {
+      for (int depth : depths_)
+        EXPECT_NEAR(e["phi"]["zoo:" + arch + "?depth=" + std::to_string(depth)].get<double>(), ex.phi, 1e-9);
+      for (int batch : batches_) {
+        bool found = false;
+        for (const auto& d : e["depth_slopes"])
+          if (d["family"] == "zoo:" + arch + "?depth=*" && d["batch"] == batch) {
+            found = true;
+            EXPECT_NEAR(d["slope_ms"].get<double>(), ex.lineOf.at(arch).second * std::pow(batch, ex.phi), 1e-9);
+          }
+        EXPECT_TRUE(found) << e["executor"] << " " << arch << " batch " << batch;
+      }
+    }
+  }
+}
+
+TEST_F(ReportExecutors, InversionAgainstTheReferenceExecutor) {
+  json data = report();
+  EXPECT_EQ(data["reference"], "cpu|all-off");  // the default reference when cpu all-off is measured
+  // One comparison per (executor, batch, depth): models are ranked only against models of the same depth.
+  ASSERT_EQ(data["executor_rankings"].size(), 2 * batches_.size() * depths_.size());
+  for (const auto& r : data["executor_rankings"]) {
+    EXPECT_EQ(r["reference"], "cpu|all-off");
+    std::string depth = std::to_string(r["depth"].get<int>());
+    ASSERT_EQ(r["items"].size(), 2u);
+    for (const auto& item : r["items"])
+      EXPECT_NE(item["name"].get<std::string>().find("depth=" + depth), std::string::npos);
+    if (r["executor"] == "ort?level=all|all-off") {
+      ASSERT_EQ(r["inversions"].size(), 1u);
+      EXPECT_EQ(r["inversions"][0]["a"], "zoo:mlp?depth=" + depth);
+      EXPECT_EQ(r["inversions"][0]["b"], "zoo:vit?depth=" + depth);
+      EXPECT_LT(r["inversions"][0]["ratio_a"].get<double>(), 1);  // mlp faster under the reference
+      EXPECT_GT(r["inversions"][0]["ratio_b"].get<double>(), 1);  // and slower under ORT
+      EXPECT_EQ(r["kendall_tau"], -1.0);
+    } else {
+      EXPECT_EQ(r["executor"], "cpu|default");
+      EXPECT_TRUE(r["inversions"].empty());
+      EXPECT_EQ(r["kendall_tau"], 1.0);
+    }
+  }
+  EXPECT_EQ(executorEntry(data, "ort?level=all|all-off")["vs_reference"]["inversions"], 4);
+  EXPECT_EQ(executorEntry(data, "cpu|default")["vs_reference"]["inversions"], 0);
+  EXPECT_FALSE(executorEntry(data, "cpu|all-off").contains("vs_reference"));
+  // The HTML lists the inverted pair in the cross-executor table.
+  EXPECT_NE(html().find("zoo:mlp?depth=2 / zoo:vit?depth=2"), std::string::npos);
+}
+
+TEST_F(ReportExecutors, ChosenReference) {
+  json data = report({"--reference", "ort?level=all|all-off"});
+  EXPECT_EQ(data["reference"], "ort?level=all|all-off");
+  EXPECT_EQ(executorEntry(data, "cpu|all-off")["vs_reference"]["inversions"], 4);
+  EXPECT_EQ(executorEntry(data, "cpu|default")["vs_reference"]["inversions"], 4);
+  EXPECT_THROW(report({"--reference", "tvm|all-off"}), Error);
+}
+
+}  // namespace
