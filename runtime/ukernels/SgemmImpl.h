@@ -170,17 +170,27 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
   // Threads only pay off past ~1 MFLOP.
   int nt = threads > 0 ? threads : omp_get_max_threads();
   if (M * N * K < (int64_t(1) << 19)) nt = 1;
-  // Row blocks: MC, or smaller (whole register tiles) until every thread has
-  // about four blocks: a 7x7 or 14x14 conv has M = 49 or 196 rows, which MC
-  // would give to one or two threads.
-  int64_t mc0 = MC;
-  while (mc0 > MR && ((M + mc0 - 1) / mc0) * nBlocks < 4 * int64_t(nt)) mc0 = std::max<int64_t>(MR, (mc0 / 2) / MR * MR);
-  int64_t mBlocks = (M + mc0 - 1) / mc0;
-  // Still too few (49 rows and one column block): split column blocks into
-  // chunks of whole register panels too.
-  int64_t panelsPerBlock = std::min(NC, N) / NR + (std::min(NC, N) % NR != 0);
-  int64_t nSplit = 1;
-  while (nSplit < panelsPerBlock && mBlocks * nBlocks * nSplit < 4 * int64_t(nt)) ++nSplit;
+  // Tasks: (row block, column block, chunk of the column block's panels).
+  // Row blocks are MC rows, evened out. Until every thread has about four
+  // tasks (a 7x7 conv has M = 49, a ViT GEMM 197 rows), split further: first
+  // the operand whose panels then get reused more -- column chunks when B is
+  // the larger operand (N > M: each B panel is read once for all rows), row
+  // blocks of whole register tiles otherwise -- then the other.
+  const int64_t panelsPerBlock = std::min(NC, N) / NR + (std::min(NC, N) % NR != 0);
+  auto ceilDiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  int64_t mc0 = ceilDiv(ceilDiv(M, ceilDiv(M, MC)), MR) * MR, nSplit = 1;
+  auto tasksOf = [&] { return ceilDiv(M, mc0) * nBlocks * nSplit; };
+  auto splitColumns = [&] {
+    while (nSplit < panelsPerBlock && tasksOf() < 4 * int64_t(nt)) ++nSplit;
+  };
+  auto splitRows = [&] {
+    while (mc0 > MR && tasksOf() < 4 * int64_t(nt)) mc0 = ceilDiv(mc0 / 2, MR) * MR;
+  };
+  if (N > M)
+    splitColumns(), splitRows();
+  else
+    splitRows(), splitColumns();
+  const int64_t mBlocks = ceilDiv(M, mc0);
   int64_t tasks = mBlocks * nBlocks * nSplit;
   if (tasks < 2) nt = 1;
   // A constant B is packed once, all (column block, K block) panels in the order used below.
