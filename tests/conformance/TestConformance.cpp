@@ -53,6 +53,26 @@ TEST(Conformance, TorchvisionExports) {
   EXPECT_EQ(r.skipped, 0);
 }
 
+// Issue 5's correctness bar on real architectures: the torchvision exports on
+// `cpu`, batch 1 and 2, after the default pipeline, no pass, and every
+// leave-one-out configuration, within 1e-4 of PyTorch's outputs.
+TEST(Conformance, TorchvisionExportsOnCpuUnderEveryLeaveOneOut) {
+  codegen::registerCpuBackend();
+  std::vector<PipelineOptions> configs(2);
+  configs[1].passes = {"none"};
+  for (const PassInfo& p : allPasses()) configs.push_back(PipelineOptions{}), configs.back().disable = {p.name};
+  for (const PipelineOptions& config : configs) {
+    std::string label = config.disable.empty() ? (config.passes.empty() ? "default" : "none") : "without " + config.disable[0];
+    ConformanceOptions o;
+    o.backend = "cpu";
+    o.rtol = 1e-4, o.atol = 1e-5;
+    o.pipeline = config;
+    ConformanceReport r = runDir(FRICTION_SOURCE_DIR "/tests/models/torch", "torchvision on cpu, " + label, o);
+    EXPECT_GE(r.passed, 7) << label;
+    EXPECT_EQ(r.failed, 0) << label;
+  }
+}
+
 // The compiled backend: every case that passes on the interpreter passes on
 // `cpu` too (ONNX tolerances; the torch exports at 1e-4 relative).
 TEST(Conformance, CpuPassesWhatInterpPasses) {

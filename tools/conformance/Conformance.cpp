@@ -12,6 +12,7 @@
 #include "frontend/onnx/TensorProto.h"
 #include "ir/Error.h"
 #include "ir/OpRegistry.h"
+#include "ir/Specialize.h"
 #include "runtime/Backend.h"
 #include "runtime/interp/KernelRegistry.h"
 
@@ -104,9 +105,12 @@ ConformanceCase runCase(const fs::path& caseDir, const ConformanceOptions& opt) 
     }
     c.reason = unsupportedReason(proto);
     if (!c.reason.empty()) return c;  // skipped
+    onnx::ModelProto pristine;  // the importer moves weights out of the proto it is given
+    if (opt.pipeline) pristine = proto;
     auto graph = onnxio::importOnnxModel(proto, caseDir.string(), modelPath.string());
     auto backend = createBackend(opt.backend);
-    auto model = backend->compile(*graph);
+    std::unique_ptr<CompiledModel> model;
+    if (!opt.pipeline) model = backend->compile(*graph);
     std::vector<fs::path> sets;
     for (const auto& e : fs::directory_iterator(caseDir))
       if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
@@ -119,6 +123,15 @@ ConformanceCase runCase(const fs::path& caseDir, const ConformanceOptions& opt) 
         inputs.push_back(asDeclared(onnxio::readTensorFile(f), declared(graph->inputs(), inputs.size())));
       for (const auto& f : numberedFiles(set, "output_"))
         expected.push_back(asDeclared(onnxio::readTensorFile(f), declared(graph->outputs(), expected.size())));
+      std::unique_ptr<Graph> optimized;  // opt.pipeline: this set's batch bound, then the passes
+      if (opt.pipeline) {
+        onnx::ModelProto copy = pristine;
+        optimized = onnxio::importOnnxModel(copy, caseDir.string(), modelPath.string());
+        FRICTION_CHECK(!inputs.empty() && inputs[0].rank() > 0, "a pipeline run needs a batched first input");
+        bindInputDims(*optimized, batchBindings(*optimized, inputs[0].shape()[0]));
+        runPipeline(*optimized, buildPipeline(*opt.pipeline));
+        model = backend->compile(*optimized);
+      }
       std::vector<Tensor> outputs = model->run(inputs);
       FRICTION_CHECK(outputs.size() == expected.size(), "produced " + std::to_string(outputs.size()) +
                                                             " outputs, expected " + std::to_string(expected.size()));

@@ -2,8 +2,11 @@
 // input_*.pb and output_*.pb) on a backend and compares outputs.
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "passes/PassManager.h"
 
 namespace friction {
 
@@ -29,6 +32,11 @@ struct ConformanceOptions {
   // absolute rounding error of the large ones.
   bool scaleRelative = false;
   std::function<void(const ConformanceCase&)> onCase;  // progress callback
+  // When set, each test data set runs on the model with its batch bound to
+  // the inputs' (axis 0 of the first input) and optimized with this pipeline,
+  // as `friction run` would: passes and compiled backends are checked against
+  // the expected outputs, not just the plain graph.
+  std::optional<PipelineOptions> pipeline;
 };
 
 // Walks `dir` recursively for folders holding model.onnx.
