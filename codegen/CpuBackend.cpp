@@ -36,6 +36,8 @@ struct KernelEntry {
   std::shared_ptr<void> owner;  // the JIT holding the code
   PackedFn fn = nullptr;
   std::string error;  // why compiling it failed (then the node falls back)
+  std::string label;  // what it computes, for statistics: op or region kind -> output type
+  double buildMs = -1, lowerMs = -1, jitMs = -1;  // its own compile phases (cpu?compile=each), else -1
 };
 using KernelCache = std::unordered_map<std::string, std::shared_ptr<KernelEntry>>;
 
@@ -247,12 +249,14 @@ class ProgramBuilder {
         auto [it, fresh] = cache_.emplace(key, nullptr);
         if (fresh) {
           it->second = std::make_shared<KernelEntry>();
+          it->second->label = (n.op() == "Fused" ? "region " + n.attrString("kind", "?") : n.op()) + " -> " +
+                              n.output(0)->type().str();
           pending_.push_back({&n, it->second});
         }
         s.kernel = it->second;
         stats_.kernelCalls++;
         if (!fresh) stats_.kernelsReused++;
-        distinct_.emplace(key);
+        used_[key].first = it->second, used_[key].second++;
       } else if (n.op() == "Fused") {
         s.kind = Step::Sub;
         const Graph& body = *std::get<std::shared_ptr<Graph>>(*n.findAttr("body"));
@@ -302,17 +306,28 @@ class ProgramBuilder {
       }
       stats_.buildMs += b.buildMs, stats_.lowerMs += b.lowerMs, stats_.jitMs += b.jitMs;
     };
-    try {
-      CompiledBatch b = compileKernels(nodes, options_);
-      take(b, 0, nodes.size());
-    } catch (const Error&) {
+    // One module per kernel: with cpu?compile=each (so each kernel's phases are
+    // its own), or when the batch failed (a kernel that still fails falls back).
+    auto separately = [&] {
       for (size_t i = 0; i < nodes.size(); ++i) {
         try {
           CompiledBatch b = compileKernels({nodes[i]}, options_);
           take(b, i, 1);
+          KernelEntry& e = *pending_[i].second;
+          e.buildMs = b.buildMs, e.lowerMs = b.lowerMs, e.jitMs = b.jitMs;
         } catch (const Error& e) {
           pending_[i].second->error = e.what();
         }
+      }
+    };
+    if (compileEach_) {
+      separately();
+    } else {
+      try {
+        CompiledBatch b = compileKernels(nodes, options_);
+        take(b, 0, nodes.size());
+      } catch (const Error&) {
+        separately();
       }
     }
     stats_.kernelsCompiled += int64_t(pending_.size());
@@ -398,7 +413,17 @@ class ProgramBuilder {
     return program;
   }
 
-  size_t distinct() const { return distinct_.size(); }
+  size_t distinct() const { return used_.size(); }
+  void compileEach(bool on) { compileEach_ = on; }
+  // Per distinct kernel: what it computes, its calls, its compile phases (-1: compiled in a batch).
+  std::vector<KernelCompileStat> kernelStats() const {
+    std::vector<KernelCompileStat> out;
+    for (const auto& [key, use] : used_) {
+      const KernelEntry& e = *use.first;
+      out.push_back({e.label, use.second, e.buildMs, e.lowerMs, e.jitMs, e.fn != nullptr});
+    }
+    return out;
+  }
   const std::string& lastError() const { return lastError_; }
 
  private:
@@ -407,7 +432,8 @@ class ProgramBuilder {
   CodegenOptions options_;
   KernelSource* source_ = nullptr;
   std::vector<std::pair<const Node*, std::shared_ptr<KernelEntry>>> pending_;
-  std::set<std::string> distinct_;
+  std::map<std::string, std::pair<std::shared_ptr<KernelEntry>, int64_t>> used_;  // key -> kernel, calls
+  bool compileEach_ = false;
   std::string lastError_;
 };
 
@@ -451,11 +477,31 @@ class CpuModel : public CompiledModel {
     return program_->run(inputs);
   }
   std::string description() const override { return description_; }
+  // The run profile (cpu?profile=on), then each kernel's compile phases (cpu?compile=each).
   std::string profile() const override {
-    if (!program_->profiling) return "";
-    std::vector<StepTime> steps;
-    collectProfile(*program_, steps);
-    return profileReport(steps, runs_);
+    std::string out;
+    if (program_->profiling) {
+      std::vector<StepTime> steps;
+      collectProfile(*program_, steps);
+      out = profileReport(steps, runs_);
+    }
+    std::vector<KernelCompileStat> timed;
+    for (const auto& k : stats_.kernels)
+      if (k.buildMs >= 0) timed.push_back(k);
+    if (timed.empty()) return out;
+    std::sort(timed.begin(), timed.end(), [](const auto& a, const auto& b) {
+      return a.buildMs + a.lowerMs + a.jitMs > b.buildMs + b.lowerMs + b.jitMs;
+    });
+    char line[400];
+    std::snprintf(line, sizeof line, "  compile per kernel (one module each): %zu kernels\n    %8s %8s %8s %8s %6s  %s\n",
+                  timed.size(), "total ms", "build", "lower", "jit", "calls", "kernel");
+    out += line;
+    for (const auto& k : timed) {
+      std::snprintf(line, sizeof line, "    %8.1f %8.2f %8.1f %8.1f %6ld  %s\n", k.buildMs + k.lowerMs + k.jitMs,
+                    k.buildMs, k.lowerMs, k.jitMs, long(k.calls), k.kernel.c_str());
+      out += line;
+    }
+    return out;
   }
   const CpuStats& stats() const { return stats_; }
 
@@ -468,13 +514,15 @@ class CpuModel : public CompiledModel {
 
 class CpuBackend : public Backend {
  public:
-  CpuBackend(CodegenOptions options, bool profile) : options_(options), profile_(profile) {}
+  CpuBackend(CodegenOptions options, CpuBackendOptions cpu) : options_(options), cpu_(cpu) {}
   std::string name() const override { return "cpu"; }
   std::unique_ptr<CompiledModel> compile(const Graph& graph) override {
     CpuStats stats;
     ProgramBuilder builder(cache_, stats, options_);
+    builder.compileEach(cpu_.compileEach);
     auto program = builder.buildProgram(graph);
-    if (profile_) enableProfiling(*program);
+    stats.kernels = builder.kernelStats();
+    if (cpu_.profile) enableProfiling(*program);
     std::string d = "cpu: " + std::to_string(stats.kernelCalls) + " kernels compiled (" +
                     std::to_string(builder.distinct()) + " distinct), " + std::to_string(stats.nativeCalls) +
                     " native microkernel calls" + opList(stats.nativeOps) + ", " + std::to_string(stats.fallbackNodes) +
@@ -494,14 +542,14 @@ class CpuBackend : public Backend {
 
  private:
   CodegenOptions options_;
-  bool profile_;
+  CpuBackendOptions cpu_;
   KernelCache cache_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> createCpuBackend(const CodegenOptions& options, bool profile) {
-  return std::make_unique<CpuBackend>(options, profile);
+std::unique_ptr<Backend> createCpuBackend(const CodegenOptions& options, const CpuBackendOptions& cpu) {
+  return std::make_unique<CpuBackend>(options, cpu);
 }
 
 const CpuStats* cpuStats(const CompiledModel& model) {
@@ -540,6 +588,7 @@ std::unique_ptr<CompiledModel> compileCpuWithKernels(const Graph& graph, const C
   CpuStats stats;
   ProgramBuilder builder(cache, stats, options, &source);
   auto program = builder.buildProgram(graph);
+  stats.kernels = builder.kernelStats();
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::string d = "cpu (" + what + "): " + std::to_string(stats.kernelCalls) + " kernel calls (" +
                   std::to_string(stats.kernelsLoaded) + " distinct kernels loaded, " +
@@ -560,14 +609,20 @@ void registerCpuBackend() {
       FRICTION_CHECK(options.size() == 1, "backend cpu: aot=FILE takes no other option (the artifact fixed them)");
       return createAotBackend(options.at("aot"));
     }
-    bool profile = false;
+    CpuBackendOptions cpu;
     for (const auto& [k, v] : options) {
-      FRICTION_CHECK(k == "ukernels" || k == "profile",
-                     "backend cpu: unknown option '" + k + "' (options: ukernels=on|off, profile=on|off, aot=FILE)");
+      if (k == "compile") {
+        FRICTION_CHECK(v == "batch" || v == "each", "backend cpu: compile must be batch or each, got '" + v + "'");
+        cpu.compileEach = v == "each";
+        continue;
+      }
+      FRICTION_CHECK(k == "ukernels" || k == "profile", "backend cpu: unknown option '" + k +
+                                                            "' (options: ukernels=on|off, profile=on|off, "
+                                                            "compile=batch|each, aot=FILE)");
       FRICTION_CHECK(v == "on" || v == "off", "backend cpu: " + k + " must be on or off, got '" + v + "'");
-      (k == "ukernels" ? codegen.ukernels : profile) = v == "on";
+      (k == "ukernels" ? codegen.ukernels : cpu.profile) = v == "on";
     }
-    return createCpuBackend(codegen, profile);
+    return createCpuBackend(codegen, cpu);
   });
 }
 

@@ -9,6 +9,14 @@
 
 namespace friction::codegen {
 
+// One distinct compiled kernel of a model.
+struct KernelCompileStat {
+  std::string kernel;  // op or region kind -> output type
+  int64_t calls = 0;   // steps of the model that run it
+  double buildMs = -1, lowerMs = -1, jitMs = -1;  // its own phases with cpu?compile=each; -1 when compiled in a batch
+  bool compiled = true;  // false: it failed and its steps run on the interpreter
+};
+
 // Compile statistics of one CompiledModel (CpuModel).
 struct CpuStats {
   int64_t kernelCalls = 0;       // nodes that run a compiled kernel (Fused bodies counted inside)
@@ -23,6 +31,7 @@ struct CpuStats {
   double compileMs = 0;          // total, MLIR build + lowering + JIT
   double buildMs = 0, lowerMs = 0, jitMs = 0;
   int64_t kernelsLoaded = 0;     // distinct kernels taken from a KernelSource (an AOT artifact), not compiled
+  std::vector<KernelCompileStat> kernels;  // per distinct kernel
 };
 
 // Where the cpu backend takes its compiled kernels from when it is not the
@@ -46,9 +55,13 @@ std::vector<std::pair<std::string, const Node*>> cpuKernelsOf(const Graph& graph
 std::unique_ptr<CompiledModel> compileCpuWithKernels(const Graph& graph, const CodegenOptions& options,
                                                      KernelSource& source, const std::string& what);
 
-// The CPU backend object. Spec options: ukernels=on|off (default on),
-// profile=on|off (default off: time every step, CompiledModel::profile()).
-std::unique_ptr<Backend> createCpuBackend(const CodegenOptions& options = {}, bool profile = false);
+// How the cpu backend compiles and reports, beyond code generation.
+struct CpuBackendOptions {
+  bool profile = false;      // profile=on: time every step (CompiledModel::profile())
+  bool compileEach = false;  // compile=each: one module per kernel, so per-kernel compile phases are measured
+};
+// The CPU backend object. Spec options: ukernels=on|off (default on), profile=on|off (off), compile=batch|each (batch).
+std::unique_ptr<Backend> createCpuBackend(const CodegenOptions& options = {}, const CpuBackendOptions& cpu = {});
 // Statistics of a model compiled by the cpu backend (nullptr for other models).
 const CpuStats* cpuStats(const CompiledModel& model);
 

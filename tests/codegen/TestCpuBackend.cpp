@@ -400,6 +400,33 @@ TEST_F(CpuBackendTest, ProfileTimesEveryStepByKind) {
   EXPECT_THROW(createBackend("cpu?profile=maybe"), friction::Error);
 }
 
+TEST_F(CpuBackendTest, CompileEachMeasuresEveryKernel) {
+  // cpu?compile=each: one module per distinct kernel, whose phases are its own; the calls add up.
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F32, {4, 8}});
+  Value* h = b.op("Relu", {b.op("MatMul", {x, b.constant(randomTensor({8, 8}, 73))})});
+  b.output(b.op("Relu", {b.op("Add", {h, x})}));
+  std::vector<Tensor> in = {randomTensor({4, 8}, 74)};
+  for (const char* spec : {"cpu?compile=each", "cpu"}) {
+    SCOPED_TRACE(spec);
+    auto model = createBackend(spec)->compile(g);
+    expectClose(model->run(in)[0], interp::run(g, in)[0], 1e-5, spec);
+    const auto& stats = *codegen::cpuStats(*model);
+    ASSERT_EQ(stats.kernels.size(), 3u) << model->description();  // MatMul, Relu (both calls), Add
+    int64_t calls = 0;
+    for (const auto& k : stats.kernels) {
+      calls += k.calls;
+      EXPECT_TRUE(k.compiled) << k.kernel;
+      bool each = std::string(spec) == "cpu?compile=each";
+      EXPECT_EQ(k.buildMs >= 0 && k.lowerMs > 0 && k.jitMs > 0, each) << k.kernel;
+    }
+    EXPECT_EQ(calls, stats.kernelCalls);
+    EXPECT_EQ(model->profile().find("compile per kernel") != std::string::npos, std::string(spec) == "cpu?compile=each");
+  }
+  EXPECT_THROW(createBackend("cpu?compile=later"), friction::Error);
+}
+
 TEST_F(CpuBackendTest, TransposeRunsNative) {
   // Generic permutations, batched 2-D ones after merging dims (NCHW <-> NHWC), unit dims, no-ops.
   using Dims = std::vector<int64_t>;
