@@ -62,12 +62,17 @@ void gatherPatch(const Conv2d& g, const float* x, int64_t n, int64_t oh, int64_t
   }
 }
 
+// Multiply-adds (or compares) of a windowed op over C channels, and the
+// amount below which waking a second thread costs more than it saves.
+int64_t windowWork(const Conv2d& g, int64_t C) { return g.N * g.OH * g.OW * C * g.R * g.S; }
+constexpr int64_t kParallelWork = int64_t(1) << 15;
+
 // Runs `cell(out, in, r, s)` for every in-bounds window cell of every output
 // pixel (NHWC rows of C channels), pixels spread over threads; `start(out)`
 // initializes a pixel, `finish(out, cells)` completes it.
 template <typename Start, typename Cell, typename Finish>
 void forEachWindow(const Conv2d& g, const float* x, float* y, int64_t C, Start start, Cell cell, Finish finish) {
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (windowWork(g, C) > kParallelWork)
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t oh = 0; oh < g.OH; ++oh)
       for (int64_t ow = 0; ow < g.OW; ++ow) {
@@ -190,7 +195,7 @@ void depthwiseRow(const Conv2d& g, const float* x, const float* w, const float* 
 }
 
 void depthwise(const Conv2d& g, const float* x, const float* w, const float* bias, float lo, float hi, float* y) {
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (windowWork(g, g.C) > kParallelWork)
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t oh = 0; oh < g.OH; ++oh) depthwiseRow(g, x, w, bias, lo, hi, n, oh, y + (n * g.OH + oh) * g.OW * g.K);
 }
