@@ -50,6 +50,15 @@ struct Tile {
   static constexpr int W = int(sizeof(V) / sizeof(float));
   static constexpr int NR = W * NV;
 
+  // c = v + (first ? beta * c : c), one vector; beta == 0 never reads c (NaNs there do not propagate).
+  static inline __attribute__((always_inline)) void update(float* c, V v, float beta, bool first) {
+    if (!first)
+      v += loadu<V>(c);
+    else if (beta != 0.f)
+      v += beta * loadu<V>(c);
+    storeu(c, v);
+  }
+
   // acc = sum_k A[0..MR)[k] (x) bp[k][0..NR); then C = alpha*acc + (first ? beta*C : C).
   // A is a packed panel (ap[k * MR + r]) when ldaRows is 0, else MR whole rows of
   // op(A) read in place (ap[r * ldaRows + k]).
@@ -86,15 +95,7 @@ struct Tile {
 #pragma GCC unroll 32
       for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
-        for (int j = 0; j < NV; ++j) {
-          float* c = C + r * ldc + j * W;
-          V v = alpha * acc[r][j];
-          if (!first)
-            v += loadu<V>(c);
-          else if (beta != 0.f)
-            v += beta * loadu<V>(c);
-          storeu(c, v);
-        }
+        for (int j = 0; j < NV; ++j) update(C + r * ldc + j * W, alpha * acc[r][j], beta, first);
       return;
     }
     // A partial tile (the edges of C; every tile of a GEMM narrower than NR):
@@ -109,11 +110,7 @@ struct Tile {
         float* c = C + r * ldc + c0;
         V v = alpha * acc[r][j];
         if (c0 + W <= cols) {
-          if (!first)
-            v += loadu<V>(c);
-          else if (beta != 0.f)
-            v += beta * loadu<V>(c);
-          storeu(c, v);
+          update(c, v, beta, first);
           continue;
         }
         for (int64_t l = 0; l < cols - c0; ++l) c[l] = !first ? c[l] + v[l] : beta != 0.f ? v[l] + beta * c[l] : v[l];
