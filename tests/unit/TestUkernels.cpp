@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/ukernels/Conv.h"
+#include "runtime/ukernels/Rows.h"
 #include "runtime/ukernels/Sgemm.h"
 
 namespace friction::ukernels {
@@ -131,6 +132,41 @@ TEST(ConvNhwc, EpiloguesOfBiasResidualAndClamp) {
       expectNear(y, naiveConv(g, x, w, e), 1e-5,
                  "C " + std::to_string(c.C) + " K " + std::to_string(c.K) + " R " + std::to_string(c.R) + " group " +
                      std::to_string(c.group) + " epilogue part " + std::to_string(part));
+    }
+  }
+}
+
+TEST(SoftmaxRows, MatchesDoubleExpIncludingMaskedAndUnderflowingEntries) {
+  // Row lengths around the 16-lane vector body; masked (-inf) entries, entries 100 below the row max
+  // (their exp underflows to 0), and a fully masked row (NaN, as exp(-inf - -inf) is).
+  for (int64_t cols : {1, 15, 16, 17, 197}) {
+    const int64_t rows = 4;
+    auto x = randoms(size_t(rows * cols), 10);
+    for (int64_t i = 0; i < cols; i += 3) x[size_t(cols + i)] = -INFINITY;
+    for (int64_t i = 1; i < cols; i += 4) x[size_t(2 * cols + i)] = -100.f;
+    for (int64_t i = 0; i < cols; ++i) x[size_t(3 * cols + i)] = -INFINITY;
+    for (bool logSoftmax : {false, true}) {
+      std::vector<float> y(x.size());
+      softmaxRows(rows, cols, x.data(), y.data(), logSoftmax);
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* in = x.data() + r * cols;
+        double mx = -INFINITY, sum = 0;
+        for (int64_t i = 0; i < cols; ++i) mx = std::max(mx, double(in[i]));
+        for (int64_t i = 0; i < cols; ++i) sum += std::exp(double(in[i]) - mx);
+        for (int64_t i = 0; i < cols; ++i) {
+          double want = logSoftmax ? double(in[i]) - mx - std::log(sum) : std::exp(double(in[i]) - mx) / sum;
+          float got = y[size_t(r * cols + i)];
+          std::string at = "cols " + std::to_string(cols) + " row " + std::to_string(r) + " col " + std::to_string(i) +
+                           (logSoftmax ? " log" : "");
+          if (std::isnan(want)) {
+            EXPECT_TRUE(std::isnan(got)) << at;
+          } else if (std::isinf(want)) {
+            EXPECT_EQ(double(got), want) << at;
+          } else {
+            EXPECT_NEAR(got, want, 2e-6 * std::max(1.0, std::fabs(want))) << at;
+          }
+        }
+      }
     }
   }
 }
