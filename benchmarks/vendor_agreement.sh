@@ -11,9 +11,11 @@
 #   tvm       reference: the Relax VM's time_evaluator (TVM's pip wheel has no benchmark CLI)
 # Usage: benchmarks/vendor_agreement.sh [FRICTION_BINARY]
 #   env: MODEL (default zoo:resnet?preset=resnet50), BATCH (1), THREADS (2), REPS (30), WARMUP (3),
-#        BRIDGES (ort openvino iree tvm), ROUNDS (2)
-# Each round measures the bridge, then the tool; the table shows the lowest round median of each
-# (on a shared machine, other load only ever adds time) and every round's pair in parentheses.
+#        BRIDGES (ort openvino iree tvm), ROUNDS (5)
+# Each round measures the bridge, then the tool, back to back; the table shows the median over rounds
+# of each side's median and, as the verdict, the median of the per-round ratios (a paired estimate:
+# each ratio compares two measurements taken under the same machine load, which on a shared machine
+# moves both by 20-30% between rounds), and every round's pair in parentheses.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 F=${1:-$ROOT/build/bin/friction}
@@ -21,7 +23,7 @@ PY=$ROOT/.venv/bin/python
 BIN=$ROOT/.venv/bin
 MODEL=${MODEL:-zoo:resnet?preset=resnet50}
 BATCH=${BATCH:-1} THREADS=${THREADS:-2} REPS=${REPS:-30} WARMUP=${WARMUP:-3}
-BRIDGES=${BRIDGES:-ort openvino iree tvm} ROUNDS=${ROUNDS:-2}
+BRIDGES=${BRIDGES:-ort openvino iree tvm} ROUNDS=${ROUNDS:-5}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 
@@ -105,8 +107,9 @@ for b in $BRIDGES; do
     tm=$("${b}_tool") || { tm=nan; echo "$b: tool failed" >&2; }
     bms+=("$bm") tms+=("$tm") rounds+=" $(printf '%.1f/%.1f' "$bm" "$tm")"
   done
-  "$PY" -c "import sys, math
+  "$PY" -c "import sys, math, statistics
 b = [float(x) for x in sys.argv[2].split()]; t = [float(x) for x in sys.argv[3].split()]
-b = min((x for x in b if not math.isnan(x)), default=float('nan')); t = min((x for x in t if not math.isnan(x)), default=float('nan'))
-print(f'{sys.argv[1]:<10} {b:14.3f} {t:14.3f} {b / t:8.3f}  (rounds bridge/tool ms:{sys.argv[4]})')" "$b" "${bms[*]}" "${tms[*]}" "$rounds"
+pairs = [(x, y) for x, y in zip(b, t) if not math.isnan(x) and not math.isnan(y)]
+med = lambda v: statistics.median(v) if v else float('nan')
+print(f'{sys.argv[1]:<10} {med([x for x, _ in pairs]):14.3f} {med([y for _, y in pairs]):14.3f} {med([x / y for x, y in pairs]):8.3f}  (rounds bridge/tool ms:{sys.argv[4]})')" "$b" "${bms[*]}" "${tms[*]}" "$rounds"
 done
