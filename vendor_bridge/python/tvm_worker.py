@@ -17,8 +17,8 @@ from importlib.metadata import version
 from worker_common import Executable, choice_option, int_option, list_option, serve, vendor_import
 
 # The Relax passes of TVM's default CPU pipeline (tvm/relax/backend/cpu_generic/pipeline.py)
-# that PassContext.disabled_pass can skip without breaking the build; keep in sync with
-# registerTvmBackend in vendor_bridge/TvmBackend.cpp.
+# that PassContext.disabled_pass can skip without breaking the build; registerTvmBackend
+# (vendor_bridge/TvmBackend.cpp) lists the same names, which tests/unit/TestVendorSwitches.cpp checks.
 SWITCHES = ["FoldConstant", "FuseOps", "FuseTIR", "StaticPlanBlockMemory"]
 
 

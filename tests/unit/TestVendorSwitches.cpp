@@ -1,0 +1,49 @@
+// The switch lists of the IREE and TVM bridges live twice: in their C++
+// registration (so `friction ablate --backend iree` enumerates them without
+// starting Python) and in each worker script, which maps them to the vendor's
+// flags. This test keeps the two equal.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "vendor_bridge/Bridges.h"
+
+namespace friction {
+namespace {
+
+// SWITCHES of vendor_bridge/python/<module>.py, in order (the workers import their vendor lazily, so any
+// Python 3 reads them).
+std::vector<std::string> workerSwitches(const std::string& module) {
+  std::string venv = FRICTION_SOURCE_DIR "/.venv/bin/python";
+  std::string python = std::filesystem::exists(venv) ? venv : "python3";
+  std::string cmd = python + " -c \"import sys; sys.path.insert(0, '" FRICTION_SOURCE_DIR
+                             "/vendor_bridge/python'); import " + module + " as w; print('\\n'.join(w.SWITCHES))\"";
+  std::vector<std::string> out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char line[256];
+  while (std::fgets(line, sizeof line, p)) {
+    std::string s(line);
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+    if (!s.empty()) out.push_back(s);
+  }
+  EXPECT_EQ(pclose(p), 0) << cmd;
+  return out;
+}
+
+TEST(VendorSwitches, CppRegistrationMatchesWorkerScripts) {
+  vendor::registerVendorBridges();
+  for (const auto& [backend, module] : std::vector<std::pair<std::string, std::string>>{{"iree", "iree_worker"},
+                                                                                         {"tvm", "tvm_worker"}}) {
+    SCOPED_TRACE(backend);
+    std::vector<std::string> script = workerSwitches(module);
+    EXPECT_FALSE(script.empty());
+    EXPECT_EQ(vendor::vendorSwitches(backend), script);
+  }
+}
+
+}  // namespace
+}  // namespace friction
