@@ -14,6 +14,8 @@
 // intermediate after its last use, like the interpreter.
 #include "codegen/CpuBackend.h"
 
+#include <omp.h>
+
 #include <chrono>
 #include <functional>
 #include <cstring>
@@ -47,6 +49,7 @@ struct Step : SlotStep {
   enum Kind { Jit, Interp, Sub, Native } kind = Interp;
   const Node* node = nullptr;
   std::shared_ptr<KernelEntry> kernel;      // Jit; Native with an epilogue
+  std::vector<bool> rowArgs;                // Jit row-split kernel (KernelView::rowSplit): arguments cut by rows
   std::unique_ptr<NativeKernel> native;     // Native: the node itself, or the region's anchor
   std::vector<int> nativeIn;                // slots of the native op's inputs
   const interp::Kernel* interpKernel = nullptr;
@@ -67,6 +70,9 @@ struct Program : SlotProgram<Step> {
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
   void runStep(const Step& s, std::vector<Tensor>& env, std::vector<Tensor>& args, std::vector<Tensor>& outs) const;
 };
+
+// Elements below which a row-split kernel runs on one thread.
+constexpr int64_t kParallelElements = int64_t(1) << 15;
 
 // Calls a compiled kernel: memref descriptors over friction tensors. With
 // `outputsReady`, `outs` already hold the buffers the kernel updates in place.
@@ -92,12 +98,12 @@ void callKernel(const Step& s, const std::vector<Tensor>& env, std::vector<Tenso
   // Descriptor of rank r: {allocated, aligned, offset, sizes[r], strides[r]}.
   size_t words = 0;
   for (const Tensor* t : args) words += 3 + 2 * t->rank();
-  std::vector<int64_t> buf(words);
-  std::vector<void*> descs(args.size()), packed(args.size());
+  std::vector<int64_t> buf(words), argAt(args.size());
   size_t at = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     const Tensor& t = *args[i];
     int64_t* d = buf.data() + at;
+    argAt[i] = int64_t(at);
     void* data = const_cast<void*>(t.rawData());
     std::memcpy(&d[0], &data, sizeof data);
     std::memcpy(&d[1], &data, sizeof data);
@@ -109,11 +115,37 @@ void callKernel(const Step& s, const std::vector<Tensor>& env, std::vector<Tenso
       d[3 + r + k] = stride;
       stride *= t.shape()[k];
     }
-    descs[i] = d;
-    packed[i] = &descs[i];
     at += 3 + 2 * r;
   }
-  s.kernel->fn(packed.data());
+  // Calls the kernel on rows [r0, r1) of the row-split arguments (all rows: `buf` as built).
+  auto call = [&](std::vector<int64_t> d, int64_t r0, int64_t r1) {
+    std::vector<void*> descs(args.size()), packed(args.size());
+    for (size_t i = 0; i < args.size(); ++i) {
+      int64_t* di = d.data() + argAt[i];
+      if (r1 > r0 && s.rowArgs[i]) {
+        size_t r = args[i]->rank();
+        // The aligned pointer moves r0 rows on (identity-layout memrefs have a static offset 0: the
+        // generated code ignores the descriptor's offset field).
+        float* aligned = nullptr;
+        std::memcpy(&aligned, &di[1], sizeof aligned);
+        aligned += r0 * di[3 + r];
+        std::memcpy(&di[1], &aligned, sizeof aligned);
+        di[3] = r1 - r0;
+      }
+      descs[i] = di;
+      packed[i] = &descs[i];
+    }
+    s.kernel->fn(packed.data());
+  };
+  const int64_t rows = outs[0].rank() > 0 ? outs[0].shape()[0] : 1;
+  if (s.rowArgs.empty() || rows < 2 || outs[0].numel() < kParallelElements || omp_get_max_threads() < 2) {
+    call(std::move(buf), 0, 0);
+    return;
+  }
+  // Generated loops are sequential: slabs of rows on the OpenMP threads.
+  const int64_t chunks = std::min<int64_t>(rows, 4 * omp_get_max_threads());
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) call(buf, rows * c / chunks, rows * (c + 1) / chunks);
 }
 
 void Program::runStep(const Step& s, std::vector<Tensor>& env, std::vector<Tensor>& args, std::vector<Tensor>& outs) const {
@@ -228,6 +260,10 @@ class ProgramBuilder {
         stats_.nativeOps[s.native->describe()]++;
       } else if (auto view = analyzeKernel(n)) {
         s.kind = Step::Jit;
+        if (view->rowSplit) {
+          s.rowArgs = view->rowInputs;
+          s.rowArgs.resize(view->inputs.size() + view->outputs.size(), true);
+        }
         if (view->kind == KernelKind::NativeEpilogue) {
           const Node& anchor = *view->nodes.front();
           std::vector<const Value*> outer = regionOperands(n, anchor);

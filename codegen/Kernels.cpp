@@ -138,6 +138,13 @@ std::unique_ptr<KernelView> analyzeKernel(const Node& node, std::string* why) {
     elementwise.erase(elementwise.begin());
   }
   if (!checkElementwise(elementwise, view->domain, why)) return nullptr;
+  if (view->kind == KernelKind::Elementwise && view->domain.size() >= 1 && view->domain[0] >= 2) {
+    view->rowSplit = true;
+    for (const Value* v : view->inputs) {
+      std::vector<int64_t> s = v->shape().staticDims();
+      view->rowInputs.push_back(s.size() == view->domain.size() && s[0] == view->domain[0]);
+    }
+  }
   return view;
 }
 

@@ -36,6 +36,13 @@ struct KernelView {
   std::vector<const Value*> inputs;   // kernel arguments, in order
   std::vector<const Value*> outputs;  // kernel results, in order
   std::vector<int64_t> domain;        // iteration space of the elementwise part (= output shape)
+  // Elementwise kernels over at least 2 rows are compiled with dim 0 of the
+  // domain dynamic on the outputs and on the inputs that span it (rowInputs[i];
+  // the others broadcast along it), so the runtime calls them on slabs of rows
+  // from several threads: generated code runs parallel without an OpenMP
+  // runtime in the JIT. A function of the node's types, hence of its key.
+  bool rowSplit = false;
+  std::vector<bool> rowInputs;
 };
 
 // The values feeding `inner`'s inputs from outside `region` (a Fused node

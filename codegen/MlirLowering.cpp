@@ -145,7 +145,6 @@ std::string print(mlir::Operation* op) {
 mlir::RankedTensorType tensorType(mlir::OpBuilder& b, const std::vector<int64_t>& shape) {
   return mlir::RankedTensorType::get(shape, b.getF32Type());
 }
-mlir::RankedTensorType tensorType(mlir::OpBuilder& b, const Value* v) { return tensorType(b, v->shape().staticDims()); }
 
 // The broadcasting indexing map of a value of shape `s` in `domain`.
 mlir::AffineMap broadcastMap(mlir::OpBuilder& b, const std::vector<int64_t>& s, const std::vector<int64_t>& domain) {
@@ -162,11 +161,18 @@ class KernelBuilder {
   KernelBuilder(mlir::OpBuilder& b, const KernelView& view) : b_(b), view_(view), loc_(b.getUnknownLoc()) {}
 
   void build(const std::string& name) {
+    // Row-split kernels (KernelView::rowSplit) take dim 0 as a dynamic size where it spans the domain.
+    auto argType = [&](const Value* v, bool rows) {
+      std::vector<int64_t> shape = v->shape().staticDims();
+      if (rows) shape[0] = mlir::ShapedType::kDynamic;
+      return tensorType(b_, shape);
+    };
     llvm::SmallVector<mlir::Type> argTypes, resultTypes;
-    for (const Value* v : view_.inputs) argTypes.push_back(tensorType(b_, v));
+    for (size_t i = 0; i < view_.inputs.size(); ++i)
+      argTypes.push_back(argType(view_.inputs[i], view_.rowSplit && view_.rowInputs[i]));
     for (const Value* v : view_.outputs) {
-      argTypes.push_back(tensorType(b_, v));
-      resultTypes.push_back(tensorType(b_, v));
+      argTypes.push_back(argType(v, view_.rowSplit));
+      resultTypes.push_back(argType(v, view_.rowSplit));
     }
     auto fn = b_.create<mlir::func::FuncOp>(loc_, name, b_.getFunctionType(argTypes, resultTypes));
     fn->setAttr("llvm.emit_c_interface", b_.getUnitAttr());

@@ -379,6 +379,33 @@ TEST_F(CpuBackendTest, OtherConvEpiloguesAreOneCompiledInPlaceKernel) {
   EXPECT_EQ(r.stats.kernelCalls, 2) << r.description;
 }
 
+TEST_F(CpuBackendTest, ElementwiseKernelsRunOnSlabsOfRows) {
+  // Elementwise kernels take dim 0 as a dynamic size and run on slabs of rows from several threads: row
+  // counts that do not divide evenly, operands spanning the rows or broadcast along them (a row vector, a
+  // column of the same rank, a scalar), one region of several ops, and a tensor below the threshold.
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{37, 1031}, {5, 3, 4099}, {3, 5}}) {
+    SCOPED_TRACE(Shape::fromStatic(shape).str());
+    Graph g;
+    GraphBuilder b(g);
+    std::vector<int64_t> column = shape, row(shape.begin() + 1, shape.end());
+    for (size_t i = 1; i < column.size(); ++i) column[i] = 1;
+    Value* x = b.input("x", {DType::F32, Shape::fromStatic(shape)});
+    Value* y = b.input("y", {DType::F32, Shape::fromStatic(shape)});
+    Value* t = b.op("Mul", {b.op("Add", {x, b.constant(randomTensor(row, 81))}), b.constant(randomTensor(column, 82))});
+    Value* u = b.op("Tanh", {b.op("Sub", {t, y})});
+    b.output(b.op("Add", {u, b.constant(Tensor::scalarF32(0.5f))}));
+    PipelineOptions fuse;
+    fuse.only = {"fuse-elementwise"};
+    std::vector<Tensor> in = {randomTensor(shape, 83), randomTensor(shape, 84)};
+    for (bool fused : {false, true}) {  // one kernel per op, then one region
+      if (fused) runPipeline(g, buildPipeline(fuse));
+      auto r = expectMatchesInterp(g, in, 1e-5);
+      EXPECT_EQ(r.stats.kernelCalls, fused ? 1 : 5) << r.description;
+      EXPECT_EQ(r.stats.fallbackNodes, 0) << r.description;
+    }
+  }
+}
+
 TEST_F(CpuBackendTest, ProfileTimesEveryStepByKind) {
   // cpu?profile=on: one row per kind of step, with its calls per run; plain cpu reports nothing.
   Graph g;
