@@ -79,7 +79,6 @@ constexpr int64_t kParallelElements = int64_t(1) << 15;
 void callKernel(const Step& s, const std::vector<Tensor>& env, std::vector<Tensor>& outs, bool outputsReady) {
   const Node& n = *s.node;
   std::vector<const Tensor*> args;
-  std::vector<const Value*> decl;
   for (size_t i = 0; i < s.in.size(); ++i) {
     if (s.in[i] < 0) continue;
     const Tensor& t = env[size_t(s.in[i])];
