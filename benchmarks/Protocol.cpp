@@ -69,12 +69,24 @@ Measurement measure(const Graph& optimized, const Graph* reference, const Measur
   // with fewer resamples, keeping harness overhead per run well under 1 ms.
   size_t nextCheck = size_t(std::max(o.minReps, 1));
   while (int(m.samplesMs.size()) < o.reps) {
+    // One batch of back-to-back runs up to the next decision: the minimum
+    // count, the next CI test, or as many runs as the time budget has room for
+    // at the last run's pace.
+    size_t have = m.samplesMs.size(), want = size_t(o.reps) - have;
+    if (have < size_t(o.minReps)) {
+      want = std::min(want, size_t(o.minReps) - have);
+    } else {
+      if (o.targetRelCI > 0) want = std::min(want, std::max<size_t>(1, nextCheck - have));
+      double leftMs = std::max(0.0, o.maxSeconds * 1e3 - msSince(budgetStart));
+      want = std::min(want, std::max<size_t>(1, size_t(leftMs / std::max(m.samplesMs.back(), 1e-3))));
+    }
     auto r0 = Clock::now();
-    compiled->run(inputs);
-    double wall = msSince(r0), inside = compiled->lastRunMs();
-    timedMs += wall;
-    m.internalTiming = inside >= 0;
-    m.samplesMs.push_back(m.internalTiming ? inside : wall);
+    TimedRuns runs = compiled->timeRuns(inputs, int(want));
+    timedMs += msSince(r0);
+    FRICTION_CHECK(runs.ms.size() == want, "backend " + o.backend + " timed " + std::to_string(runs.ms.size()) +
+                                               " runs, asked for " + std::to_string(want));
+    m.internalTiming = runs.internal;
+    m.samplesMs.insert(m.samplesMs.end(), runs.ms.begin(), runs.ms.end());
     if (int(m.samplesMs.size()) < o.minReps) continue;
     if (o.targetRelCI > 0 && m.samplesMs.size() >= nextCheck) {
       nextCheck = std::max(m.samplesMs.size() + 1, size_t(double(m.samplesMs.size()) * 1.1));

@@ -12,6 +12,13 @@
 
 namespace friction {
 
+// The times of consecutive runs (ms); `internal` when the backend timed them
+// itself rather than the caller's wall clock around run().
+struct TimedRuns {
+  std::vector<double> ms;
+  bool internal = false;
+};
+
 class CompiledModel {
  public:
   virtual ~CompiledModel() = default;
@@ -21,6 +28,12 @@ class CompiledModel {
   // measures it itself (a bridge to another process excludes its transport);
   // negative when the caller's wall clock is the measurement.
   virtual double lastRunMs() const { return -1; }
+  // Runs the model `n` times back to back on the same inputs, outputs
+  // discarded: what the harness times. By default run() in a loop, each run
+  // timed by lastRunMs() or else the wall clock; a bridge overrides it to loop
+  // inside the vendor's process, as the vendors' own benchmark tools do, so no
+  // transport falls between the timed runs.
+  virtual TimedRuns timeRuns(const std::vector<Tensor>& inputs, int n);
   // Versions and settings of what executes the model (recorded with results).
   virtual std::string description() const { return ""; }
   // Where the run time went, per kind of step, over the runs so far; empty

@@ -55,9 +55,7 @@ class PythonBridgeModel : public CompiledModel {
   }
 
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) override {
-    FRICTION_CHECK(inputs.size() == inputs_, "model takes " + std::to_string(inputs_) + " inputs, got " +
-                                                 std::to_string(inputs.size()));
-    for (size_t i = 0; i < inputs.size(); ++i) writeNpy((dir_ / ("input_" + std::to_string(i) + ".npy")).string(), inputs[i]);
+    writeInputs(inputs);
     auto reply = worker_.request({{"cmd", "run"}, {"dir", dir_.string()}, {"inputs", inputs.size()}});
     lastMs_ = reply.at("ms").get<double>();
     std::vector<Tensor> outs;
@@ -66,9 +64,22 @@ class PythonBridgeModel : public CompiledModel {
     return outs;
   }
   double lastRunMs() const override { return lastMs_; }
+  // The worker runs the model n times back to back, timing each run alone
+  // (worker_common.py's "time" command); no outputs come back.
+  TimedRuns timeRuns(const std::vector<Tensor>& inputs, int n) override {
+    writeInputs(inputs);
+    auto reply = worker_.request({{"cmd", "time"}, {"dir", dir_.string()}, {"inputs", inputs.size()}, {"repeat", n}});
+    return {reply.at("ms").get<std::vector<double>>(), true};
+  }
   std::string description() const override { return description_; }
 
  private:
+  void writeInputs(const std::vector<Tensor>& inputs) {
+    FRICTION_CHECK(inputs.size() == inputs_, "model takes " + std::to_string(inputs_) + " inputs, got " +
+                                                 std::to_string(inputs.size()));
+    for (size_t i = 0; i < inputs.size(); ++i) writeNpy((dir_ / ("input_" + std::to_string(i) + ".npy")).string(), inputs[i]);
+  }
+
   static inline int next_ = 0;
   fs::path dir_;
   PythonWorker worker_;

@@ -59,7 +59,7 @@ void benchModel(BenchArgs a) {
   }
   std::printf("%s  backend %s  batch %ld  threads %d%s%s\n", a.model.c_str(), a.measure.backend.c_str(), long(a.batch),
               m.threads, m.executor.empty() ? "" : "  ", m.executor.c_str());
-  if (m.internalTiming) std::printf("  timed inside the executor (transport to the bridge's worker excluded)\n");
+  if (m.internalTiming) std::printf("  timed inside the executor: runs back to back in the bridge's worker, transport excluded\n");
   std::printf("  median %.3f ms  (p10 %.3f, p90 %.3f, 95%% CI %.3f-%.3f)  over %zu runs, stopped by %s%s\n", s.median,
               s.p10, s.p90, s.medianCI.low, s.medianCI.high, s.n, m.stopReason.c_str(),
               s.unstable ? "  UNSTABLE: CI wider than 5% of the median" : "");

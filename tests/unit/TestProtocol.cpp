@@ -1,0 +1,125 @@
+// The measurement protocol's repetition loop (benchmarks/Protocol.cpp): it asks
+// the executor for batches of back-to-back runs (CompiledModel::timeRuns) and
+// must end up with exactly the samples, stop reason and timing source the
+// options call for, whether the executor times runs itself (bridges) or not.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "benchmarks/Protocol.h"
+#include "frontend/zoo/Zoo.h"
+#include "ir/Specialize.h"
+#include "runtime/Backend.h"
+
+namespace friction {
+namespace {
+
+// What the fake executors saw: every timeRuns batch size and every run() call.
+struct Calls {
+  std::vector<int> batches;
+  int runs = 0;
+};
+Calls calls;
+double runMs = 1.0;  // each fake run's duration (slept, and reported by the self-timing executor)
+
+// Times runs itself, like a bridge: one batch per request, each run reported as runMs.
+class SelfTimedModel : public CompiledModel {
+ public:
+  std::vector<Tensor> run(const std::vector<Tensor>&) override {
+    ++calls.runs;
+    return {};
+  }
+  TimedRuns timeRuns(const std::vector<Tensor>&, int n) override {
+    calls.batches.push_back(n);
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(runMs * n));
+    return {std::vector<double>(size_t(n), runMs), true};
+  }
+};
+
+// Only run(): the default timeRuns loops it and takes the wall clock.
+class WallTimedModel : public CompiledModel {
+ public:
+  std::vector<Tensor> run(const std::vector<Tensor>&) override {
+    ++calls.runs;
+    return {};
+  }
+};
+
+template <class Model>
+class FakeBackend : public Backend {
+ public:
+  std::string name() const override { return "fake"; }
+  std::unique_ptr<CompiledModel> compile(const Graph&) override { return std::make_unique<Model>(); }
+};
+
+class ProtocolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    registerBackend("test-self-timed", [](const auto&) { return std::make_unique<FakeBackend<SelfTimedModel>>(); });
+    registerBackend("test-wall-timed", [](const auto&) { return std::make_unique<FakeBackend<WallTimedModel>>(); });
+    graph = zoo::build(zoo::parseSpec("mlp"));
+    bindInputDims(*graph, batchBindings(*graph, 1));
+    calls = {};
+    runMs = 1.0;
+    options.checkOutputs = false;
+    options.warmup = 2;
+  }
+  bench::Measurement measure(const std::string& backend) {
+    options.backend = backend;
+    return bench::measure(*graph, nullptr, options);
+  }
+  std::unique_ptr<Graph> graph;
+  bench::MeasureOptions options;
+};
+
+int sum(const std::vector<int>& v) {
+  int s = 0;
+  for (int x : v) s += x;
+  return s;
+}
+
+TEST_F(ProtocolTest, SelfTimedExecutorRunsTheRepetitionsInBatches) {
+  options.reps = 20;
+  options.minReps = 5;
+  auto m = measure("test-self-timed");
+  EXPECT_EQ(m.samplesMs.size(), 20u);
+  EXPECT_TRUE(m.internalTiming);
+  EXPECT_EQ(m.stopReason, "reps");
+  EXPECT_EQ(sum(calls.batches), 20);
+  ASSERT_EQ(calls.batches.size(), 2u);  // the minimum, then the rest in one go
+  EXPECT_EQ(calls.batches[0], 5);
+  EXPECT_EQ(calls.runs, 2);  // warm-up only: timed runs go through timeRuns
+}
+
+TEST_F(ProtocolTest, WallTimedExecutorRunsEachRepetitionThroughRun) {
+  options.reps = 12;
+  auto m = measure("test-wall-timed");
+  EXPECT_EQ(m.samplesMs.size(), 12u);
+  EXPECT_FALSE(m.internalTiming);
+  EXPECT_EQ(calls.runs, 2 + 12);
+}
+
+TEST_F(ProtocolTest, AdaptiveStopTestsBetweenBatches) {
+  options.reps = 1000;
+  options.minReps = 5;
+  options.targetRelCI = 0.05;  // identical samples: the CI has zero width at the first test
+  auto m = measure("test-self-timed");
+  EXPECT_EQ(m.stopReason, "ci");
+  EXPECT_EQ(m.samplesMs.size(), 5u);
+  EXPECT_EQ(calls.batches, std::vector<int>{5});
+}
+
+TEST_F(ProtocolTest, BatchesStayWithinTheTimeBudget) {
+  options.reps = 100000;
+  options.minReps = 5;
+  options.maxSeconds = 0.2;
+  runMs = 10;  // the budget fits ~20 runs; one batch of the 100000 asked for would take 17 minutes
+  auto m = measure("test-self-timed");
+  EXPECT_EQ(m.stopReason, "time");
+  EXPECT_GE(m.samplesMs.size(), 5u);
+  EXPECT_LT(m.samplesMs.size(), 100u);
+}
+
+}  // namespace
+}  // namespace friction
