@@ -11,11 +11,12 @@
 #   tvm       reference: the Relax VM's time_evaluator (TVM's pip wheel has no benchmark CLI)
 # Usage: benchmarks/vendor_agreement.sh [FRICTION_BINARY]
 #   env: MODEL (default zoo:resnet?preset=resnet50), BATCH (1), THREADS (2), REPS (30), WARMUP (3),
-#        BRIDGES (ort openvino iree tvm), ROUNDS (5)
+#        BRIDGES (ort openvino iree tvm), ROUNDS (12; the confidence interval needs at least 6)
 # Each round measures the bridge, then the tool, back to back; the table shows the median over rounds
 # of each side's median and, as the verdict, the median of the per-round ratios (a paired estimate:
 # each ratio compares two measurements taken under the same machine load, which on a shared machine
-# moves both by 20-30% between rounds), and every round's pair in parentheses.
+# moves both by 20-30% between rounds) with its distribution-free 95% confidence interval, a verdict
+# against the 5% agreement band, and every round's pair in parentheses.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 F=${1:-$ROOT/build/bin/friction}
@@ -23,7 +24,7 @@ PY=$ROOT/.venv/bin/python
 BIN=$ROOT/.venv/bin
 MODEL=${MODEL:-zoo:resnet?preset=resnet50}
 BATCH=${BATCH:-1} THREADS=${THREADS:-2} REPS=${REPS:-30} WARMUP=${WARMUP:-3}
-BRIDGES=${BRIDGES:-ort openvino iree tvm} ROUNDS=${ROUNDS:-5}
+BRIDGES=${BRIDGES:-ort openvino iree tvm} ROUNDS=${ROUNDS:-12}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 
@@ -97,7 +98,7 @@ PYEOF
   )
 }
 
-printf "%-10s %14s %14s %8s\n" bridge "bridge ms" "tool ms" ratio
+printf "%-10s %12s %12s %8s  %-15s %s\n" bridge "bridge ms" "tool ms" ratio "95% CI" verdict
 for b in $BRIDGES; do
   case $b in ort) mod=onnxruntime;; openvino) mod=openvino;; iree) mod=iree.runtime;; tvm) mod=tvm;; *) echo "unknown bridge $b" >&2; exit 1;; esac
   if ! "$PY" -c "import $mod" 2>/dev/null; then printf "%-10s %s\n" "$b" "skipped: the venv cannot import $mod"; continue; fi
@@ -107,9 +108,5 @@ for b in $BRIDGES; do
     tm=$("${b}_tool") || { tm=nan; echo "$b: tool failed" >&2; }
     bms+=("$bm") tms+=("$tm") rounds+=" $(printf '%.1f/%.1f' "$bm" "$tm")"
   done
-  "$PY" -c "import sys, math, statistics
-b = [float(x) for x in sys.argv[2].split()]; t = [float(x) for x in sys.argv[3].split()]
-pairs = [(x, y) for x, y in zip(b, t) if not math.isnan(x) and not math.isnan(y)]
-med = lambda v: statistics.median(v) if v else float('nan')
-print(f'{sys.argv[1]:<10} {med([x for x, _ in pairs]):14.3f} {med([y for _, y in pairs]):14.3f} {med([x / y for x, y in pairs]):8.3f}  (rounds bridge/tool ms:{sys.argv[4]})')" "$b" "${bms[*]}" "${tms[*]}" "$rounds"
+  "$PY" "$ROOT/benchmarks/report/paired_ratio.py" "$b" "${bms[*]}" "${tms[*]}" "$rounds"
 done

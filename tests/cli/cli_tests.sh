@@ -213,6 +213,13 @@ if command -v python3 >/dev/null && ! python3 -c "import tvm" 2>/dev/null; then
   expect_error tvm-missing-is-clear "tvm is not installed in .venv" -- env FRICTION_PYTHON="$(command -v python3)" "$F" run "zoo:mlp" --backend tvm
 fi
 
+# benchmarks/vendor_agreement.sh's verdict: the sign-test interval of the median per-round ratio against +-5%.
+PAIRED="$(dirname "$0")/../../benchmarks/report/paired_ratio.py"
+expect_ok agreement-within-band "1\.000  \[0\.990, 1\.010\] +agrees within 5%" -- python3 "$PAIRED" x "99 100 101 100 99 101 100 100 100 100" "100 100 100 100 100 100 100 100 100 100" ""
+expect_ok agreement-outside-band "\[1\.190, 1\.210\] +differs by more than 5%" -- python3 "$PAIRED" x "120 121 119 120 120 120 121 119" "100 100 100 100 100 100 100 100" ""
+expect_ok agreement-straddles-band "\[0\.900, 1\.100\] +inconclusive  \(rounds" -- python3 "$PAIRED" x "90 100 110 105 95 100 100 102" "100 100 100 100 100 100 100 100" ""
+expect_ok agreement-too-few-rounds "n/a .*needs >= 6 rounds" -- python3 "$PAIRED" x "100 100 100 100 100" "100 100 100 100 100" ""
+
 # The tensorrt bridge needs a CUDA GPU and TensorRT (kept out of requirements-vendors.txt: see
 # docs/vendor-mapping.md); without them it is compile-checked only and says clearly what is missing.
 TRT_WORKER="$(dirname "$0")/../../vendor_bridge/python/tensorrt_worker.py"
