@@ -208,6 +208,11 @@ r = worker_common._run(exe, {"dir": tmp, "inputs": 1})
 assert r == {"ok": True, "ms": 0.125, "outputs": 1}, r
 assert np.array_equal(np.load(os.path.join(tmp, "output_0.npy")), x)
 assert ("execute", 7) in calls
+# The harness's timed batches: every run reports the GPU event time, none writes outputs.
+os.remove(os.path.join(tmp, "output_0.npy"))
+r = worker_common._time(exe, {"dir": tmp, "inputs": 1, "repeat": 3})
+assert r == {"ok": True, "ms": [0.125] * 3}, r
+assert not os.path.exists(os.path.join(tmp, "output_0.npy"))
 
 # The cache is reloaded; timing_cache=off sets DISABLE_TIMING_CACHE.
 calls.clear()
