@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <numeric>
 #include <thread>
 
 #include "benchmarks/Protocol.h"
@@ -73,12 +74,6 @@ class ProtocolTest : public ::testing::Test {
   bench::MeasureOptions options;
 };
 
-int sum(const std::vector<int>& v) {
-  int s = 0;
-  for (int x : v) s += x;
-  return s;
-}
-
 TEST_F(ProtocolTest, SelfTimedExecutorRunsTheRepetitionsInBatches) {
   options.reps = 20;
   options.minReps = 5;
@@ -86,7 +81,7 @@ TEST_F(ProtocolTest, SelfTimedExecutorRunsTheRepetitionsInBatches) {
   EXPECT_EQ(m.samplesMs.size(), 20u);
   EXPECT_TRUE(m.internalTiming);
   EXPECT_EQ(m.stopReason, "reps");
-  EXPECT_EQ(sum(calls.batches), 20);
+  EXPECT_EQ(std::accumulate(calls.batches.begin(), calls.batches.end(), 0), 20);
   ASSERT_EQ(calls.batches.size(), 2u);  // the minimum, then the rest in one go
   EXPECT_EQ(calls.batches[0], 5);
   EXPECT_EQ(calls.runs, 2);  // warm-up only: timed runs go through timeRuns
