@@ -26,6 +26,7 @@
 #include "codegen/Kernels.h"
 #include "codegen/NativeKernels.h"
 #include "ir/Error.h"
+#include "ir/FusedRegion.h"
 #include "runtime/SlotProgram.h"
 #include "runtime/StepProfile.h"
 #include "runtime/interp/KernelRegistry.h"
@@ -189,7 +190,8 @@ std::vector<Tensor> Program::run(const std::vector<Tensor>& inputs) const {
 // What a step is, for the profile: how it runs and what it computes.
 std::string stepLabel(const Step& s) {
   const Node& n = *s.node;
-  std::string what = n.op() == "Fused" ? "region " + n.attrString("kind", "?") : n.op();
+  auto region = FusedRegion::of(n);
+  std::string what = region ? region->label() : n.op();
   switch (s.kind) {
     case Step::Native: return s.native->describe() + (s.kernel ? " + compiled epilogue" : "");
     case Step::Jit: return "compiled " + what;
@@ -265,7 +267,7 @@ class ProgramBuilder {
         }
         if (view->kind == KernelKind::NativeEpilogue) {
           const Node& anchor = *view->nodes.front();
-          std::vector<const Value*> outer = regionOperands(n, anchor);
+          std::vector<const Value*> outer = FusedRegion::of(n)->outerInputs(anchor);
           s.kind = Step::Native;
           s.native = matchNative(anchor, resolveAll(outer));
           s.native->prepare();
@@ -284,17 +286,17 @@ class ProgramBuilder {
         auto [it, fresh] = cache_.emplace(key, nullptr);
         if (fresh) {
           it->second = std::make_shared<KernelEntry>();
-          it->second->label = (n.op() == "Fused" ? "region " + n.attrString("kind", "?") : n.op()) + " -> " +
-                              n.output(0)->type().str();
+          auto region = FusedRegion::of(n);
+          it->second->label = (region ? region->label() : n.op()) + " -> " + n.output(0)->type().str();
           pending_.push_back({&n, it->second});
         }
         s.kernel = it->second;
         stats_.kernelCalls++;
         if (!fresh) stats_.kernelsReused++;
         used_[key].first = it->second, used_[key].second++;
-      } else if (n.op() == "Fused") {
+      } else if (auto region = FusedRegion::of(n)) {
         s.kind = Step::Sub;
-        const Graph& body = *std::get<std::shared_ptr<Graph>>(*n.findAttr("body"));
+        const Graph& body = region->body();
         std::unordered_map<const Value*, const Value*> inner;
         for (size_t i = 0; i < body.inputs().size() && i < n.numInputs(); ++i) inner[body.inputs()[i]] = resolve(n.input(i));
         s.sub = build(body, inner);

@@ -2,13 +2,12 @@
 // No MLIR here: this TU compiles in a second.
 #include "codegen/Kernels.h"
 
-#include "codegen/NativeKernels.h"
-
 #include <algorithm>
-#include <cstdio>
-#include <cstring>
-#include <set>
 #include <unordered_map>
+
+#include "codegen/NativeKernels.h"
+#include "ir/FusedRegion.h"
+#include "ir/Structural.h"
 
 namespace friction::codegen {
 namespace {
@@ -70,33 +69,24 @@ bool checkElementwise(const std::vector<const Node*>& nodes, const std::vector<i
 
 }  // namespace
 
-std::vector<const Value*> regionOperands(const Node& region, const Node& inner) {
-  const Graph& body = *std::get<std::shared_ptr<Graph>>(*region.findAttr("body"));
-  std::vector<const Value*> out;
-  for (const Value* v : inner.inputs()) {
-    auto it = std::find(body.inputs().begin(), body.inputs().end(), v);
-    out.push_back(it == body.inputs().end() ? v : region.input(size_t(it - body.inputs().begin())));
-  }
-  return out;
-}
-
 bool isSupportedElementwise(const Node& n) {
-  static const std::set<std::string> unary = {"Relu", "Neg",  "Exp",   "Tanh", "Sigmoid",    "Erf",      "Sqrt",
-                                              "Log",  "Abs",  "Floor", "Ceil", "Reciprocal", "Identity", "LeakyRelu"};
-  static const std::set<std::string> binary = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"};
-  if (n.numOutputs() != 1) return false;
-  if (unary.count(n.op())) return n.numInputs() == 1;
-  if (binary.count(n.op())) return n.numInputs() == 2;
-  if (n.op() == "Clip") return n.numInputs() >= 1 && n.numInputs() <= 3 && !n.hasAttr("min") && !n.hasAttr("max");
-  return false;
+  struct Inputs {
+    size_t min, max;
+  };
+  static const std::unordered_map<std::string, Inputs> ops = {
+#define FRICTION_SCALAR_OP(op, minInputs, maxInputs) {#op, {minInputs, maxInputs}},
+#include "codegen/ScalarOps.def"
+#undef FRICTION_SCALAR_OP
+  };
+  auto it = ops.find(n.op());
+  return it != ops.end() && n.numOutputs() == 1 && n.numInputs() >= it->second.min && n.numInputs() <= it->second.max;
 }
 
 std::unique_ptr<KernelView> analyzeKernel(const Node& node, std::string* why) {
   auto view = std::make_unique<KernelView>();
-  if (node.op() == "Fused") {
-    const Attribute* bodyAttr = node.findAttr("body");
-    if (!bodyAttr) return fail(why, "Fused without body"), nullptr;
-    const Graph& body = *std::get<std::shared_ptr<Graph>>(*bodyAttr);
+  auto region = FusedRegion::of(node);
+  if (region) {
+    const Graph& body = region->body();
     for (const auto& m : body.nodes()) view->nodes.push_back(m.get());
     for (const Value* v : body.inputs()) view->inputs.push_back(v);
     for (const Value* v : body.outputs()) view->outputs.push_back(v);
@@ -127,7 +117,7 @@ std::unique_ptr<KernelView> analyzeKernel(const Node& node, std::string* why) {
       for (const Value* v : view->outputs)
         if (v == first.output(0)) return fail(why, "the accumulator is a region output"), nullptr;
     elementwise.erase(elementwise.begin());
-  } else if (node.op() == "Fused" && view->nodes.size() > 1 && matchNative(first, regionOperands(node, first))) {
+  } else if (region && view->nodes.size() > 1 && matchNative(first, region->outerInputs(first))) {
     view->kind = KernelKind::NativeEpilogue;
     for (const Value* v : first.inputs())
       if (v && std::find(view->inputs.begin(), view->inputs.end(), v) == view->inputs.end())
@@ -148,126 +138,6 @@ std::unique_ptr<KernelView> analyzeKernel(const Node& node, std::string* why) {
   return view;
 }
 
-namespace {
-
-void appendAttr(std::string& out, const Attribute& a);
-
-void appendType(std::string& out, const Value* v) {
-  if (!v) {
-    out += "none";
-    return;
-  }
-  out += v->type().str();
-}
-
-// Values are named by position, so two bodies that differ only in names print alike.
-void appendGraph(std::string& out, const Graph& g) {
-  std::unordered_map<const Value*, std::string> ids;
-  int next = 0;
-  auto id = [&](const Value* v) -> std::string {
-    if (!v) return "_";
-    auto it = ids.find(v);
-    if (it != ids.end()) return it->second;
-    // Initializers inside a body are data: print them by content.
-    std::string s = "c" + std::to_string(next++);
-    if (v->isConstant()) {
-      s += "=";
-      appendAttr(s, v->constant());
-    }
-    return ids[v] = s;
-  };
-  out += "{in";
-  for (const Value* v : g.inputs()) {
-    ids[v] = "%" + std::to_string(next++);
-    out += " " + ids[v] + ":";
-    appendType(out, v);
-  }
-  for (const auto& n : g.nodes()) {
-    out += "; ";
-    for (const Value* v : n->outputs()) {
-      ids[v] = "%" + std::to_string(next++);
-      out += ids[v] + ":";
-      appendType(out, v);
-      out += " ";
-    }
-    out += "= " + n->op() + "(";
-    for (const Value* v : n->inputs()) out += id(v) + ",";
-    out += ")[";
-    for (const auto& [k, a] : n->attrs()) {
-      if (k == "provenance") continue;
-      out += k + "=";
-      appendAttr(out, a);
-      out += ",";
-    }
-    out += "]";
-  }
-  out += "; out";
-  for (const Value* v : g.outputs()) out += " " + id(v);
-  out += "}";
-}
-
-void appendAttr(std::string& out, const Attribute& a) {
-  char buf[64];
-  switch (attrKind(a)) {
-    case AttrKind::Int: out += std::to_string(std::get<int64_t>(a)); break;
-    case AttrKind::Float:
-      std::snprintf(buf, sizeof buf, "%a", double(std::get<float>(a)));
-      out += buf;
-      break;
-    case AttrKind::String: out += "'" + std::get<std::string>(a) + "'"; break;
-    case AttrKind::Ints:
-      for (int64_t v : std::get<std::vector<int64_t>>(a)) out += std::to_string(v) + " ";
-      break;
-    case AttrKind::Floats:
-      for (float v : std::get<std::vector<float>>(a)) {
-        std::snprintf(buf, sizeof buf, "%a ", double(v));
-        out += buf;
-      }
-      break;
-    case AttrKind::Strings:
-      for (const auto& s : std::get<std::vector<std::string>>(a)) out += "'" + s + "' ";
-      break;
-    case AttrKind::Tensor: {
-      const Tensor& t = std::get<Tensor>(a);
-      out += t.type().str() + "#";
-      uint64_t h = 1469598103934665603ull;
-      const unsigned char* p = static_cast<const unsigned char*>(t.rawData());
-      for (size_t i = 0; i < t.byteSize(); ++i) h = (h ^ p[i]) * 1099511628211ull;
-      std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-      out += buf;
-      break;
-    }
-    case AttrKind::Graph: appendGraph(out, *std::get<std::shared_ptr<Graph>>(a)); break;
-  }
-}
-
-}  // namespace
-
-std::string structuralKey(const Node& node) {
-  std::string key = node.op() + "(";
-  for (size_t i = 0; i < node.numInputs(); ++i) {
-    appendType(key, node.input(i));
-    // Operands that are the same value (Mul(x, x)) compile to one argument read twice: part of the structure.
-    for (size_t j = 0; j < i; ++j)
-      if (node.input(i) && node.input(j) == node.input(i)) {
-        key += "=#" + std::to_string(j);
-        break;
-      }
-    key += ",";
-  }
-  key += ")->(";
-  for (const Value* v : node.outputs()) {
-    appendType(key, v);
-    key += ",";
-  }
-  key += ")[";
-  for (const auto& [k, a] : node.attrs()) {
-    if (k == "provenance") continue;
-    key += k + "=";
-    appendAttr(key, a);
-    key += ",";
-  }
-  return key + "]";
-}
+std::string structuralKey(const Node& node) { return nodeStructure(node, {/*hashTensors=*/true}); }
 
 }  // namespace friction::codegen

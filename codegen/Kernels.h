@@ -45,18 +45,14 @@ struct KernelView {
   std::vector<bool> rowInputs;
 };
 
-// The values feeding `inner`'s inputs from outside `region` (a Fused node
-// whose body holds `inner`): body inputs map to the region's operands, other
-// values stay as they are.
-std::vector<const Value*> regionOperands(const Node& region, const Node& inner);
-
-// Ops the elementwise payload emitter handles.
+// Ops the elementwise payload emitter handles (codegen/ScalarOps.def).
 bool isSupportedElementwise(const Node& n);
 // The kernel view of `node`, or nullptr with the reason in `why`.
 std::unique_ptr<KernelView> analyzeKernel(const Node& node, std::string* why = nullptr);
-// A structural key: op, attributes (Fused bodies printed structurally, node
-// names and provenance left out), input and output types. Equal keys compute
-// the same function, so they share one compiled kernel.
+// A structural key (ir/Structural.h's nodeStructure, tensors hashed): op,
+// attributes (Fused bodies structurally, node names and provenance left
+// out), input and output types. Equal keys compute the same function, so
+// they share one compiled kernel.
 std::string structuralKey(const Node& node);
 
 // The MLIR side. Kernels are called through their packed C interface: args[i]

@@ -155,6 +155,143 @@ mlir::AffineMap broadcastMap(mlir::OpBuilder& b, const std::vector<int64_t>& s, 
   return mlir::AffineMap::get(unsigned(domain.size()), 0, exprs, b.getContext());
 }
 
+// Scalar code of the elementwise ops (f32) inside a linalg.generic body,
+// matching the interpreter's formulas: one emit function per op of
+// codegen/ScalarOps.def.
+class Payload {
+ public:
+  Payload(mlir::OpBuilder& b, mlir::Location l) : b(b), l(l) {}
+  std::unordered_map<const Value*, mlir::Value> scalars;
+
+  mlir::Value f32(double v) { return b.create<mlir::arith::ConstantOp>(l, b.getF32FloatAttr(float(v))); }
+  mlir::Value add(mlir::Value x, mlir::Value y) { return b.create<mlir::arith::AddFOp>(l, x, y); }
+  mlir::Value mul(mlir::Value x, mlir::Value y) { return b.create<mlir::arith::MulFOp>(l, x, y); }
+  mlir::Value div(mlir::Value x, mlir::Value y) { return b.create<mlir::arith::DivFOp>(l, x, y); }
+
+  // Computes node `n` from the scalars of its inputs.
+  void emit(const Node& n) {
+    using EmitFn = mlir::Value (Payload::*)(const Node&);
+    static const std::unordered_map<std::string, EmitFn> table = {
+#define FRICTION_SCALAR_OP(op, minInputs, maxInputs) {#op, &Payload::emit##op},
+#include "codegen/ScalarOps.def"
+#undef FRICTION_SCALAR_OP
+    };
+    auto it = table.find(n.op());
+    FRICTION_CHECK(it != table.end(), "codegen: no scalar lowering for " + n.op());
+    scalars[n.output(0)] = (this->*it->second)(n);
+  }
+
+ private:
+  mlir::Value in(const Node& n, size_t i) { return scalars.at(n.input(i)); }
+  mlir::Value cmp(mlir::arith::CmpFPredicate p, mlir::Value x, mlir::Value y) {
+    return b.create<mlir::arith::CmpFOp>(l, p, x, y);
+  }
+  mlir::Value select(mlir::Value c, mlir::Value x, mlir::Value y) { return b.create<mlir::arith::SelectOp>(l, c, x, y); }
+  // max/min as compare + select, NaN in x propagating like the interpreter's
+  // std::max(x, y): arith.maximumf lowers to llvm.maximum, which x86 expands
+  // into a long sequence that LLVM 19 does not vectorize well.
+  mlir::Value maximum(mlir::Value x, mlir::Value y) { return select(cmp(mlir::arith::CmpFPredicate::OLT, x, y), y, x); }
+  mlir::Value minimum(mlir::Value x, mlir::Value y) { return select(cmp(mlir::arith::CmpFPredicate::OLT, y, x), y, x); }
+  // y when y is NaN, else r (Max/Min propagate NaN from either side, like numpy).
+  mlir::Value nanFrom(mlir::Value y, mlir::Value r) { return select(cmp(mlir::arith::CmpFPredicate::UNO, y, y), y, r); }
+  mlir::Value clamp01(mlir::Value x) { return minimum(maximum(x, f32(0)), f32(1)); }
+  mlir::Value expm1(mlir::Value x) { return b.create<mlir::math::ExpM1Op>(l, x); }
+  float attr(const Node& n, const char* name, float def) { return n.attrFloat(name, def); }
+
+#define FRICTION_SCALAR_OP(op, minInputs, maxInputs) mlir::Value emit##op(const Node& n);
+#include "codegen/ScalarOps.def"
+#undef FRICTION_SCALAR_OP
+
+  mlir::OpBuilder& b;
+  mlir::Location l;
+};
+
+mlir::Value Payload::emitAdd(const Node& n) { return add(in(n, 0), in(n, 1)); }
+mlir::Value Payload::emitSub(const Node& n) { return b.create<mlir::arith::SubFOp>(l, in(n, 0), in(n, 1)); }
+mlir::Value Payload::emitMul(const Node& n) { return mul(in(n, 0), in(n, 1)); }
+mlir::Value Payload::emitDiv(const Node& n) { return div(in(n, 0), in(n, 1)); }
+mlir::Value Payload::emitPow(const Node& n) { return b.create<mlir::math::PowFOp>(l, in(n, 0), in(n, 1)); }
+mlir::Value Payload::emitMax(const Node& n) { return nanFrom(in(n, 1), maximum(in(n, 0), in(n, 1))); }
+mlir::Value Payload::emitMin(const Node& n) { return nanFrom(in(n, 1), minimum(in(n, 0), in(n, 1))); }
+mlir::Value Payload::emitNeg(const Node& n) { return b.create<mlir::arith::NegFOp>(l, in(n, 0)); }
+mlir::Value Payload::emitExp(const Node& n) { return b.create<mlir::math::ExpOp>(l, in(n, 0)); }
+mlir::Value Payload::emitLog(const Node& n) { return b.create<mlir::math::LogOp>(l, in(n, 0)); }
+mlir::Value Payload::emitSqrt(const Node& n) { return b.create<mlir::math::SqrtOp>(l, in(n, 0)); }
+mlir::Value Payload::emitAbs(const Node& n) { return b.create<mlir::math::AbsFOp>(l, in(n, 0)); }
+mlir::Value Payload::emitFloor(const Node& n) { return b.create<mlir::math::FloorOp>(l, in(n, 0)); }
+mlir::Value Payload::emitCeil(const Node& n) { return b.create<mlir::math::CeilOp>(l, in(n, 0)); }
+mlir::Value Payload::emitReciprocal(const Node& n) { return div(f32(1), in(n, 0)); }
+mlir::Value Payload::emitErf(const Node& n) { return b.create<mlir::math::ErfOp>(l, in(n, 0)); }
+mlir::Value Payload::emitIdentity(const Node& n) { return in(n, 0); }
+mlir::Value Payload::emitRelu(const Node& n) { return maximum(in(n, 0), f32(0)); }
+mlir::Value Payload::emitTanh(const Node& n) { return b.create<mlir::math::TanhOp>(l, in(n, 0)); }
+
+mlir::Value Payload::emitLeakyRelu(const Node& n) {
+  mlir::Value x = in(n, 0);
+  return select(cmp(mlir::arith::CmpFPredicate::OLT, x, f32(0)), mul(f32(attr(n, "alpha", 0.01f)), x), x);
+}
+
+mlir::Value Payload::emitSigmoid(const Node& n) {
+  // x >= 0 ? 1/(1+e^-x) : e^x/(1+e^x), as e = e^-|x|: no overflow.
+  mlir::Value x = in(n, 0);
+  mlir::Value e = b.create<mlir::math::ExpOp>(l, b.create<mlir::arith::NegFOp>(l, b.create<mlir::math::AbsFOp>(l, x)));
+  return div(select(cmp(mlir::arith::CmpFPredicate::OGE, x, f32(0)), f32(1), e), add(f32(1), e));
+}
+
+mlir::Value Payload::emitHardSigmoid(const Node& n) {
+  return clamp01(add(mul(f32(attr(n, "alpha", 0.2f)), in(n, 0)), f32(attr(n, "beta", 0.5f))));
+}
+
+mlir::Value Payload::emitHardSwish(const Node& n) {
+  mlir::Value x = in(n, 0);
+  return mul(x, clamp01(add(div(x, f32(6)), f32(0.5))));
+}
+
+mlir::Value Payload::emitElu(const Node& n) {
+  mlir::Value x = in(n, 0);
+  return select(cmp(mlir::arith::CmpFPredicate::OLT, x, f32(0)), mul(f32(attr(n, "alpha", 1.0f)), expm1(x)), x);
+}
+
+mlir::Value Payload::emitSelu(const Node& n) {
+  mlir::Value x = in(n, 0);
+  mlir::Value negative = mul(f32(attr(n, "alpha", 1.67326319217681884765625f)), expm1(x));
+  return mul(f32(attr(n, "gamma", 1.05070102214813232421875f)),
+             select(cmp(mlir::arith::CmpFPredicate::OGT, x, f32(0)), x, negative));
+}
+
+mlir::Value Payload::emitCelu(const Node& n) {
+  mlir::Value x = in(n, 0);
+  float alpha = attr(n, "alpha", 1.0f);
+  return select(cmp(mlir::arith::CmpFPredicate::OGT, x, f32(0)), x, mul(f32(alpha), expm1(div(x, f32(alpha)))));
+}
+
+mlir::Value Payload::emitSoftplus(const Node& n) {
+  // x + log1p(e^-x) for x > 0, log1p(e^x) otherwise: no overflow.
+  mlir::Value x = in(n, 0);
+  auto log1pExp = [&](mlir::Value v) {
+    return b.create<mlir::math::Log1pOp>(l, b.create<mlir::math::ExpOp>(l, v)).getResult();
+  };
+  mlir::Value positive = add(x, log1pExp(b.create<mlir::arith::NegFOp>(l, x)));
+  return select(cmp(mlir::arith::CmpFPredicate::OGT, x, f32(0)), positive, log1pExp(x));
+}
+
+mlir::Value Payload::emitSoftsign(const Node& n) {
+  mlir::Value x = in(n, 0);
+  return div(x, add(f32(1), b.create<mlir::math::AbsFOp>(l, x)));
+}
+
+mlir::Value Payload::emitThresholdedRelu(const Node& n) {
+  mlir::Value x = in(n, 0);
+  return select(cmp(mlir::arith::CmpFPredicate::OGT, x, f32(attr(n, "alpha", 1.0f))), x, f32(0));
+}
+
+mlir::Value Payload::emitClip(const Node& n) {
+  mlir::Value r = in(n, 0);
+  if (n.input(1)) r = maximum(r, in(n, 1));
+  if (n.input(2)) r = minimum(r, in(n, 2));
+  return r;
+}
+
 // Builds one kernel function.
 class KernelBuilder {
  public:
@@ -317,7 +454,7 @@ class KernelBuilder {
     for (auto o : outs) types.push_back(o.getType());
     auto op = b_.create<mlir::linalg::GenericOp>(
         loc_, types, inValues, outs, maps, iters, [&](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange x) {
-          Payload p{pb, l};
+          Payload p(pb, l);
           for (size_t i = 0; i < ins.size(); ++i) p.scalars[ins[i]] = x[i];
           if (anchor) {
             mlir::Value acc = x[ins.size()];
@@ -342,74 +479,6 @@ class KernelBuilder {
         });
     return llvm::SmallVector<mlir::Value>(op.getResults().begin(), op.getResults().end());
   }
-
-  // Scalar code of the elementwise ops (f32), matching the interpreter's formulas.
-  struct Payload {
-    mlir::OpBuilder& b;
-    mlir::Location l;
-    std::unordered_map<const Value*, mlir::Value> scalars;
-    mlir::Value f32(double v) { return b.create<mlir::arith::ConstantOp>(l, b.getF32FloatAttr(float(v))); }
-    mlir::Value mul(mlir::Value x, mlir::Value y) { return b.create<mlir::arith::MulFOp>(l, x, y); }
-    // max/min as compare + select, NaN in x propagating like the interpreter's
-    // std::max(x, y): arith.maximumf lowers to llvm.maximum, which x86 expands
-    // into a long sequence that LLVM 19 does not vectorize well.
-    mlir::Value maximum(mlir::Value x, mlir::Value y) {
-      auto less = b.create<mlir::arith::CmpFOp>(l, mlir::arith::CmpFPredicate::OLT, x, y);
-      return b.create<mlir::arith::SelectOp>(l, less, y, x);
-    }
-    mlir::Value minimum(mlir::Value x, mlir::Value y) {
-      auto less = b.create<mlir::arith::CmpFOp>(l, mlir::arith::CmpFPredicate::OLT, y, x);
-      return b.create<mlir::arith::SelectOp>(l, less, y, x);
-    }
-    // y when y is NaN, else r (Max/Min propagate NaN from either side, like numpy).
-    mlir::Value nanFrom(mlir::Value y, mlir::Value r) {
-      auto nan = b.create<mlir::arith::CmpFOp>(l, mlir::arith::CmpFPredicate::UNO, y, y);
-      return b.create<mlir::arith::SelectOp>(l, nan, y, r);
-    }
-    void emit(const Node& n) {
-      auto in = [&](size_t i) { return scalars.at(n.input(i)); };
-      const std::string& op = n.op();
-      mlir::Value r;
-      if (op == "Add") r = b.create<mlir::arith::AddFOp>(l, in(0), in(1));
-      else if (op == "Sub") r = b.create<mlir::arith::SubFOp>(l, in(0), in(1));
-      else if (op == "Mul") r = mul(in(0), in(1));
-      else if (op == "Div") r = b.create<mlir::arith::DivFOp>(l, in(0), in(1));
-      else if (op == "Pow") r = b.create<mlir::math::PowFOp>(l, in(0), in(1));
-      else if (op == "Max") r = nanFrom(in(1), maximum(in(0), in(1)));
-      else if (op == "Min") r = nanFrom(in(1), minimum(in(0), in(1)));
-      else if (op == "Relu") r = maximum(in(0), f32(0));
-      else if (op == "Neg") r = b.create<mlir::arith::NegFOp>(l, in(0));
-      else if (op == "Exp") r = b.create<mlir::math::ExpOp>(l, in(0));
-      else if (op == "Log") r = b.create<mlir::math::LogOp>(l, in(0));
-      else if (op == "Tanh") r = b.create<mlir::math::TanhOp>(l, in(0));
-      else if (op == "Erf") r = b.create<mlir::math::ErfOp>(l, in(0));
-      else if (op == "Sqrt") r = b.create<mlir::math::SqrtOp>(l, in(0));
-      else if (op == "Abs") r = b.create<mlir::math::AbsFOp>(l, in(0));
-      else if (op == "Floor") r = b.create<mlir::math::FloorOp>(l, in(0));
-      else if (op == "Ceil") r = b.create<mlir::math::CeilOp>(l, in(0));
-      else if (op == "Reciprocal") r = b.create<mlir::arith::DivFOp>(l, f32(1), in(0));
-      else if (op == "Identity") r = in(0);
-      else if (op == "LeakyRelu") {
-        auto neg = b.create<mlir::arith::CmpFOp>(l, mlir::arith::CmpFPredicate::OLT, in(0), f32(0));
-        r = b.create<mlir::arith::SelectOp>(l, neg, mul(f32(n.attrFloat("alpha", 0.01f)), in(0)), in(0));
-      } else if (op == "Sigmoid") {
-        // x >= 0 ? 1/(1+e^-x) : e^x/(1+e^x), as e = e^-|x|: no overflow.
-        mlir::Value x = in(0);
-        auto e = b.create<mlir::math::ExpOp>(l, b.create<mlir::arith::NegFOp>(l, b.create<mlir::math::AbsFOp>(l, x)));
-        auto den = b.create<mlir::arith::AddFOp>(l, f32(1), e);
-        auto pos = b.create<mlir::arith::CmpFOp>(l, mlir::arith::CmpFPredicate::OGE, x, f32(0));
-        auto num = b.create<mlir::arith::SelectOp>(l, pos, f32(1), e);
-        r = b.create<mlir::arith::DivFOp>(l, num, den);
-      } else if (op == "Clip") {
-        r = in(0);
-        if (n.input(1)) r = maximum(r, in(1));
-        if (n.input(2)) r = minimum(r, in(2));
-      } else {
-        throw Error("codegen: no scalar lowering for " + op);
-      }
-      scalars[n.output(0)] = r;
-    }
-  };
 
   mlir::OpBuilder& b_;
   const KernelView& view_;

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "ir/Error.h"
+#include "ir/FusedRegion.h"
 #include "ir/ops/NnShapes.h"
 #include "runtime/ukernels/Conv.h"
 #include "runtime/ukernels/Rows.h"
@@ -12,15 +13,6 @@ namespace friction::codegen {
 namespace {
 
 bool staticF32(const Value* v) { return v && v->dtype() == DType::F32 && v->shape().hasRank() && v->shape().isStatic(); }
-
-// The op inside a convert-layout region: Transpose(to NCHW) -> op -> Transpose(to NHWC).
-const Node* nhwcOp(const Node& n) {
-  if (n.op() != "Fused" || n.attrString("kind", "") != "nhwc") return nullptr;
-  const Graph& body = *std::get<std::shared_ptr<Graph>>(*n.findAttr("body"));
-  if (body.nodes().size() != 3 || body.nodes()[0]->op() != "Transpose" || body.nodes()[2]->op() != "Transpose")
-    return nullptr;
-  return body.nodes()[1].get();
-}
 
 class ConvKernel : public NativeKernel {
  public:
@@ -123,9 +115,9 @@ std::unique_ptr<NativeKernel> fail(std::string* why, const std::string& msg) {
 
 std::unique_ptr<NativeKernel> matchRows(const Node& node, const std::vector<const Value*>& outer, std::string* why) {
   const Node* op = &node;
-  if (node.op() == "Fused") {
-    if (node.attrString("kind", "") != "reduction") return fail(why, "not a reduction region");
-    const Graph& body = *std::get<std::shared_ptr<Graph>>(*node.findAttr("body"));
+  if (auto region = FusedRegion::of(node)) {
+    if (region->kind() != RegionKind::Reduction) return fail(why, "not a reduction region");
+    const Graph& body = region->body();
     if (body.nodes().size() != 1) return fail(why, "reduction region of several nodes");
     op = body.nodes()[0].get();
     if (body.outputs().size() != 1 || body.outputs()[0] != op->output(0)) return fail(why, "region outputs");
@@ -161,11 +153,10 @@ std::optional<float> constantScalar(const Value* v) {
 
 std::optional<FusedEpilogue> matchFusedEpilogue(const Node& region, const Node& anchor,
                                                 const std::function<const Value*(const Value*)>& resolve) {
-  const Graph& body = *std::get<std::shared_ptr<Graph>>(*region.findAttr("body"));
-  auto regionOperand = [&](const Value* v) -> const Value* {  // a body input -> the region's operand, else null
-    auto it = std::find(body.inputs().begin(), body.inputs().end(), v);
-    return it == body.inputs().end() ? nullptr : region.input(size_t(it - body.inputs().begin()));
-  };
+  auto fused = FusedRegion::of(region);
+  FRICTION_CHECK(fused, "matchFusedEpilogue: " + region.describe() + " is not a Fused region");
+  const Graph& body = fused->body();
+  auto regionOperand = [&](const Value* v) { return fused->operandFor(v); };
   auto uses = [&](const Value* v) {
     int n = int(std::count(body.outputs().begin(), body.outputs().end(), v));
     for (const auto& m : body.nodes()) n += int(std::count(m->inputs().begin(), m->inputs().end(), v));
@@ -217,8 +208,9 @@ std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Va
     if (perm.size() != xs.size()) return fail(why, "Transpose perm does not match the rank");
     return std::make_unique<TransposeKernel>(xs, perm);
   }
-  if (node.op() != "Fused" || node.attrString("kind", "") == "reduction") return matchRows(node, outer, why);
-  const Node* op = nhwcOp(node);
+  auto region = FusedRegion::of(node);
+  if (!region || region->kind() == RegionKind::Reduction) return matchRows(node, outer, why);
+  const Node* op = region->nhwcOp();
   if (!op) return fail(why, "not a convert-layout nhwc region");
   static const std::set<std::string> supported = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool"};
   if (!supported.count(op->op())) return fail(why, op->op() + " has no native nhwc kernel");

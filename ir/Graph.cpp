@@ -8,6 +8,14 @@
 
 namespace friction {
 
+const Tensor* constantData(const Value* v) {
+  if (!v) return nullptr;
+  if (v->isConstant()) return &v->constant();
+  const Node* p = v->producer();
+  if (p && p->op() == "Constant" && p->hasAttr("value")) return &p->attrTensor("value");
+  return nullptr;
+}
+
 std::string_view attrKindName(AttrKind k) {
   static constexpr std::string_view names[] = {"int", "float", "string", "ints",
                                                "floats", "strings", "tensor", "graph"};

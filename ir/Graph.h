@@ -105,6 +105,9 @@ class Node {
   std::map<std::string, Attribute> attrs_;
 };
 
+// The data of `v` when it is an initializer or a Constant node's output, else nullptr.
+const Tensor* constantData(const Value* v);
+
 class Graph {
  public:
   explicit Graph(std::string name = "main") : name_(std::move(name)) {}

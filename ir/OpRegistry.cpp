@@ -10,14 +10,7 @@ const TensorType& InferContext::inputType(size_t i) const {
   return v->type();
 }
 
-const Tensor* InferContext::inputConstant(size_t i) const {
-  Value* v = node_.input(i);
-  if (!v) return nullptr;
-  if (v->isConstant()) return &v->constant();
-  Node* p = v->producer();
-  if (p && p->op() == "Constant" && p->hasAttr("value")) return &p->attrTensor("value");
-  return nullptr;
-}
+const Tensor* InferContext::inputConstant(size_t i) const { return constantData(node_.input(i)); }
 
 std::optional<std::vector<Dim>> InferContext::inputContents(size_t i) const {
   Value* v = node_.input(i);
@@ -144,6 +137,27 @@ void inferNode(Node& node) {
 
 void inferGraph(Graph& graph) {
   for (const auto& n : graph.nodes()) inferNode(*n);
+}
+
+const std::vector<OpTraitInfo>& allOpTraits() {
+  static const std::vector<OpTraitInfo> traits = {
+#define FRICTION_OP_TRAIT(name, summary) {OpTrait::name, #name, summary},
+#include "ir/OpTraits.def"
+#undef FRICTION_OP_TRAIT
+  };
+  return traits;
+}
+
+bool opHasTrait(const std::string& op, OpTrait t) {
+  const OpSchema* s = OpRegistry::instance().find(op);
+  return s && s->traits.has(t);
+}
+
+std::vector<std::string> opsWithTrait(OpTrait t) {
+  std::vector<std::string> r;
+  for (const std::string& op : OpRegistry::instance().names())
+    if (opHasTrait(op, t)) r.push_back(op);
+  return r;
 }
 
 int64_t nodeFlops(const Node& node) {

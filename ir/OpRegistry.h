@@ -2,7 +2,9 @@
 // shape/type inference and FLOP count. The IR holds ONNX opset-17 semantics
 // (the importer normalizes older opsets), so there is one schema per op.
 #pragma once
+#include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -47,6 +49,39 @@ class InferContext {
   Node& node_;
 };
 
+// Categories of ops (ir/OpTraits.def), declared by each schema.
+enum class OpTrait : uint32_t {
+#define FRICTION_OP_TRAIT(name, summary) name,
+#include "ir/OpTraits.def"
+#undef FRICTION_OP_TRAIT
+};
+
+// A set of traits (a bit per trait).
+class OpTraits {
+ public:
+  constexpr OpTraits() = default;
+  constexpr OpTraits(std::initializer_list<OpTrait> traits) {
+    for (OpTrait t : traits) bits_ |= bit(t);
+  }
+  constexpr bool has(OpTrait t) const { return (bits_ & bit(t)) != 0; }
+  constexpr OpTraits& add(OpTrait t) {
+    bits_ |= bit(t);
+    return *this;
+  }
+
+ private:
+  static constexpr uint32_t bit(OpTrait t) { return uint32_t(1) << uint32_t(t); }
+  uint32_t bits_ = 0;
+};
+
+struct OpTraitInfo {
+  OpTrait trait;
+  const char* name;
+  const char* summary;
+};
+// Every trait with its name and promise, in declaration order.
+const std::vector<OpTraitInfo>& allOpTraits();
+
 using InferFn = std::function<void(InferContext&)>;
 using FlopsFn = std::function<int64_t(const Node&)>;
 
@@ -61,6 +96,7 @@ struct OpSchema {
   int minInputs = 1, maxInputs = 1;  // maxInputs -1: variadic
   int minOutputs = 1, maxOutputs = 1;
   std::vector<AttrSpec> attrs;
+  OpTraits traits;
   InferFn infer;
   FlopsFn flops;  // optional; nullptr counts as 0 FLOPs
 
@@ -71,6 +107,7 @@ struct OpSchema {
     attrs.push_back({std::move(n), k, required});
     return *this;
   }
+  OpSchema& trait(OpTrait t) { traits.add(t); return *this; }
   OpSchema& inferWith(InferFn f) { infer = std::move(f); return *this; }
   OpSchema& flopsWith(FlopsFn f) { flops = std::move(f); return *this; }
 };
@@ -95,6 +132,11 @@ void inferNode(Node& node);
 void inferGraph(Graph& graph);
 // FLOPs of one node (0 when unknown or shapes are symbolic).
 int64_t nodeFlops(const Node& node);
+// True when `op` is registered with trait `t` (unknown ops have no traits).
+bool opHasTrait(const std::string& op, OpTrait t);
+inline bool hasTrait(const Node& n, OpTrait t) { return opHasTrait(n.op(), t); }
+// The registered ops with trait `t`, sorted.
+std::vector<std::string> opsWithTrait(OpTrait t);
 
 // Registration functions, one per op family (ir/ops/*.cpp).
 void registerElementwiseOps(OpRegistry& r);

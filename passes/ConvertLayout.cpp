@@ -1,13 +1,13 @@
-// convert-layout: takes CNNs to NHWC. The IR's Conv, MaxPool, AveragePool,
-// BatchNormalization and GlobalAveragePool are NCHW by ONNX definition, so a
-// 4-D one becomes
+// convert-layout: takes CNNs to NHWC. Ops with the LayoutSensitive trait
+// (Conv, MaxPool, AveragePool, BatchNormalization, GlobalAveragePool: NCHW
+// by ONNX definition, with NHWC kernels in friction) become, when 4-D,
 //     Transpose(to NHWC) -> Fused{kind "nhwc"} -> Transpose(to NCHW)
 // where the Fused body is Transpose(to NCHW) -> op -> Transpose(to NHWC): the
 // region's input and output are NHWC, which codegen lowers to an NHWC kernel
 // (the interpreter runs the body as is). Weights stay OIHW, as body inputs.
 // Then transposes sink and cancel:
 //  - Transpose(Transpose(x, p), q) with q after p the identity becomes x;
-//  - an elementwise op whose inputs are all to-NCHW transposes of the same
+//  - an Elementwise op whose inputs are all to-NCHW transposes of the same
 //    perm, constants (permuted to match) or single elements runs before the
 //    transpose instead: E(T(a), T(b)) = T(E(a, b)).
 // Anything else (Concat, Flatten, Reshape, MatMul, ...) stops the sinking, so
@@ -16,9 +16,9 @@
 // "transposes cancelled" (Transpose nodes that disappeared, original ones
 // included), "transposes left" (top-level Transpose nodes at the end).
 #include <cstring>
-#include <set>
 #include <unordered_set>
 
+#include "ir/FusedRegion.h"
 #include "ir/OpRegistry.h"
 #include "passes/Pass.h"
 #include "passes/PassUtil.h"
@@ -30,20 +30,9 @@ const std::vector<int64_t> kToNhwc = {0, 2, 3, 1};
 const std::vector<int64_t> kToNchw = {0, 3, 1, 2};
 
 bool layoutSensitive(const Node& n) {
-  static const std::set<std::string> ops = {"Conv", "MaxPool", "AveragePool", "BatchNormalization",
-                                            "GlobalAveragePool"};
-  if (!ops.count(n.op()) || n.numOutputs() != 1 || !n.input(0)) return false;
+  if (!hasTrait(n, OpTrait::LayoutSensitive) || n.numOutputs() != 1 || !n.input(0)) return false;
   const Shape& s = n.input(0)->shape();
   return s.hasRank() && s.rank() == 4;
-}
-
-bool elementwise(const std::string& op) {
-  static const std::set<std::string> ops = {
-      "Relu", "Sigmoid", "Tanh", "Neg", "Abs", "Exp", "Log", "Sqrt", "Erf", "Reciprocal", "Floor", "Ceil",
-      "Round", "Sign", "Identity", "LeakyRelu", "Elu", "Selu", "HardSigmoid", "HardSwish", "Softplus", "Gelu",
-      "Clip", "Cast", "Sin", "Cos", "Not", "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "PRelu", "Equal",
-      "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Where", "Mod"};
-  return ops.count(op) > 0;
 }
 
 Node* transpose(Graph& g, Value* x, const std::vector<int64_t>& perm, const std::string& hint) {
@@ -107,7 +96,7 @@ class Converter {
       for (size_t i = 0; i < g_.nodes().size(); ++i) {
         Node* n = g_.nodes()[i].get();
         if (dead_.count(n)) continue;
-        changed |= n->op() == "Transpose" ? cancel(*n) : (elementwise(n->op()) && sink(*n));
+        changed |= n->op() == "Transpose" ? cancel(*n) : (hasTrait(*n, OpTrait::Elementwise) && sink(*n));
       }
       cleanup();
     }
@@ -149,8 +138,7 @@ class Converter {
     inferNode(*toNhwc);
     body->addOutput(toNhwc->output(0));
     Node* f = g_.addNode("Fused", nodeIns, {g_.freshName(y->name() + ".nhwc")},
-                         {{"body", body}, {"kind", std::string("nhwc")}, {"provenance", std::vector<std::string>{n.name()}}},
-                         n.name());
+                         fusedAttrs(body, RegionKind::Nhwc, {n.name()}), n.name());
     inferNode(*f);
     Node* out = transpose(g_, f->output(0), kToNchw, y->name() + ".nchw");
     replaceAllUses(g_, y, out->output(0));

@@ -35,25 +35,14 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/FusedRegion.h"
 #include "ir/OpRegistry.h"
-#include "ir/TextFormat.h"
+#include "ir/Structural.h"
 #include "passes/Pass.h"
 #include "passes/PassUtil.h"
 
 namespace friction {
 namespace {
-
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
-std::string hex(uint64_t h) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
 
 // Integer constants are structure (shapes, axes, indices): compared by value
 // and copied into the body, so shape inference inside the body still sees them.
@@ -62,76 +51,29 @@ bool isStructuralConst(const Value* v) {
   return t && !isFloat(t->dtype()) && t->numel() <= 64;
 }
 
-std::string typeText(const Value* v) {
-  std::string s = v->type().str();
-  if (const auto& c = v->knownContents()) {
-    s += "{";
-    for (const Dim& d : *c) s += d.str() + ",";
-    s += "}";
-  }
-  return s;
-}
+// Structure keeps tracked contents: shape arithmetic decides shapes.
+const StructureOptions kStructure{/*hashTensors=*/false, /*knownContents=*/true};
 
-// Structure of a nested graph (a Fused body) without names. Constants inside
-// bodies are printed in full: a shared body must not mix up their data.
-void bodyStructure(std::ostringstream& os, const Graph& g) {
-  std::unordered_map<const Value*, int> id;
-  auto def = [&](const Value* v) {
-    int k = int(id.size());
-    id[v] = k;
-    os << typeText(v) << ";";
-  };
-  os << "{in:";
-  for (const Value* v : g.inputs()) def(v);
-  os << "const:";
-  for (const Value* v : g.initializers()) {
-    def(v);
-    os << printAttribute(v->constant()) << ";";
-  }
-  for (const auto& n : g.nodes()) {
-    os << n->op() << "(";
-    for (const Value* in : n->inputs()) os << (in ? std::to_string(id.at(in)) : "_") << ",";
-    os << ")";
-    for (const auto& [name, a] : n->attrs()) {
-      if (name == "provenance") continue;
-      os << name << "=";
-      if (auto* b = std::get_if<std::shared_ptr<Graph>>(&a)) bodyStructure(os, **b);
-      else os << printAttribute(a);
-      os << ";";
-    }
-    os << "->";
-    for (const Value* out : n->outputs()) def(out);
-  }
-  os << "out:";
-  for (const Value* v : g.outputs()) os << id.at(v) << ",";
-  os << "}";
-}
-
-// Op, attributes and types of a node, without its wiring.
+// Op, attributes (Fused bodies structurally) and types of a node, without
+// its wiring; integer constant inputs by value, weights by type.
 std::string baseSignature(const Node& n) {
-  std::ostringstream os;
-  os << n.op() << "|";
-  for (const auto& [name, a] : n.attrs()) {
-    if (name == "provenance") continue;  // names, not structure
-    os << name << "=";
-    if (auto* b = std::get_if<std::shared_ptr<Graph>>(&a)) bodyStructure(os, **b);
-    else os << printAttribute(a);
-    os << ";";
-  }
-  os << "|";
+  std::string s = n.op() + "|";
+  for (const auto& [name, a] : n.attrs())
+    if (name != "provenance") s += name + "=" + structuralAttribute(a, kStructure) + ";";
+  s += "|";
   for (const Value* in : n.inputs()) {
     if (!in) {
-      os << "_,";
+      s += "_,";
       continue;
     }
-    os << typeText(in);
-    if (isStructuralConst(in)) os << "=" << printAttribute(*constantData(in));
-    else if (constantData(in)) os << "w";
-    os << ",";
+    s += structuralType(in, kStructure);
+    if (isStructuralConst(in)) s += "=" + structuralAttribute(*constantData(in), kStructure);
+    else if (constantData(in)) s += "w";
+    s += ",";
   }
-  os << "->";
-  for (const Value* out : n.outputs()) os << typeText(out) << ",";
-  return os.str();
+  s += "->";
+  for (const Value* out : n.outputs()) s += structuralType(out, kStructure) + ",";
+  return s;
 }
 
 class Interner {
@@ -176,14 +118,14 @@ class Dedup {
     for (size_t i = 0; i < seq_.size(); ++i) {
       const Node& n = *seq_[i];
       // Earlier patterns are not nested into new ones: give them ids that never repeat.
-      if (n.op() == "Fused" && n.attrString("kind", "") == "pattern") {
+      if (auto region = FusedRegion::of(n); region && region->kind() == RegionKind::Pattern) {
         base_[i] = baseIds("unique#" + std::to_string(unique));
         id_[i] = wiredIds("unique#" + std::to_string(unique++));
         continue;
       }
       std::string sig = baseSignature(n);
       base_[i] = baseIds(sig);
-      baseHash_[i] = fnv1a(sig);
+      baseHash_[i] = fnv1a64(sig);
       std::string w = std::to_string(base_[i]) + "|";
       for (const Value* in : n.inputs()) {
         if (!in || constantData(in)) w += "c,";
@@ -206,7 +148,7 @@ class Dedup {
     std::unordered_map<const Value*, int> slot;
     for (int i = s; i < s + p; ++i) {
       const Node& n = *seq_[i];
-      if (portable) os << hex(baseHash_[i]) << "(";
+      if (portable) os << hex64(baseHash_[i]) << "(";
       else os << base_[i] << "(";
       for (const Value* in : n.inputs()) {
         if (!in) os << "_";
@@ -365,7 +307,7 @@ class Dedup {
             if (escapes) outs.insert({i - s, int(k)});
           }
       if (outs.empty()) continue;  // dead instances: leave them to eliminate-dead-code
-      std::string hash = hex(fnv1a(key(pat.starts.front(), p, true)));
+      std::string hash = hex64(fnv1a64(key(pat.starts.front(), p, true)));
       auto body = buildBody(pat.starts.front(), p, outs, "pattern_" + hash);
       summary.push_back(hash + ":" + std::to_string(pat.starts.size()) + ":" + std::to_string(p));
       ctx_.count("patterns");
@@ -382,12 +324,9 @@ class Dedup {
               inputs.push_back(in);
         }
         for (auto [i, k] : outs) outNames.push_back(g_.freshName(seq_[s + i]->output(k)->name()));
-        Node* f = g_.addNode("Fused", inputs, outNames,
-                             {{"body", body},
-                              {"kind", std::string("pattern")},
-                              {"pattern", hash},
-                              {"provenance", provenance}},
-                             "pattern_" + hash.substr(0, 8) + "_" + std::to_string(j));
+        auto attrs = fusedAttrs(body, RegionKind::Pattern, provenance);
+        attrs["pattern"] = hash;
+        Node* f = g_.addNode("Fused", inputs, outNames, attrs, "pattern_" + hash.substr(0, 8) + "_" + std::to_string(j));
         inferNode(*f);
         int o = 0;
         for (auto [i, k] : outs) replacements.push_back({seq_[s + i]->output(k), f->output(o++)});

@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "ir/TextFormat.h"
+#include "ir/OpRegistry.h"
 #include "passes/Pass.h"
 #include "passes/PassUtil.h"
 
@@ -28,7 +29,7 @@ std::string constantKey(const Tensor& t) {
 
 // Op, inputs (by identity) and attributes; nullopt when the node must not merge.
 std::optional<std::string> nodeKey(const Node& n) {
-  if (isNondeterministic(n.op()) || hasRegion(n)) return std::nullopt;
+  if (hasTrait(n, OpTrait::Nondeterministic) || hasRegion(n)) return std::nullopt;
   std::string key = n.op() + "|" + std::to_string(n.numOutputs()) + "|";
   for (const Value* in : n.inputs()) key += std::to_string(reinterpret_cast<uintptr_t>(in)) + ",";
   for (const auto& [name, a] : n.attrs()) {

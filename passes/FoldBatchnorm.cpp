@@ -21,7 +21,7 @@ namespace friction {
 namespace {
 
 const Tensor* floatConstant(const Value* v) {
-  const Tensor* t = constantOf(v);
+  const Tensor* t = constantData(v);
   return t && isFloat(t->dtype()) ? t : nullptr;
 }
 
@@ -108,7 +108,7 @@ Tensor scaleWeight(const Tensor& w, const ChannelMap& map, const std::vector<dou
 }  // namespace
 
 void foldBatchnorm(Graph& g, PassContext& ctx) {
-  UseInfo u(g);
+  UseIndex u(g);
   std::unordered_map<const Value*, Value*> replace;  // BN output -> producer output
   std::unordered_set<const Node*> folded;
   std::unordered_set<const Value*> oldParams;
@@ -168,7 +168,7 @@ void foldBatchnorm(Graph& g, PassContext& ctx) {
   replaceAllUses(g, replace);
   g.eraseNodes([&](const Node& n) { return folded.count(&n) > 0; });
   // The replaced weights and BN parameters, unless something else still uses them.
-  UseInfo after(g);
+  UseIndex after(g);
   g.eraseInitializers([&](const Value* v) {
     return oldParams.count(v) && after.users(v).empty() && !after.isGraphOutput(v);
   });

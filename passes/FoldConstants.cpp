@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "ir/Error.h"
+#include "ir/OpRegistry.h"
 #include "passes/Pass.h"
 #include "passes/PassUtil.h"
 #include "runtime/interp/KernelRegistry.h"
@@ -39,7 +40,7 @@ std::optional<Tensor> trackedConstant(const Value* v) {
 
 // The node's results when it can be folded, else nullopt.
 std::optional<std::vector<Tensor>> evaluate(const Node& n, const UseIndex& uses) {
-  if (isNondeterministic(n.op()) || hasRegion(n) || uses.unused(n)) return std::nullopt;
+  if (hasTrait(n, OpTrait::Nondeterministic) || hasRegion(n) || uses.unused(n)) return std::nullopt;
   const auto* kernel = interp::KernelRegistry::instance().find(n.op());
   bool allConstant = n.op() == "Constant";  // no size limit: its data is already in the model
   size_t inBytes = 0;

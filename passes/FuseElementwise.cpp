@@ -9,37 +9,27 @@
 // it (contracting it would create a cycle). Each group is checked again when
 // it is built, since contracting earlier groups can close a cycle too.
 //
+// Elementwise ops are the ops with the Elementwise trait (ir/OpTraits.def).
 // Skipped: ops on shape arithmetic (values with known contents, which
 // fold-constants and shape inference rely on), ops on constants only, and
 // multi-output ops (Dropout).
-#include <set>
-
+#include "ir/OpRegistry.h"
 #include "passes/Regions.h"
 
 namespace friction {
 namespace {
 
 bool isElementwise(const Node& n) {
-  // The ops of ir/ops/ElementwiseOps.cpp.
-  static const std::set<std::string> ops = {
-      "Add",   "Sub",         "Mul",       "Div",         "Mod",       "BitShift",  "And",      "Or",
-      "Xor",   "Equal",       "Less",      "Greater",     "LessOrEqual", "GreaterOrEqual", "Max", "Min",
-      "Sum",   "Mean",        "PRelu",     "Sqrt",        "Reciprocal", "Exp",      "Log",      "Neg",
-      "Abs",   "Erf",         "Tanh",      "Sigmoid",     "Relu",      "LeakyRelu", "HardSigmoid", "HardSwish",
-      "Elu",   "Selu",        "Celu",      "Softplus",    "Softsign",  "ThresholdedRelu", "Shrink", "Floor",
-      "Ceil",  "Round",       "Sign",      "Sin",         "Cos",       "Tan",       "Asin",     "Acos",
-      "Atan",  "Sinh",        "Cosh",      "Asinh",       "Acosh",     "Atanh",     "Not",      "IsNaN",
-      "IsInf", "Pow",         "Clip",      "Where",       "Identity",  "Cast",      "CastLike"};
-  if (!ops.count(n.op()) || n.numOutputs() != 1 || n.output(0)->knownContents()) return false;
+  if (!hasTrait(n, OpTrait::Elementwise) || n.numOutputs() != 1 || n.output(0)->knownContents()) return false;
   for (const Value* v : n.inputs())
-    if (v && !constantOf(v)) return true;
+    if (v && !constantData(v)) return true;
   return false;
 }
 
 }  // namespace
 
 void fuseElementwise(Graph& g, PassContext& ctx) {
-  UseInfo u(g);
+  UseIndex u(g);
   std::unordered_map<const Node*, size_t> groupOf;
   struct Group {
     std::vector<Node*> nodes;
@@ -79,7 +69,7 @@ void fuseElementwise(Graph& g, PassContext& ctx) {
     groupOf[n] = join;
   }
   for (const auto& group : groups)
-    if (group.nodes.size() >= 2) fuseRegion(g, group.nodes, "elementwise", ctx);
+    if (group.nodes.size() >= 2) fuseRegion(g, group.nodes, RegionKind::Elementwise, ctx);
 }
 
 }  // namespace friction

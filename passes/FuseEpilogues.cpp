@@ -4,11 +4,10 @@
 //   anchor [→ bias Add] [→ residual Add] [→ activation] [→ residual Add]
 // (one residual Add at most). The bias is a constant broadcast along the
 // channel axis (1 for NCHW convolutions, last for NHWC ones and MatMul/Gemm); a residual is a
-// non-constant operand of the result's own shape; activations are the
-// unary ops below or an Erf-GELU. Every value inside has a single use, so
+// non-constant operand of the result's own shape; activations are the ops
+// with the Activation trait (ir/OpTraits.def) or an Erf-GELU. Every value inside has a single use, so
 // the region has one output and cannot close a cycle.
-#include <set>
-
+#include "ir/OpRegistry.h"
 #include "passes/Regions.h"
 
 namespace friction {
@@ -19,20 +18,13 @@ bool isConvOp(const std::string& op) { return op == "Conv" || op == "ConvTranspo
 // A convolution that convert-layout wrapped as an NHWC region: its output is
 // channels-last, so its epilogue's bias broadcasts along the last axis.
 bool isNhwcConv(const Node& n) {
-  if (n.op() != "Fused" || n.attrString("kind", "") != "nhwc") return false;
-  for (const auto& m : std::get<std::shared_ptr<Graph>>(*n.findAttr("body"))->nodes())
-    if (isConvOp(m->op())) return true;
-  return false;
+  auto region = FusedRegion::of(n);
+  const Node* op = region ? region->nhwcOp() : nullptr;
+  return op && isConvOp(op->op());
 }
 
 bool isAnchor(const Node& n) {
   return n.numOutputs() == 1 && (isConvOp(n.op()) || n.op() == "MatMul" || n.op() == "Gemm" || isNhwcConv(n));
-}
-
-bool isActivation(const Node& n) {
-  static const std::set<std::string> ops = {"Relu",        "Clip",      "LeakyRelu", "Sigmoid",
-                                            "HardSigmoid", "HardSwish", "Tanh"};
-  return ops.count(n.op()) > 0;
 }
 
 // The other operand of a binary Add that consumes `x`.
@@ -44,7 +36,7 @@ const Value* otherOperand(const Node& add, const Value* x) {
 // A constant that is 1 everywhere but the channel axis of `x` (right-aligned
 // broadcast), i.e. one value per channel or a scalar.
 bool isChannelBias(const Value* x, const Value* b, size_t channelAxis) {
-  const Tensor* t = constantOf(b);
+  const Tensor* t = constantData(b);
   const Shape& xs = x->shape();
   if (!t || !xs.hasRank() || t->rank() > xs.rank()) return false;
   size_t offset = xs.rank() - t->rank();
@@ -58,7 +50,7 @@ bool isChannelBias(const Value* x, const Value* b, size_t channelAxis) {
 }  // namespace
 
 void fuseEpilogues(Graph& g, PassContext& ctx) {
-  UseInfo u(g);
+  UseIndex u(g);
   std::vector<std::vector<Node*>> regions;
   std::unordered_set<const Node*> claimed;  // a residual Add can follow two anchors
   for (const auto& node : g.nodes()) {
@@ -80,11 +72,11 @@ void fuseEpilogues(Graph& g, PassContext& ctx) {
     };
     auto residual = [&](const Node& n) {
       const Value* r = otherOperand(n, cur);
-      return r && r != cur && !constantOf(r) && n.output(0)->type() == cur->type();
+      return r && r != cur && !constantData(r) && n.output(0)->type() == cur->type();
     };
     auto activation = [&] {
-      if (take([](const Node& n) { return isActivation(n); })) return true;
-      std::vector<Node*> gelu = matchErfGelu(u, cur);
+      if (take([](const Node& n) { return hasTrait(n, OpTrait::Activation); })) return true;
+      std::vector<Node*> gelu = matchErfGelu(u, cur).nodes;
       if (gelu.empty() || claimed.count(gelu.back())) return false;
       chain.insert(chain.end(), gelu.begin(), gelu.end());
       cur = gelu.back()->output(0);  // the pattern's result is its last node
@@ -98,7 +90,7 @@ void fuseEpilogues(Graph& g, PassContext& ctx) {
     claimed.insert(chain.begin(), chain.end());
     regions.push_back(std::move(chain));
   }
-  fuseSingleOutputRegions(g, regions, "epilogue", ctx);
+  fuseSingleOutputRegions(g, regions, RegionKind::Epilogue, ctx);
 }
 
 }  // namespace friction

@@ -1,7 +1,8 @@
 // fuse-reductions: normalization-like composites become one `Fused` node of
 // kind "reduction" each, so codegen emits one kernel (one pass over the
 // reduced axis) per composite:
-//  - Softmax, LogSoftmax and LayerNormalization ops. A lone op is wrapped
+//  - ops with the Normalization trait (Softmax, LogSoftmax,
+//    LayerNormalization). A lone op is wrapped
 //    too: every reduction kernel then reaches codegen the same way, and the
 //    region count says how many reduction kernels the model has;
 //  - the decomposed LayerNorm older exporters write: ReduceMean → Sub →
@@ -9,6 +10,7 @@
 //    constant Mul (γ) and Add (β);
 //  - Erf-GELU that fuse-epilogues did not take.
 // Not matched: decomposed Softmax (Exp/ReduceSum/Div), RMSNorm.
+#include "ir/OpRegistry.h"
 #include "passes/Regions.h"
 
 namespace friction {
@@ -16,11 +18,11 @@ namespace {
 
 bool constOperand(const Node* n, const Value* v) {
   return n && n->numInputs() == 2 && (n->input(0) == v || n->input(1) == v) &&
-         constantOf(n->input(0) == v ? n->input(1) : n->input(0));
+         constantData(n->input(0) == v ? n->input(1) : n->input(0));
 }
 
 // The decomposed LayerNorm starting at its first ReduceMean.
-std::vector<Node*> matchDecomposedLayerNorm(const UseInfo& u, Node* mean) {
+std::vector<Node*> matchDecomposedLayerNorm(const UseIndex& u, Node* mean) {
   if (!isOp(mean, "ReduceMean")) return {};
   const Value* x = mean->input(0);
   Node* sub = u.soleUser(mean->output(0));
@@ -56,7 +58,7 @@ std::vector<Node*> matchDecomposedLayerNorm(const UseInfo& u, Node* mean) {
 }  // namespace
 
 void fuseReductions(Graph& g, PassContext& ctx) {
-  UseInfo u(g);
+  UseIndex u(g);
   std::vector<std::vector<Node*>> regions;
   std::unordered_set<const Node*> claimed;
   auto add = [&](std::vector<Node*> r) {
@@ -68,14 +70,14 @@ void fuseReductions(Graph& g, PassContext& ctx) {
   for (const auto& node : g.nodes()) {
     Node* n = node.get();
     if (claimed.count(n)) continue;
-    if (n->op() == "Softmax" || n->op() == "LogSoftmax" || n->op() == "LayerNormalization") add({n});
+    if (hasTrait(*n, OpTrait::Normalization)) add({n});
     if (auto ln = matchDecomposedLayerNorm(u, n); !ln.empty()) add(std::move(ln));
     for (const Value* v : n->outputs())
-      if (auto gelu = matchErfGelu(u, v); !gelu.empty()) add(std::move(gelu));
+      if (auto gelu = matchErfGelu(u, v).nodes; !gelu.empty()) add(std::move(gelu));
   }
   for (const Value* v : g.inputs())
-    if (auto gelu = matchErfGelu(u, v); !gelu.empty()) add(std::move(gelu));
-  fuseSingleOutputRegions(g, regions, "reduction", ctx);
+    if (auto gelu = matchErfGelu(u, v).nodes; !gelu.empty()) add(std::move(gelu));
+  fuseSingleOutputRegions(g, regions, RegionKind::Reduction, ctx);
 }
 
 }  // namespace friction

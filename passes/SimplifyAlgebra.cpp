@@ -11,6 +11,7 @@
 #include <numeric>
 #include <unordered_set>
 
+#include "ir/OpRegistry.h"
 #include "passes/Pass.h"
 #include "passes/PassUtil.h"
 
@@ -127,7 +128,7 @@ bool removeDropout(Rewriter& rw, Node& n) {
 // x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1.
 bool removeNeutralArithmetic(Rewriter& rw, Node& n) {
   const std::string& op = n.op();
-  bool commutes = op == "Add" || op == "Mul";
+  bool commutes = hasTrait(n, OpTrait::Commutative);
   double neutral = op == "Add" || op == "Sub" ? 0 : 1;
   if (!commutes && op != "Sub" && op != "Div") return false;
   if (isNeutralOperand(n, 1, neutral)) return rw.forward(n, n.input(0));
@@ -140,7 +141,7 @@ bool removeSameTypeCast(Rewriter& rw, Node& n) {
 }
 
 bool removeSameShapeReshape(Rewriter& rw, Node& n) {
-  return (n.op() == "Reshape" || n.op() == "Flatten" || n.op() == "Squeeze") &&
+  return hasTrait(n, OpTrait::View) &&
          sameKnownShape(n.input(0)->shape(), n.output(0)->shape()) && rw.forward(n, n.input(0));
 }
 
@@ -149,13 +150,14 @@ bool removeSameShapeExpand(Rewriter& rw, Node& n) {
          rw.forward(n, n.input(0));
 }
 
-// Reshape(Reshape|Flatten|Squeeze|Unsqueeze(x), s) -> Reshape(x, s): a
-// reshape only reads the element order, which views keep. Not when s may
-// hold a 0 (without allowzero a 0 copies a dim of the intermediate shape).
+// Reshape(V(x), s) -> Reshape(x, s) for a View op V (Reshape, Flatten,
+// Squeeze, ...): a reshape only reads the element order, which views keep.
+// Not when s may hold a 0 (without allowzero a 0 copies a dim of the
+// intermediate shape).
 bool foldReshapeOfView(Rewriter& rw, Node& n) {
   if (n.op() != "Reshape") return false;
-  Node* view = producerWithOp(n.input(0), {"Reshape", "Flatten", "Squeeze", "Unsqueeze"});
-  if (!view) return false;
+  Node* view = n.input(0)->producer();
+  if (!view || !hasTrait(*view, OpTrait::View)) return false;
   if (n.attrInt("allowzero", 0) == 0) {
     auto target = staticInts(n.input(1));
     if (!target || std::count(target->begin(), target->end(), 0)) return false;

@@ -34,6 +34,9 @@
 #include <unordered_set>
 
 #include "ir/Error.h"
+#include "ir/FusedRegion.h"
+#include "ir/Patterns.h"
+#include "ir/Uses.h"
 #include "ir/ops/NnShapes.h"
 #include "runtime/SlotProgram.h"
 #include "runtime/interp/KernelRegistry.h"
@@ -125,27 +128,6 @@ std::vector<Tensor> Program::run(Context& ctx, const std::vector<Tensor>& inputs
 
 // ---------------------------------------------------------------------------
 // Graph helpers.
-
-struct Uses {
-  std::unordered_map<const Value*, std::vector<const Node*>> users;
-  std::unordered_set<const Value*> outputs;
-  explicit Uses(const Graph& g) {
-    for (const auto& n : g.nodes())
-      for (const Value* v : n->inputs())
-        if (v) users[v].push_back(n.get());
-    for (const Value* v : g.outputs()) outputs.insert(v);
-  }
-  const std::vector<const Node*>& of(const Value* v) const {
-    static const std::vector<const Node*> none;
-    auto it = users.find(v);
-    return it == users.end() ? none : it->second;
-  }
-  // The only consumer of `v` (nullptr when v has several uses or is a graph output).
-  const Node* sole(const Value* v) const {
-    const auto& u = of(v);
-    return u.size() == 1 && !outputs.count(v) ? u[0] : nullptr;
-  }
-};
 
 bool isOp(const Node* n, const char* op) { return n && n->op() == op; }
 
@@ -332,38 +314,12 @@ bool commutative(algorithm a) {
          a == algorithm::binary_min;
 }
 
-// An Erf-GELU y = x * 0.5 * (1 + erf(x / sqrt 2)) with exactly these constants:
-// its 5 nodes (the last produces y), or empty.
-std::vector<const Node*> matchGelu(const Uses& u, const Scope& sc, const Value* x) {
-  const auto& xs = u.of(x);
-  if (xs.size() != 2 || xs[0] == xs[1]) return {};
-  auto near = [](std::optional<float> v, double want) { return v && std::abs(double(*v) - want) <= 1e-6 * want; };
-  auto constOther = [&](const Node* n, const Value* v) -> std::optional<float> {
-    if (!n || n->numInputs() != 2 || (n->input(0) != v && n->input(1) != v)) return std::nullopt;
-    return scalarConst(sc, n->input(0) == v ? n->input(1) : n->input(0));
-  };
-  for (int k = 0; k < 2; ++k) {
-    const Node* scale = xs[k];
-    const Node* other = xs[1 - k];
-    bool ok = (isOp(scale, "Div") && scale->input(0) == x && near(constOther(scale, x), std::sqrt(2.0))) ||
-              (isOp(scale, "Mul") && near(constOther(scale, x), std::sqrt(0.5)));
-    if (!ok) continue;
-    const Node* erf = u.sole(scale->output(0));
-    if (!isOp(erf, "Erf")) continue;
-    const Node* plus = u.sole(erf->output(0));
-    if (!isOp(plus, "Add") || constOther(plus, erf->output(0)) != 1.0f) continue;
-    const Node* mul = u.sole(plus->output(0));
-    if (!isOp(mul, "Mul")) continue;
-    if (other == mul) {  // (x * (1 + erf)) * 0.5
-      const Node* half = u.sole(mul->output(0));
-      if (!isOp(half, "Mul") || constOther(half, mul->output(0)) != 0.5f) continue;
-      return {scale, erf, plus, mul, half};
-    }
-    // (x * 0.5) * (1 + erf)
-    if (isOp(other, "Mul") && constOther(other, x) == 0.5f && u.sole(other->output(0)) == mul)
-      return {scale, erf, plus, other, mul};
-  }
-  return {};
+// An Erf-GELU (ir/Patterns.h) with exactly GELU's constants: its 5 nodes
+// (the last produces y), or empty.
+std::vector<const Node*> matchGelu(const UseIndex& u, const Scope& sc, const Value* x) {
+  GeluMatch m = matchErfGelu(u, x, [&](const Value* v) { return sc.constOf(v); });
+  if (!m.exact) return {};
+  return {m.nodes.begin(), m.nodes.end()};
 }
 
 // ---------------------------------------------------------------------------
@@ -715,23 +671,10 @@ class Drafter {
   Context& ctx_;
 };
 
-// The op inside a convert-layout "nhwc" region: body is
-// Transpose(to NCHW) -> op -> Transpose(to NHWC), or nullptr.
+// The op inside a convert-layout "nhwc" region, or nullptr.
 const Node* nhwcInner(const Node& n) {
-  if (n.op() != "Fused" || n.attrString("kind", "") != "nhwc") return nullptr;
-  const Graph& body = *std::get<std::shared_ptr<Graph>>(*n.findAttr("body"));
-  if (body.nodes().size() != 3 || body.outputs().size() != 1 || body.inputs().empty()) return nullptr;
-  const Node *t0 = body.nodes()[0].get(), *op = body.nodes()[1].get(), *t1 = body.nodes()[2].get();
-  if (!isOp(t0, "Transpose") || t0->attrInts("perm") != std::vector<int64_t>{0, 3, 1, 2} ||
-      t0->input(0) != body.inputs()[0])
-    return nullptr;
-  if (!isOp(t1, "Transpose") || t1->attrInts("perm") != std::vector<int64_t>{0, 2, 3, 1} ||
-      t1->input(0) != op->output(0) || body.outputs()[0] != t1->output(0) || op->numOutputs() != 1)
-    return nullptr;
-  if (op->input(0) != t0->output(0)) return nullptr;
-  for (size_t i = 1; i < op->numInputs(); ++i)
-    if (op->input(i) && op->input(i)->producer()) return nullptr;  // other operands are region inputs
-  return op;
+  auto region = FusedRegion::of(n);
+  return region ? region->nhwcOp() : nullptr;
 }
 
 bool isAnchorOp(const Node& n) {
@@ -769,15 +712,13 @@ class ProgramBuilder {
         consts[n.output(o)] = outs[o];
       }
     }
-    Uses u(g);
-    std::unordered_map<const Node*, size_t> index;
-    for (size_t i = 0; i < g.nodes().size(); ++i) index[g.nodes()[i].get()] = i;
+    UseIndex u(g);
     // Groups of nodes that run as one step, emitted at their last node.
     std::unordered_set<const Node*> absorbed;
     std::map<size_t, Step> deferred;
     auto defer = [&](const std::vector<const Node*>& group, Step s) {
       size_t last = 0;
-      for (const Node* m : group) last = std::max(last, index.at(m)), absorbed.insert(m);
+      for (const Node* m : group) last = std::max(last, u.position(m)), absorbed.insert(m);
       deferred.emplace(last, std::move(s));
     };
     auto toStep = [&](const Node& n, Draft&& d, const Value* out, const Scope& scope) {
@@ -912,8 +853,7 @@ class ProgramBuilder {
   Draft nhwcRegion(const Node& fused, const Scope& sc, const std::vector<Post>& posts, const Tensor* extraBias = nullptr) {
     const Node* op = nhwcInner(fused);
     need(op && staticF32(op->input(0)) && staticF32(op->output(0)) && op->input(0)->shape().rank() == 4);
-    const Graph& body = *std::get<std::shared_ptr<Graph>>(*fused.findAttr("body"));
-    Operand src{body.inputs()[0], dimsOf(op->input(0)), Tag::nhwc};
+    Operand src{FusedRegion::of(fused)->body().inputs()[0], dimsOf(op->input(0)), Tag::nhwc};
     memory::dims dst = dimsOf(op->output(0));
     if (op->op() == "Conv") return drafter_.conv(*op, sc, src, dst, Tag::nhwc, posts, extraBias);
     need(posts.empty());
@@ -923,7 +863,7 @@ class ProgramBuilder {
 
   // Substitution of a region body's inputs by the Fused node's inputs (as seen through `outer`).
   static std::unordered_map<const Value*, const Value*> bodyBinding(const Node& fused, const Scope& outer) {
-    const Graph& body = *std::get<std::shared_ptr<Graph>>(*fused.findAttr("body"));
+    const Graph& body = FusedRegion::of(fused)->body();
     std::unordered_map<const Value*, const Value*> m;
     for (size_t i = 0; i < body.inputs().size() && i < fused.numInputs(); ++i)
       m[body.inputs()[i]] = outer.outer(fused.input(i));
@@ -941,12 +881,12 @@ class ProgramBuilder {
   }
 
   // The single-use chain after an anchor that post-ops can express.
-  std::vector<const Node*> chainAfter(const Uses& u, const Scope& sc, const Node& anchor,
+  std::vector<const Node*> chainAfter(const UseIndex& u, const Scope& sc, const Node& anchor,
                                       const std::unordered_set<const Node*>& taken) {
     std::vector<const Node*> chain;
     const Value* cur = anchor.output(0);
     for (;;) {
-      const Node* next = u.sole(cur);
+      const Node* next = u.soleUser(cur);
       if (next && taken.count(next)) break;  // another anchor's chain has it (a residual Add)
       if (next && next->numOutputs() == 1 && staticF32(next->output(0)) && next->output(0)->shape() == cur->shape()) {
         bool add = next->op() == "Add" && next->numInputs() == 2 && next->input(0) != next->input(1);
@@ -958,7 +898,7 @@ class ProgramBuilder {
           continue;
         }
       }
-      if (u.outputs.count(cur)) break;  // the GELU's input must not be a graph output: it is never materialized
+      if (u.isGraphOutput(cur)) break;  // the GELU's input must not be a graph output: it is never materialized
       auto gelu = matchGelu(u, sc, cur);
       if (gelu.empty()) break;
       for (const Node* m : gelu)
@@ -972,7 +912,7 @@ class ProgramBuilder {
   // The anchor (Conv, MatMul, Gemm or an NHWC conv region) with `chain` as post-ops.
   // `sc` maps the anchor's graph's values to the program's; `anchorScope` is what the
   // anchor's own operands resolve through (differs for an NHWC region).
-  Draft anchorWithChain(const Node& anchor, const std::vector<const Node*>& chain, const Uses& u, const Scope& sc,
+  Draft anchorWithChain(const Node& anchor, const std::vector<const Node*>& chain, const UseIndex& u, const Scope& sc,
                         const Scope& /*unused*/) {
     const Node* inner = nhwcInner(anchor);
     bool nhwc = inner != nullptr;
@@ -1098,18 +1038,19 @@ class ProgramBuilder {
   template <typename ToStep, typename SlotOf>
   std::optional<Step> fusedStep(const Node& n, const Scope& sc, ToStep& toStep, SlotOf& slotOf,
                                 const std::unordered_map<const Value*, Tensor>& consts) {
-    std::string kind = n.attrString("kind", "");
-    const Graph& body = *std::get<std::shared_ptr<Graph>>(*n.findAttr("body"));
+    auto region = FusedRegion::of(n);
+    RegionKind kind = region->kind();
+    const Graph& body = region->body();
     auto binding = bodyBinding(n, sc);
     Scope bodyScope{&binding, sc.consts};
-    if (kind == "nhwc" && n.numOutputs() == 1) {
+    if (kind == RegionKind::Nhwc && n.numOutputs() == 1) {
       if (auto d = tryDraft([&] { return nhwcRegion(n, bodyScope, {}); })) {
         for (auto& [arg, op] : d->rt) op.v = bodyScope.outer(op.v);
         return toStep(n, std::move(*d), n.output(0), sc);
       }
     }
-    if (kind == "epilogue" && opt_.postops && n.numOutputs() == 1 && !body.nodes().empty()) {
-      Uses bu(body);
+    if (kind == RegionKind::Epilogue && opt_.postops && n.numOutputs() == 1 && !body.nodes().empty()) {
+      UseIndex bu(body);
       const Node& anchor = *body.nodes()[0];
       std::vector<const Node*> chain;
       for (size_t i = 1; i < body.nodes().size(); ++i) chain.push_back(body.nodes()[i].get());

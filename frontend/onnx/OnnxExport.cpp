@@ -9,6 +9,7 @@
 
 #include "frontend/onnx/TensorProto.h"
 #include "ir/Error.h"
+#include "ir/FusedRegion.h"
 
 namespace friction::onnxio {
 namespace {
@@ -76,8 +77,8 @@ void emitNodes(const Graph& g, onnx::GraphProto& gp, std::unordered_map<const Va
   };
   for (Value* v : g.initializers()) *gp.add_initializer() = tensorToProto(v->constant(), nameOf(v));
   for (const auto& n : g.nodes()) {
-    if (n->op() == "Fused") {
-      const Graph& body = *std::get<std::shared_ptr<Graph>>(*n->findAttr("body"));
+    if (auto region = FusedRegion::of(*n)) {
+      const Graph& body = region->body();
       for (size_t i = 0; i < body.inputs().size(); ++i) names[body.inputs()[i]] = nameOf(n->input(i));
       for (size_t i = 0; i < body.outputs().size(); ++i) names[body.outputs()[i]] = nameOf(n->output(i));
       emitNodes(body, gp, names, nodeNames, prefix + n->name() + "/", graphOutputs);

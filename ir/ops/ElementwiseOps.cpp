@@ -148,6 +148,7 @@ struct EwSpec {
   TypeSet types;
   bool boolOutput;
   std::vector<AttrDecl> attrs;
+  OpTraits traits = {};  // beyond Elementwise, which every one of them has
   DimOp contents = nullptr;
   void (*extraCheck)(InferContext&) = nullptr;  // op-specific rules, after the common ones
 };
@@ -155,6 +156,8 @@ struct EwSpec {
 OpSchema broadcastingOp(const EwSpec& s) {
   OpSchema schema(s.name);
   schema.inputs(s.minInputs, s.maxInputs);
+  schema.traits = s.traits;
+  schema.trait(OpTrait::Elementwise);
   for (const AttrDecl& a : s.attrs) schema.attr(a.name, a.kind, a.required);
   TypeSet types = s.types;
   bool boolOutput = s.boolOutput;
@@ -207,29 +210,30 @@ void passThrough(InferContext& ctx, DType outType) {
 
 void registerElementwiseOps(OpRegistry& r) {
   constexpr AttrKind F = AttrKind::Float, I = AttrKind::Int;
+  using T = OpTrait;
   const std::vector<EwSpec> specs = {
       // Binary arithmetic.
-      {"Add", 2, 2, kNumbers, false, {}, addDims},
-      {"Sub", 2, 2, kNumbers, false, {}, subDims},
-      {"Mul", 2, 2, kNumbers, false, {}, mulContents},
-      {"Div", 2, 2, kNumbers, false, {}, divDims},
-      {"Mod", 2, 2, kNumbers, false, {{"fmod", I}}, modDims, checkMod},
-      {"BitShift", 2, 2, kUnsigned, false, {{"direction", AttrKind::String, true}}, nullptr, checkBitShift},
+      {"Add", 2, 2, kNumbers, false, {}, {T::Commutative}, addDims},
+      {"Sub", 2, 2, kNumbers, false, {}, {}, subDims},
+      {"Mul", 2, 2, kNumbers, false, {}, {T::Commutative}, mulContents},
+      {"Div", 2, 2, kNumbers, false, {}, {}, divDims},
+      {"Mod", 2, 2, kNumbers, false, {{"fmod", I}}, {}, modDims, checkMod},
+      {"BitShift", 2, 2, kUnsigned, false, {{"direction", AttrKind::String, true}}, {}, nullptr, checkBitShift},
       // Logic and comparisons.
-      {"And", 2, 2, kBool, true, {}},
-      {"Or", 2, 2, kBool, true, {}},
-      {"Xor", 2, 2, kBool, true, {}},
-      {"Equal", 2, 2, kAll, true, {}, equalDims},
-      {"Less", 2, 2, kNumbers, true, {}, lessDims},
-      {"Greater", 2, 2, kNumbers, true, {}, greaterDims},
+      {"And", 2, 2, kBool, true, {}, {T::Commutative}},
+      {"Or", 2, 2, kBool, true, {}, {T::Commutative}},
+      {"Xor", 2, 2, kBool, true, {}, {T::Commutative}},
+      {"Equal", 2, 2, kAll, true, {}, {T::Commutative}, equalDims},
+      {"Less", 2, 2, kNumbers, true, {}, {}, lessDims},
+      {"Greater", 2, 2, kNumbers, true, {}, {}, greaterDims},
       {"LessOrEqual", 2, 2, kNumbers, true, {}},
       {"GreaterOrEqual", 2, 2, kNumbers, true, {}},
       // Variadic.
-      {"Max", 1, -1, kNumbers, false, {}},
-      {"Min", 1, -1, kNumbers, false, {}},
-      {"Sum", 1, -1, kFloats, false, {}},
-      {"Mean", 1, -1, kFloats, false, {}},
-      {"PRelu", 2, 2, kNumbers, false, {}, nullptr, checkPRelu},
+      {"Max", 1, -1, kNumbers, false, {}, {T::Commutative}},
+      {"Min", 1, -1, kNumbers, false, {}, {T::Commutative}},
+      {"Sum", 1, -1, kFloats, false, {}, {T::Commutative}},
+      {"Mean", 1, -1, kFloats, false, {}, {T::Commutative}},
+      {"PRelu", 2, 2, kNumbers, false, {}, {}, nullptr, checkPRelu},
       // Unary.
       {"Sqrt", 1, 1, kFloats, false, {}},
       {"Reciprocal", 1, 1, kFloats, false, {}},
@@ -238,18 +242,18 @@ void registerElementwiseOps(OpRegistry& r) {
       {"Neg", 1, 1, kFloats | kSigned, false, {}},
       {"Abs", 1, 1, kNumbers, false, {}},
       {"Erf", 1, 1, kNumbers, false, {}},
-      {"Tanh", 1, 1, kFloats, false, {}},
-      {"Sigmoid", 1, 1, kFloats, false, {}},
-      {"Relu", 1, 1, kFloats | kSigned, false, {}},
-      {"LeakyRelu", 1, 1, kFloats, false, {{"alpha", F}}},
-      {"HardSigmoid", 1, 1, kFloats, false, {{"alpha", F}, {"beta", F}}},
-      {"HardSwish", 1, 1, kFloats, false, {}},
-      {"Elu", 1, 1, kFloats, false, {{"alpha", F}}},
-      {"Selu", 1, 1, kFloats, false, {{"alpha", F}, {"gamma", F}}},
-      {"Celu", 1, 1, kFloats, false, {{"alpha", F}}},
-      {"Softplus", 1, 1, kFloats, false, {}},
-      {"Softsign", 1, 1, kFloats, false, {}},
-      {"ThresholdedRelu", 1, 1, kFloats, false, {{"alpha", F}}},
+      {"Tanh", 1, 1, kFloats, false, {}, {T::Activation}},
+      {"Sigmoid", 1, 1, kFloats, false, {}, {T::Activation}},
+      {"Relu", 1, 1, kFloats | kSigned, false, {}, {T::Activation}},
+      {"LeakyRelu", 1, 1, kFloats, false, {{"alpha", F}}, {T::Activation}},
+      {"HardSigmoid", 1, 1, kFloats, false, {{"alpha", F}, {"beta", F}}, {T::Activation}},
+      {"HardSwish", 1, 1, kFloats, false, {}, {T::Activation}},
+      {"Elu", 1, 1, kFloats, false, {{"alpha", F}}, {T::Activation}},
+      {"Selu", 1, 1, kFloats, false, {{"alpha", F}, {"gamma", F}}, {T::Activation}},
+      {"Celu", 1, 1, kFloats, false, {{"alpha", F}}, {T::Activation}},
+      {"Softplus", 1, 1, kFloats, false, {}, {T::Activation}},
+      {"Softsign", 1, 1, kFloats, false, {}, {T::Activation}},
+      {"ThresholdedRelu", 1, 1, kFloats, false, {{"alpha", F}}, {T::Activation}},
       {"Shrink", 1, 1, kNumbers, false, {{"bias", F}, {"lambd", F}}},
       {"Floor", 1, 1, kFloats, false, {}},
       {"Ceil", 1, 1, kFloats, false, {}},
@@ -275,6 +279,7 @@ void registerElementwiseOps(OpRegistry& r) {
   // Pow: base and exponent may differ in type; the output has the base's.
   r.add(OpSchema("Pow")
             .inputs(2, 2)
+            .trait(OpTrait::Elementwise)
             .inferWith([](InferContext& ctx) {
               requireTypes(ctx, 0, kNumbers);
               requireTypes(ctx, 1, kNumbers);
@@ -285,6 +290,8 @@ void registerElementwiseOps(OpRegistry& r) {
   // Clip(x, min?, max?): bounds are scalars of x's type.
   r.add(OpSchema("Clip")
             .inputs(1, 3)
+            .trait(OpTrait::Elementwise)
+            .trait(OpTrait::Activation)
             .inferWith([](InferContext& ctx) {
               requireTypes(ctx, 0, kNumbers);
               for (size_t i = 1; i < ctx.numInputs(); ++i) {
@@ -300,6 +307,7 @@ void registerElementwiseOps(OpRegistry& r) {
 
   r.add(OpSchema("Where")
             .inputs(3, 3)
+            .trait(OpTrait::Elementwise)
             .inferWith([](InferContext& ctx) {
               requireTypes(ctx, 0, kBool);
               requireSame(ctx, 1, 2);
@@ -308,13 +316,13 @@ void registerElementwiseOps(OpRegistry& r) {
             })
             .flopsWith(outputElements));
 
-  r.add(OpSchema("Identity").inferWith([](InferContext& ctx) { passThrough(ctx, ctx.inputDType(0)); }));
+  r.add(OpSchema("Identity").trait(OpTrait::Elementwise).trait(OpTrait::View).inferWith([](InferContext& ctx) { passThrough(ctx, ctx.inputDType(0)); }));
 
-  r.add(OpSchema("Cast").attr("to", AttrKind::Int, true).inferWith([](InferContext& ctx) {
+  r.add(OpSchema("Cast").trait(OpTrait::Elementwise).attr("to", AttrKind::Int, true).inferWith([](InferContext& ctx) {
     passThrough(ctx, dtypeFromOnnxCode(ctx.node().attrInt("to", 0), ctx.node().describe() + ": Cast 'to'"));
   }));
 
-  r.add(OpSchema("CastLike").inputs(2, 2).inferWith([](InferContext& ctx) {
+  r.add(OpSchema("CastLike").inputs(2, 2).trait(OpTrait::Elementwise).inferWith([](InferContext& ctx) {
     passThrough(ctx, ctx.inputDType(1));
   }));
 

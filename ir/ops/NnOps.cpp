@@ -414,7 +414,7 @@ void registerNnOps(OpRegistry& r) {
     return s.attr("auto_pad", K::String).attr("kernel_shape", K::Ints).attr("pads", K::Ints).attr("strides", K::Ints)
         .attr("dilations", K::Ints);
   };
-  r.add(windowAttrs(OpSchema("Conv")).inputs(2, 3).attr("group", K::Int).inferWith(inferConv).flopsWith(convFlops));
+  r.add(windowAttrs(OpSchema("Conv")).trait(OpTrait::LayoutSensitive).inputs(2, 3).attr("group", K::Int).inferWith(inferConv).flopsWith(convFlops));
   r.add(windowAttrs(OpSchema("ConvTranspose"))
             .inputs(2, 3)
             .attr("group", K::Int)
@@ -435,6 +435,7 @@ void registerNnOps(OpRegistry& r) {
   // Normalizations: BatchNorm is a per-channel scale+shift (2 FLOPs/element);
   // Layer/Instance norm compute mean, variance, normalize, scale, shift (~8).
   r.add(OpSchema("BatchNormalization")
+            .trait(OpTrait::LayoutSensitive)
             .inputs(5, 5)
             .outputs(1, 3)
             .attr("epsilon", K::Float)
@@ -443,6 +444,7 @@ void registerNnOps(OpRegistry& r) {
             .inferWith(inferBatchNorm)
             .flopsWith(perInputElement(2)));
   r.add(OpSchema("LayerNormalization")
+            .trait(OpTrait::Normalization)
             .inputs(2, 3)
             .outputs(1, 3)
             .attr("axis", K::Int)
@@ -458,8 +460,8 @@ void registerNnOps(OpRegistry& r) {
   // |x|^p, sum, divide: 3 FLOPs/element.
   r.add(OpSchema("LpNormalization").attr("axis", K::Int).attr("p", K::Int).inferWith(alongAxis(-1)).flopsWith(perInputElement(3)));
   // Softmax: max, subtract, exp, sum, divide: 5 FLOPs/element; Hardmax: 1 compare.
-  r.add(OpSchema("Softmax").attr("axis", K::Int).inferWith(alongAxis(-1)).flopsWith(perInputElement(5)));
-  r.add(OpSchema("LogSoftmax").attr("axis", K::Int).inferWith(alongAxis(-1)).flopsWith(perInputElement(5)));
+  r.add(OpSchema("Softmax").trait(OpTrait::Normalization).attr("axis", K::Int).inferWith(alongAxis(-1)).flopsWith(perInputElement(5)));
+  r.add(OpSchema("LogSoftmax").trait(OpTrait::Normalization).attr("axis", K::Int).inferWith(alongAxis(-1)).flopsWith(perInputElement(5)));
   r.add(OpSchema("Hardmax").attr("axis", K::Int).inferWith(alongAxis(-1)).flopsWith(perInputElement(1)));
   // LRN: a window of `size` squares summed, then pow and divide (~2*size+3 FLOPs/element).
   r.add(OpSchema("LRN")
@@ -478,12 +480,14 @@ void registerNnOps(OpRegistry& r) {
   // Pools: one FLOP per window element. Dilations are accepted on all pools
   // (the shared window driver supports them; newer opsets added them).
   r.add(windowAttrs(OpSchema("MaxPool"))
+            .trait(OpTrait::LayoutSensitive)
             .outputs(1, 2)
             .attr("ceil_mode", K::Int)
             .attr("storage_order", K::Int)
             .inferWith(inferPool)
             .flopsWith(poolFlops));
   r.add(windowAttrs(OpSchema("AveragePool"))
+            .trait(OpTrait::LayoutSensitive)
             .attr("ceil_mode", K::Int)
             .attr("count_include_pad", K::Int)
             .inferWith([](InferContext& ctx) {
@@ -499,7 +503,7 @@ void registerNnOps(OpRegistry& r) {
               inferPool(ctx);
             })
             .flopsWith(poolFlops));
-  r.add(OpSchema("GlobalAveragePool").inferWith(inferGlobalPool).flopsWith(perInputElement(1)));
+  r.add(OpSchema("GlobalAveragePool").trait(OpTrait::LayoutSensitive).inferWith(inferGlobalPool).flopsWith(perInputElement(1)));
   r.add(OpSchema("GlobalMaxPool").inferWith(inferGlobalPool).flopsWith(perInputElement(1)));
   r.add(OpSchema("GlobalLpPool").attr("p", K::Int).inferWith(inferGlobalPool).flopsWith(perInputElement(2)));
 

@@ -2,8 +2,10 @@
 // as one kernel. Passes create them; the interpreter runs the body; ONNX
 // export inlines it back into primitive ops.
 //   body        the region's graph: its inputs bind to the node's inputs in order
-//   kind        which pass made it: "epilogue", "elementwise", "reduction", "pattern", ...
+//   kind        which pass made it (ir/FusedRegion.h: "epilogue", "elementwise", "reduction", "pattern", "nhwc")
 //   provenance  names of the original nodes it replaces (for per-node attribution)
+#include "ir/Error.h"
+#include "ir/FusedRegion.h"
 #include "ir/OpRegistry.h"
 
 namespace friction {
@@ -18,6 +20,11 @@ void registerRegionOps(OpRegistry& r) {
             .attr("pattern", AttrKind::String)
             .inferWith([](InferContext& ctx) {
               Graph& body = *std::get<std::shared_ptr<Graph>>(*ctx.node().findAttr("body"));
+              try {
+                parseRegionKind(ctx.node().attrString("kind", ""));
+              } catch (const Error& e) {
+                ctx.fail(e.what());
+              }
               ctx.check(body.inputs().size() == ctx.numInputs(),
                         "body takes " + std::to_string(body.inputs().size()) + " inputs, node has " +
                             std::to_string(ctx.numInputs()));
@@ -41,7 +48,7 @@ void registerRegionOps(OpRegistry& r) {
             })
             .flopsWith([](const Node& n) {
               int64_t total = 0;
-              for (const auto& m : std::get<std::shared_ptr<Graph>>(*n.findAttr("body"))->nodes()) total += nodeFlops(*m);
+              for (const auto& m : FusedRegion::of(n)->body().nodes()) total += nodeFlops(*m);
               return total;
             }));
 }

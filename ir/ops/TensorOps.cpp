@@ -544,11 +544,11 @@ void inferScatter(InferContext& ctx) {
 
 void registerTensorOps(OpRegistry& r) {
   using K = AttrKind;
-  add(r, OpSchema("Reshape").inputs(2, 2).attr("allowzero", K::Int), inferReshape);
-  add(r, OpSchema("Flatten").attr("axis", K::Int), inferFlatten);
+  add(r, OpSchema("Reshape").trait(OpTrait::View).inputs(2, 2).attr("allowzero", K::Int), inferReshape);
+  add(r, OpSchema("Flatten").trait(OpTrait::View).attr("axis", K::Int), inferFlatten);
   add(r, OpSchema("Transpose").attr("perm", K::Ints), inferTranspose);
-  add(r, OpSchema("Squeeze").inputs(1, 2), inferSqueeze);
-  add(r, OpSchema("Unsqueeze").inputs(2, 2), inferUnsqueeze);
+  add(r, OpSchema("Squeeze").trait(OpTrait::View).inputs(1, 2), inferSqueeze);
+  add(r, OpSchema("Unsqueeze").trait(OpTrait::View).inputs(2, 2), inferUnsqueeze);
   add(r, OpSchema("Concat").inputs(1, -1).attr("axis", K::Int, true), inferConcat);
   add(r, OpSchema("Split").inputs(1, 2).outputs(1, -1).attr("axis", K::Int), inferSplit);
   add(r, OpSchema("Slice").inputs(3, 5), inferSlice);

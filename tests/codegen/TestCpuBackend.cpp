@@ -13,6 +13,7 @@
 #include "frontend/zoo/Zoo.h"
 #include "ir/Builder.h"
 #include "ir/Error.h"
+#include "ir/OpRegistry.h"
 #include "ir/Specialize.h"
 #include "passes/Pass.h"
 #include "passes/PassManager.h"
@@ -61,9 +62,18 @@ class CpuBackendTest : public ::testing::Test {
 
 // ---- single ops ----
 
+// The one-input ops of codegen/ScalarOps.def.
+std::vector<std::string> unaryScalarOps() {
+  std::vector<std::string> ops;
+#define FRICTION_SCALAR_OP(op, minInputs, maxInputs) \
+  if (minInputs == 1) ops.push_back(#op);
+#include "codegen/ScalarOps.def"
+#undef FRICTION_SCALAR_OP
+  return ops;
+}
+
 TEST_F(CpuBackendTest, UnaryOpsMatchInterp) {
-  for (std::string op : {"Relu", "Neg", "Exp", "Tanh", "Sigmoid", "Erf", "Sqrt", "Log", "Abs", "Floor", "Ceil",
-                         "Reciprocal", "Identity", "LeakyRelu"}) {
+  for (const std::string& op : unaryScalarOps()) {
     SCOPED_TRACE(op);
     bool positive = op == "Sqrt" || op == "Log" || op == "Reciprocal";
     Graph g;
@@ -74,6 +84,20 @@ TEST_F(CpuBackendTest, UnaryOpsMatchInterp) {
     auto r = expectMatchesInterp(g, {in});
     EXPECT_EQ(r.stats.kernelCalls, 1);
     EXPECT_EQ(r.stats.fallbackNodes, 0);
+  }
+}
+
+// The passes fuse every op with the Activation trait into epilogues; the
+// code generator must compile each (a new activation needs a ScalarOps.def
+// entry and an emit function, nothing in the passes).
+TEST_F(CpuBackendTest, EveryActivationHasAScalarLowering) {
+  std::vector<std::string> activations = opsWithTrait(OpTrait::Activation);
+  EXPECT_GE(activations.size(), 7u);
+  for (const std::string& op : activations) {
+    Graph g;
+    GraphBuilder b(g);
+    Node* n = b.op(op, {b.input("x", {DType::F32, {2, 3}})})->producer();
+    EXPECT_TRUE(codegen::isSupportedElementwise(*n)) << op << " has the Activation trait but no scalar lowering";
   }
 }
 

@@ -17,48 +17,6 @@
 #include "runtime/interp/Interpreter.h"
 
 namespace friction::testing {
-namespace {
-
-void canonicalInto(std::ostringstream& os, const Graph& g, const std::string& indent) {
-  std::unordered_map<const Value*, int> id;
-  auto ref = [&](const Value* v) { return v ? "%" + std::to_string(id.at(v)) : std::string("_"); };
-  auto define = [&](const Value* v) {
-    int k = int(id.size());
-    id[v] = k;
-    return "%" + std::to_string(k) + " : " + v->type().str();
-  };
-  for (const Value* v : g.inputs()) os << indent << "input " << define(v) << "\n";
-  for (const Value* v : g.initializers())
-    os << indent << "const " << define(v) << " = " << printAttribute(v->constant()) << "\n";
-  for (const auto& n : g.nodes()) {
-    os << indent;
-    for (size_t i = 0; i < n->numOutputs(); ++i) os << (i ? ", " : "") << define(n->output(i));
-    os << " = " << n->op() << "(";
-    for (size_t i = 0; i < n->numInputs(); ++i) os << (i ? ", " : "") << ref(n->input(i));
-    os << ")";
-    for (const auto& [name, a] : n->attrs()) {
-      if (name == "provenance") continue;  // names, not structure
-      if (auto* body = std::get_if<std::shared_ptr<Graph>>(&a)) {
-        os << " " << name << " = {\n";
-        canonicalInto(os, **body, indent + "  ");
-        os << indent << "}";
-      } else {
-        os << " " << name << " = " << printAttribute(a);
-      }
-    }
-    os << "\n";
-  }
-  for (const Value* v : g.outputs()) os << indent << "output " << ref(v) << "\n";
-}
-
-}  // namespace
-
-std::string canonicalText(const Graph& g) {
-  std::ostringstream os;
-  canonicalInto(os, g, "");
-  return os.str();
-}
-
 std::map<std::string, int64_t> expectPassRewrites(const std::string& pass, const std::string& before,
                                                   const std::string& expected) {
   auto g = parseGraph(before, pass + " before");
@@ -68,7 +26,7 @@ std::map<std::string, int64_t> expectPassRewrites(const std::string& pass, const
   RunOptions r;
   r.verifyEach = true;
   auto records = runPipeline(*g, buildPipeline(o), r);
-  EXPECT_EQ(canonicalText(*g), canonicalText(*want)) << "after " << pass << ":\n" << printGraph(*g);
+  EXPECT_EQ(structuralText(*g), structuralText(*want)) << "after " << pass << ":\n" << printGraph(*g);
   return records.empty() ? std::map<std::string, int64_t>{} : records.back().stats;
 }
 

@@ -9,15 +9,12 @@
 #include <memory>
 #include <string>
 
+#include "ir/FusedRegion.h"
 #include "ir/Graph.h"
+#include "ir/Structural.h"
 #include "passes/PassManager.h"
 
 namespace friction::testing {
-
-// Text IR without names: values are numbered in definition order and node
-// names dropped, so two graphs compare equal when they have the same
-// structure, types, attributes and constants.
-std::string canonicalText(const Graph& g);
 
 // Parses `before`, runs `pass` (verifying after), and expects the result to
 // equal `expected` structurally. Returns the pass's statistics.

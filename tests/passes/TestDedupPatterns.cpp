@@ -21,11 +21,11 @@ std::map<std::string, int64_t> runDedup(Graph& g) {
 std::vector<const Node*> fusedPatterns(const Graph& g) {
   std::vector<const Node*> r;
   for (const auto& n : g.nodes())
-    if (n->op() == "Fused" && n->attrString("kind", "") == "pattern") r.push_back(n.get());
+    if (auto region = FusedRegion::of(*n); region && region->kind() == RegionKind::Pattern) r.push_back(n.get());
   return r;
 }
 
-const Graph* bodyOf(const Node* n) { return std::get<std::shared_ptr<Graph>>(*n->findAttr("body")).get(); }
+const Graph* bodyOf(const Node* n) { return &FusedRegion::of(*n)->body(); }
 
 // x -> [MatMul(w_i) -> Relu] x 3, each block with its own weights.
 const char* kChain = R"(

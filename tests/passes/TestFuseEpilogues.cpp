@@ -147,10 +147,10 @@ TEST(FuseEpilogues, EveryResnetConvEndsInAnEpilogue) {
   for (const auto& n : g->nodes()) {
     EXPECT_NE(n->op(), "Relu");
     EXPECT_NE(n->op(), "BatchNormalization");
-    if (n->op() == "Fused") {
+    if (auto region = FusedRegion::of(*n)) {
       regions++;
-      fusedNodes += int64_t(std::get<std::shared_ptr<Graph>>(*n->findAttr("body"))->nodes().size());
-      EXPECT_EQ(n->attrString("kind", ""), "epilogue");
+      fusedNodes += int64_t(region->body().nodes().size());
+      EXPECT_EQ(region->kind(), RegionKind::Epilogue);
     }
   }
   EXPECT_GT(regions, 0);
@@ -166,9 +166,9 @@ TEST(FuseEpilogues, FusesNhwcConvolutionsAfterConvertLayout) {
   EXPECT_GT(records.back().stats["regions"], 0);
   int epilogueOverNhwc = 0;
   for (const auto& n : g->nodes())
-    if (n->op() == "Fused" && n->attrString("kind", "") == "epilogue")
-      for (const auto& m : std::get<std::shared_ptr<Graph>>(*n->findAttr("body"))->nodes())
-        epilogueOverNhwc += m->op() == "Fused" && m->attrString("kind", "") == "nhwc";
+    if (auto region = FusedRegion::of(*n); region && region->kind() == RegionKind::Epilogue)
+      for (const auto& m : region->body().nodes())
+        if (auto inner = FusedRegion::of(*m)) epilogueOverNhwc += inner->nhwcOp() != nullptr;
   EXPECT_GT(epilogueOverNhwc, 0);
   expectSameNumerics(modelBuilder("resnet?depth=2&width=8&resolution=16"),
                      exactly({"fold-batchnorm", "convert-layout", "fuse-epilogues"}));

@@ -1,5 +1,6 @@
 // A fused region runs by interpreting its body: the interpreter stays the
 // oracle for every fusion pass, before any codegen exists.
+#include "ir/FusedRegion.h"
 #include "runtime/interp/Interpreter.h"
 #include "runtime/interp/KernelRegistry.h"
 
@@ -7,7 +8,7 @@ namespace friction::interp {
 
 void registerRegionKernels(KernelRegistry& r) {
   r.add("Fused", [](const Node& node, const std::vector<Tensor>& in) {
-    return run(*std::get<std::shared_ptr<Graph>>(*node.findAttr("body")), in);
+    return run(FusedRegion::of(node)->body(), in);
   });
 }
 
