@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/CpuBackend.h"
+#include "codegen/Registration.h"
 #include "ir/Builder.h"
 #include "ir/Error.h"
 #include "passes/PassManager.h"

@@ -1,12 +1,12 @@
 // C entry points of the microkernels called from generated code: they unpack
-// MLIR's memref descriptors and call runtime/ukernels.
+// memref descriptors (codegen/KernelAbi.h) and call runtime/ukernels.
 #include "codegen/Microkernels.h"
 
 #include <omp.h>
 
 #include <cstdint>
 
-#include "mlir/ExecutionEngine/CRunnerUtils.h"
+#include "codegen/KernelAbi.h"
 #include "runtime/ukernels/Sgemm.h"
 
 namespace friction::codegen {
@@ -21,18 +21,18 @@ void gemm2d(const float* a, const int64_t* as, const int64_t* ast, const float* 
 
 }  // namespace
 
-extern "C" void friction_sgemm_ciface(StridedMemRefType<float, 2>* a, StridedMemRefType<float, 2>* b,
-                                      StridedMemRefType<float, 2>* c, int32_t ta, int32_t tb, float beta) {
-  gemm2d(a->data + a->offset, a->sizes, a->strides, b->data + b->offset, b->strides, c->data + c->offset, c->sizes,
+extern "C" void friction_sgemm_ciface(StridedMemRef<float, 2>* a, StridedMemRef<float, 2>* b,
+                                      StridedMemRef<float, 2>* c, int32_t ta, int32_t tb, float beta) {
+  gemm2d(a->aligned + a->offset, a->sizes, a->strides, b->aligned + b->offset, b->strides, c->aligned + c->offset, c->sizes,
          c->strides, ta != 0, tb != 0, beta, 0);
 }
 
-extern "C" void friction_sgemm_batched_ciface(StridedMemRefType<float, 3>* a, StridedMemRefType<float, 3>* b,
-                                              StridedMemRefType<float, 3>* c, int32_t ta, int32_t tb, float beta) {
+extern "C" void friction_sgemm_batched_ciface(StridedMemRef<float, 3>* a, StridedMemRef<float, 3>* b,
+                                              StridedMemRef<float, 3>* c, int32_t ta, int32_t tb, float beta) {
   int64_t batch = c->sizes[0];
-  const float* A = a->data + a->offset;
-  const float* B = b->data + b->offset;
-  float* C = c->data + c->offset;
+  const float* A = a->aligned + a->offset;
+  const float* B = b->aligned + b->offset;
+  float* C = c->aligned + c->offset;
   int64_t K = ta ? a->sizes[1] : a->sizes[2];
   auto one = [&](int64_t i, int threads) {
     gemm2d(A + i * a->strides[0], a->sizes + 1, a->strides + 1, B + i * b->strides[0], b->strides + 1,

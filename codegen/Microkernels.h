@@ -1,8 +1,9 @@
 // The microkernels compiled code calls (IREE-style ukernels): after
-// bufferization, the `ukernels` stage of MlirLowering.cpp replaces each
-// linalg.matmul / matmul_transpose_a|b / batch_matmul on buffers by a
-// func.call of one of these, and the JIT resolves the symbols to the functions
-// in Microkernels.cpp (runtime/ukernels underneath). No MLIR headers here.
+// bufferization, the `ukernels` stage (codegen/mlir/MicrokernelCalls.cpp)
+// replaces each linalg.matmul / matmul_transpose_a|b / batch_matmul on
+// buffers by a func.call of one of these; the JIT resolves the symbols to the
+// functions in Microkernels.cpp (runtime/ukernels underneath), an AOT
+// artifact's loader fills its trampolines with them.
 #pragma once
 #include <string>
 #include <utility>

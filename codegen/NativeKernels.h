@@ -5,7 +5,7 @@
 // of a fuse-reductions region. A Fused "epilogue"
 // region anchored on one of them runs the native op into the region's output
 // buffer, then ONE compiled elementwise kernel updates that buffer in place
-// (KernelKind::NativeEpilogue in Kernels.h) -- unless the epilogue is one the
+// (KernelKind::NativeEpilogue in KernelAnalysis.h) -- unless the epilogue is one the
 // native kernel applies itself while the output is in registers or cache
 // (FusedEpilogue: convolutions take a residual Add and a Relu/Clip).
 #pragma once

@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
-  llvm-19-dev libmlir-19-dev mlir-19-tools clang-19 libomp-19-dev
+  llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools clang-19 libomp-19-dev
   libclang-rt-19-dev libfuzzer-19-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libdnnl-dev libsqlite3-dev nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libfmt-dev

@@ -2,7 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
-#include "codegen/CpuBackend.h"
+#include "codegen/Registration.h"
 #include "ir/Error.h"
 #include "tools/cmd/Commands.h"
 #include "vendor_bridge/Bridges.h"

@@ -1,5 +1,5 @@
 // The `onednn` backend (see OnednnBackend.h). compile() walks the graph once,
-// like codegen/CpuBackend.cpp:
+// like the cpu backend (codegen/ProgramBuilder.cpp):
 //   - Constant nodes are evaluated at compile time;
 //   - a node with an exact oneDNN mapping becomes one primitive (weights of
 //     Conv, and of MatMul/Gemm with a constant right operand, are reordered

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "codegen/CpuBackend.h"
+#include "codegen/Registration.h"
 #include "tools/conformance/Conformance.h"
 
 using namespace friction;

@@ -7,7 +7,7 @@ namespace friction::cli {
 
 void addInspect(CLI::App& app);
 void addRun(CLI::App& app);
-void addCompile(CLI::App& app);  // ahead-of-time artifacts (codegen/Aot.h)
+void addCompile(CLI::App& app);  // ahead-of-time artifacts (codegen/aot/Artifact.h)
 void addConformance(CLI::App& app);
 void addZoo(CLI::App& app);
 void addPasses(CLI::App& app);  // `passes` and `opt`

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "codegen/Aot.h"
+#include "codegen/aot/Artifact.h"
 #include "frontend/ModelSource.h"
 #include "ir/Error.h"
 #include "ir/Specialize.h"

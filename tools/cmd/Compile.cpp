@@ -1,12 +1,12 @@
 // `friction compile MODEL -o OUT.so`: ahead-of-time compilation for the cpu
-// backend (codegen/Aot.h). `friction run OUT.so` / `friction bench OUT.so`
+// backend (codegen/aot/Artifact.h). `friction run OUT.so` / `friction bench OUT.so`
 // load the artifact without recompiling.
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "codegen/Aot.h"
+#include "codegen/aot/Artifact.h"
 #include "ir/Error.h"
 #include "tools/cmd/Commands.h"
 #include "tools/cmd/Common.h"
@@ -32,7 +32,7 @@ void compileModel(const CompileArgs& a) {
   codegen::AotCompileOptions o;
   o.model = a.model;
   o.batch = a.batch;
-  o.codegen.ukernels = a.ukernels == "on";
+  o.codegen.set("ukernels", a.ukernels);
   for (const auto& r : records) o.passes.push_back(r.name);
   codegen::AotCompileReport r = codegen::compileArtifact(*g, a.output, o);
   if (a.json) {

@@ -4,7 +4,7 @@
 
 #include "ir/OpRegistry.h"
 #include "ir/TextFormat.h"
-#include "codegen/Aot.h"
+#include "codegen/aot/Artifact.h"
 #include "tools/cmd/Commands.h"
 #include "tools/cmd/Common.h"
 

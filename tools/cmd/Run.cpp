@@ -4,7 +4,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "codegen/Aot.h"
+#include "codegen/aot/Artifact.h"
 #include "frontend/onnx/TensorProto.h"
 #include "ir/Error.h"
 #include "runtime/Backend.h"

@@ -1,8 +1,9 @@
 // Ahead-of-time compilation for the `cpu` backend (docs/codegen.md, "Ahead of
 // time"). `friction compile MODEL -o OUT.so` writes ONE self-contained shared
 // library holding
-//   - the compiled kernels: the same MLIR pipeline as the JIT, then LLVM O3 for
-//     the host CPU into a PIC object, linked with the system compiler;
+//   - the compiled kernels: the same MLIR pipeline as the JIT, then LLVM O2 for
+//     the host CPU into a PIC object (codegen/mlir/Codegen.h), linked with the
+//     system compiler;
 //   - the optimized, batch-bound graph as friction text IR (ir/TextFormat.h),
 //     symbol `friction_aot_graph`;
 //   - a JSON manifest (symbol `friction_aot_manifest`): artifact ABI, friction
@@ -14,15 +15,17 @@
 //     needed (no -rdynamic), any program linking friction_codegen can load it.
 // Loading dlopens the file, checks the manifest and the CPU, parses the graph
 // and builds the cpu backend's program over it exactly as compile() does,
-// taking kernel entries from dlsym instead of the JIT: no MLIR or LLVM work.
+// with a KernelSource that takes kernel entries from dlsym instead of the
+// JIT: no MLIR or LLVM work. Compile.cpp writes artifacts, Artifact.cpp
+// loads them.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "codegen/CodegenOptions.h"
 #include "codegen/CpuBackend.h"
-#include "codegen/Kernels.h"
 #include "ir/Graph.h"
 #include "runtime/Backend.h"
 
@@ -39,7 +42,7 @@ struct AotCompileReport {
   double programMs = 0;  // walking the graph: which nodes become kernels (weights packed, as compile() does)
   double buildMs = 0;    // building the MLIR
   double lowerMs = 0;    // pass pipeline down to the LLVM dialect
-  double objectMs = 0;   // LLVM IR, O3, machine code into the object file
+  double objectMs = 0;   // LLVM IR, O2, machine code into the object file
   double linkMs = 0;     // graph text, manifest, trampolines, `c++ -shared`
   double totalMs = 0;
   int64_t kernels = 0;        // distinct kernels in the artifact

@@ -1,6 +1,5 @@
 // Kernel analysis (what becomes one compiled kernel) and structural keys.
-// No MLIR here: this TU compiles in a second.
-#include "codegen/Kernels.h"
+#include "codegen/KernelAnalysis.h"
 
 #include <algorithm>
 #include <unordered_map>

@@ -1,15 +1,11 @@
-// Ahead-of-time artifacts of the cpu backend (Aot.h). No MLIR headers: the
-// object file comes from MlirLowering.cpp (emitKernelObject), the program
-// from CpuBackend.cpp (compileCpuWithKernels with a dlsym kernel source).
-#include "codegen/Aot.h"
+// Loading ahead-of-time artifacts (Artifact.h): dlopen, manifest and CPU
+// checks, and the cpu program over the embedded graph with kernels looked up
+// by dlsym (LibrarySource).
+#include "codegen/aot/Artifact.h"
 
 #include <dlfcn.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -18,199 +14,18 @@
 #include <sstream>
 
 #include "codegen/Microkernels.h"
+#include "codegen/aot/Manifest.h"
+#include "codegen/mlir/Codegen.h"
 #include "ir/Error.h"
 #include "ir/TextFormat.h"
-
-#ifndef FRICTION_GIT_REVISION
-#define FRICTION_GIT_REVISION "unknown"
-#endif
 
 namespace fs = std::filesystem;
 
 namespace friction::codegen {
-namespace {
-
-// Bumped whenever the artifact layout, the kernel calling convention or the
-// microkernel signatures change: an artifact of another ABI is refused.
-constexpr int64_t kAotAbi = 1;
-constexpr const char* kFormat = "friction-aot";
-
-using Clock = std::chrono::steady_clock;
-double msSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
-
-void writeFile(const fs::path& p, const std::string& bytes) {
-  std::ofstream f(p, std::ios::binary);
-  f.write(bytes.data(), std::streamsize(bytes.size()));
-  FRICTION_CHECK(f.good(), "aot: cannot write '" + p.string() + "'");
-}
-
-std::string readFile(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-// A temporary folder removed on scope exit (kept with FRICTION_AOT_KEEP=1).
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "friction-aot-XXXXXX").string();
-    FRICTION_CHECK(mkdtemp(t.data()) != nullptr, "aot: cannot create a temporary folder in " +
-                                                      fs::temp_directory_path().string());
-    path = t;
-  }
-  ~TempDir() {
-    if (std::getenv("FRICTION_AOT_KEEP")) {
-      std::fprintf(stderr, "note: aot: temporary files kept in %s\n", path.c_str());
-      return;
-    }
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-std::string shellQuote(const std::string& s) {
-  std::string r = "'";
-  for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return r + "'";
-}
-
-// The assembly stub: embedded manifest and graph, the microkernel slot table,
-// and one trampoline per microkernel jumping through its slot.
-std::string stubAssembly(const fs::path& manifest, const fs::path& graph, const std::vector<std::string>& microkernels) {
-  std::ostringstream s;
-  auto blob = [&](const char* sym, const fs::path& file) {
-    s << "  .section .rodata\n  .balign 64\n  .globl " << sym << "\n  .type " << sym << ",@object\n"
-      << sym << ":\n  .incbin \"" << file.string() << "\"\n  .byte 0\n  .globl " << sym << "_end\n"
-      << sym << "_end:\n";
-  };
-  blob("friction_aot_manifest", manifest);
-  blob("friction_aot_graph", graph);
-  s << "  .data\n  .balign 8\n  .globl friction_aot_slots\n  .type friction_aot_slots,@object\nfriction_aot_slots:\n"
-    << ".Lslots:\n  .zero " << 8 * std::max<size_t>(1, microkernels.size()) << "\n  .text\n";
-  for (size_t i = 0; i < microkernels.size(); ++i) {
-    const std::string& m = microkernels[i];
-    s << "  .globl " << m << "\n  .type " << m << ",@function\n  .balign 16\n" << m << ":\n";
-#if defined(__x86_64__)
-    s << "  jmp *.Lslots+" << 8 * i << "(%rip)\n";
-#elif defined(__aarch64__)
-    s << "  adrp x16, .Lslots+" << 8 * i << "\n  ldr x16, [x16, :lo12:.Lslots+" << 8 * i << "]\n  br x16\n";
-#else
-#error "aot: trampolines for this architecture are not written"
-#endif
-  }
-  s << "  .section .note.GNU-stack,\"\",@progbits\n";
-  return s.str();
-}
-
-std::string typeString(const Value* v) { return v->type().str(); }
-
-}  // namespace
 
 bool isArtifactPath(const std::string& spec) {
   return spec.size() > 3 && spec.compare(spec.size() - 3, 3, ".so") == 0 && spec.rfind("zoo:", 0) != 0;
 }
-
-AotCompileReport compileArtifact(const Graph& g, const std::string& outPath, const AotCompileOptions& options) {
-  AotCompileReport r;
-  auto start = Clock::now();
-  for (const Value* v : g.inputs())
-    FRICTION_CHECK(v->shape().isStatic(), "aot: input '" + v->name() + "' has shape " + v->shape().str() +
-                                              ": bind the batch (--batch N) before compiling");
-  TempDir tmp;
-  // 1. The kernels the cpu backend needs, exactly as compile() would build them.
-  auto t = Clock::now();
-  auto kernels = cpuKernelsOf(g, options.codegen);
-  r.programMs = msSince(t);
-  // 2. One object for all kernels; when that fails, one per kernel (a kernel
-  //    that still fails is listed as failed: its nodes run on the interpreter).
-  std::vector<const Node*> nodes;
-  std::vector<std::string> names;
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    nodes.push_back(kernels[i].second);
-    names.push_back("friction_k" + std::to_string(i));
-  }
-  std::vector<fs::path> objects;
-  nlohmann::json jk = nlohmann::json::array(), jf = nlohmann::json::array();
-  auto account = [&](const ObjectStats& s) { r.buildMs += s.buildMs, r.lowerMs += s.lowerMs, r.objectMs += s.objectMs; };
-  if (!nodes.empty()) {
-    try {
-      fs::path o = tmp.path / "kernels.o";
-      account(emitKernelObject(nodes, names, options.codegen, o.string()));
-      objects.push_back(o);
-      for (size_t i = 0; i < nodes.size(); ++i) jk.push_back({{"key", kernels[i].first}, {"symbol", packedSymbol(names[i])}});
-    } catch (const Error&) {
-      for (size_t i = 0; i < nodes.size(); ++i) {
-        fs::path o = tmp.path / ("kernel_" + std::to_string(i) + ".o");
-        try {
-          account(emitKernelObject({nodes[i]}, {names[i]}, options.codegen, o.string()));
-          objects.push_back(o);
-          jk.push_back({{"key", kernels[i].first}, {"symbol", packedSymbol(names[i])}});
-        } catch (const Error& e) {
-          jf.push_back({{"key", kernels[i].first}, {"error", std::string(e.what()).substr(0, 2000)}});
-        }
-      }
-    }
-  }
-  r.kernels = int64_t(jk.size());
-  r.failedKernels = int64_t(jf.size());
-  // 3. Graph text, manifest, stub; link.
-  t = Clock::now();
-  std::string text = printGraph(g);
-  r.graphBytes = int64_t(text.size());
-  writeFile(tmp.path / "graph.fir", text);
-  text.clear();
-  text.shrink_to_fit();
-  HostCpu host = hostCpu();
-  r.cpu = host.name;
-  std::vector<std::string> micro;
-  for (const auto& [name, address] : microkernelSymbols()) micro.push_back(name);
-  nlohmann::json m;
-  m["format"] = kFormat;
-  m["abi"] = kAotAbi;
-  m["friction_revision"] = FRICTION_GIT_REVISION;
-  m["model"] = options.model;
-  m["batch"] = options.batch;
-  m["passes"] = options.passes;
-  m["codegen"] = {{"ukernels", options.codegen.ukernels}};
-  m["target"] = {{"cpu", host.name}, {"features", host.features}};
-  m["microkernels"] = micro;
-  m["kernels"] = jk;
-  m["failed_kernels"] = jf;
-  for (const Value* v : g.inputs()) m["inputs"].push_back({{"name", v->name()}, {"type", typeString(v)}});
-  for (const Value* v : g.outputs()) m["outputs"].push_back({{"name", v->name()}, {"type", typeString(v)}});
-  m["compile_ms"] = {{"program", r.programMs}, {"build", r.buildMs}, {"lower", r.lowerMs}, {"object", r.objectMs}};
-  writeFile(tmp.path / "manifest.json", m.dump(1));
-  writeFile(tmp.path / "stub.S", stubAssembly(tmp.path / "manifest.json", tmp.path / "graph.fir", micro));
-  fs::path out = fs::absolute(outPath);
-  if (out.has_parent_path()) fs::create_directories(out.parent_path());
-  fs::path partial = out;
-  partial += ".partial";
-  const char* cxx = std::getenv("FRICTION_AOT_CXX");
-  std::string cmd = std::string(cxx && *cxx ? cxx : "c++") + " -shared -fPIC -o " + shellQuote(partial.string());
-  for (const auto& o : objects) cmd += " " + shellQuote(o.string());
-  cmd += " " + shellQuote((tmp.path / "stub.S").string());
-  fs::path runnerUtils = FRICTION_MLIR_C_RUNNER_UTILS;  // memrefCopy, should bufferization emit copies
-  cmd += " -Wl,-Bsymbolic -Wl,--as-needed -lm " + shellQuote(runnerUtils.string()) + " -Wl,-rpath," +
-         shellQuote(runnerUtils.parent_path().string());
-  fs::path log = tmp.path / "link.log";
-  cmd += " > " + shellQuote(log.string()) + " 2>&1";
-  int rc = std::system(cmd.c_str());
-  if (rc != 0) {
-    std::error_code ec;
-    fs::remove(partial, ec);
-    throw Error("aot: linking '" + out.string() + "' failed (exit " + std::to_string(rc) + "): " + cmd + "\n" +
-                readFile(log).substr(0, 4000));
-  }
-  fs::rename(partial, out);
-  r.linkMs = msSince(t);
-  r.bytes = int64_t(fs::file_size(out));
-  r.totalMs = msSince(start);
-  return r;
-}
-
-// ---- loading ----
 
 namespace {
 
@@ -224,14 +39,14 @@ class LibrarySource : public KernelSource {
     for (const auto& [k, s] : kernels) symbols_[k] = s;
     for (const auto& [k, e] : failed) failed_[k] = e;
   }
-  CompiledBatch kernels(const std::vector<const Node*>& nodes, const std::vector<std::string>& keys) override {
-    CompiledBatch b;
-    b.owner = owner_;
+  KernelBatch kernels(const std::vector<const Node*>& nodes, const std::vector<std::string>& keys) override {
+    KernelBatch b;
     for (size_t i = 0; i < keys.size(); ++i) {
-      auto f = failed_.find(keys[i]);
-      if (f != failed_.end()) {
-        b.entries.push_back(nullptr);
-        b.errors.push_back("failed when the artifact was compiled: " + f->second);
+      CompiledKernel k;
+      k.owner = owner_;
+      if (auto f = failed_.find(keys[i]); f != failed_.end()) {
+        k.error = "failed when the artifact was compiled: " + f->second;
+        b.kernels.push_back(std::move(k));
         continue;
       }
       auto it = symbols_.find(keys[i]);
@@ -240,11 +55,13 @@ class LibrarySource : public KernelSource {
                                                " (the artifact was written by a different friction build?)");
       void* fn = dlsym(handle_, it->second.c_str());
       FRICTION_CHECK(fn, "'" + path_ + "': kernel symbol " + it->second + " is missing");
-      b.entries.push_back(reinterpret_cast<PackedFn>(fn));
-      b.errors.emplace_back();
+      k.fn = reinterpret_cast<PackedFn>(fn);
+      b.kernels.push_back(std::move(k));
     }
     return b;
   }
+  bool compiles() const override { return false; }
+  std::string describe() const override { return "AOT artifact " + path_; }
 
  private:
   std::shared_ptr<void> owner_;
@@ -340,19 +157,19 @@ std::shared_ptr<Artifact> Artifact::open(const std::string& path) {
                  "'" + path + "' is not a friction artifact (a shared library without friction's manifest; make one "
                  "with `friction compile`)");
   nlohmann::json m = nlohmann::json::parse(std::string(mBegin, size_t(mEnd - mBegin - 1)), nullptr, false);
-  FRICTION_CHECK(!m.is_discarded() && m.is_object() && m.value("format", "") == kFormat,
+  FRICTION_CHECK(!m.is_discarded() && m.is_object() && m.value("format", "") == kArtifactFormat,
                  "'" + path + "' is not a friction artifact (its manifest is not readable)");
   ArtifactInfo& info = a->info_;
   info.abi = m.value("abi", int64_t(0));
   info.revision = m.value("friction_revision", "");
-  FRICTION_CHECK(info.abi == kAotAbi, "'" + path + "' is a friction artifact of ABI " + std::to_string(info.abi) +
+  FRICTION_CHECK(info.abi == kArtifactAbi, "'" + path + "' is a friction artifact of ABI " + std::to_string(info.abi) +
                                           " (written by friction " + info.revision + "); this friction (" +
-                                          FRICTION_GIT_REVISION + ") loads ABI " + std::to_string(kAotAbi) +
+                                          FRICTION_GIT_REVISION + ") loads ABI " + std::to_string(kArtifactAbi) +
                                           ": compile the model again");
   info.model = m.value("model", "");
   info.batch = m.value("batch", int64_t(0));
   info.passes = m.value("passes", std::vector<std::string>{});
-  info.codegen.ukernels = m["codegen"].value("ukernels", true);
+  info.codegen.disabled = m["codegen"].value("disabled_stages", std::set<std::string>{});
   info.cpu = m["target"].value("cpu", "");
   info.features = m["target"].value("features", std::vector<std::string>{});
   // The CPU: every feature the code was compiled for must be there.
@@ -398,7 +215,7 @@ std::unique_ptr<CompiledModel> Artifact::instantiate(const Graph& g) const {
   LibrarySource source(std::shared_ptr<void>(self, handle_), handle_, info_.path, kernels_, failed_);
   std::string what = "AOT artifact " + info_.path + ", friction " + info_.revision + ", compiled for " + info_.cpu +
                      ", batch " + std::to_string(info_.batch);
-  auto inner = compileCpuWithKernels(g, info_.codegen, source, what);
+  auto inner = compileCpuModel(g, source, what);
   return std::make_unique<AotModel>(self, g, std::move(inner));
 }
 

@@ -1,0 +1,48 @@
+#include "codegen/CodegenOptions.h"
+
+#include "ir/Error.h"
+
+namespace friction::codegen {
+
+const std::vector<CodegenStage>& codegenStages() {
+  static const std::vector<CodegenStage> stages = {
+#define FRICTION_CODEGEN_STAGE(fn, name, switchable, summary) {name, switchable, summary},
+#include "codegen/CodegenStages.def"
+#undef FRICTION_CODEGEN_STAGE
+  };
+  return stages;
+}
+
+bool isStageSwitch(const std::string& name) {
+  for (const CodegenStage& s : codegenStages())
+    if (s.switchable && name == s.name) return true;
+  return false;
+}
+
+bool isStage(const std::string& name) {
+  for (const CodegenStage& s : codegenStages())
+    if (name == s.name) return true;
+  return false;
+}
+
+void CodegenOptions::set(const std::string& stage, const std::string& value) {
+  std::string switches;
+  for (const CodegenStage& s : codegenStages()) {
+    FRICTION_CHECK(s.switchable || stage != s.name, "codegen: stage '" + stage + "' is required: it cannot be switched");
+    if (s.switchable) switches += (switches.empty() ? "" : ", ") + std::string(s.name);
+  }
+  FRICTION_CHECK(isStageSwitch(stage), "codegen: '" + stage + "' is not a stage that can be switched (stages: " +
+                                           switches + ")");
+  FRICTION_CHECK(value == "on" || value == "off", "codegen: " + stage + " must be on or off, got '" + value + "'");
+  if (value == "off") disabled.insert(stage);
+  else disabled.erase(stage);
+}
+
+std::string CodegenOptions::str() const {
+  std::string s;
+  for (const CodegenStage& stage : codegenStages())
+    if (!enabled(stage.name)) s += (s.empty() ? "" : ",") + std::string(stage.name) + "=off";
+  return s.empty() ? "all stages" : s;
+}
+
+}  // namespace friction::codegen

@@ -1,0 +1,57 @@
+// What a code generator turns into one compiled kernel: the flat view of a
+// node or Fused region, and its structural key. No MLIR types here; the
+// kernel builder (codegen/mlir/KernelBuilder.cpp) makes one `func.func` of a
+// view: its arguments are the kernel's inputs, then its outputs' initial
+// buffers (destination-passing style); it returns the outputs. Kernels are
+// f32 with static shapes:
+//   Elementwise  one elementwise op, or a Fused "elementwise" region: ONE
+//                linalg.generic whose payload computes the whole body per
+//                element (numpy broadcasting through the indexing maps)
+//   Contraction  MatMul/Gemm, or a Fused "epilogue" region anchored on one:
+//                linalg.fill + linalg.matmul/batch_matmul (or a contraction
+//                generic), then ONE generic applying alpha/C and the epilogue
+//                in place on the accumulator
+//   NativeEpilogue  a Fused "epilogue" region anchored on an op the backend
+//                runs natively (NativeKernels.h: NHWC conv, pooling): the
+//                caller fills the output buffer with the anchor's result, the
+//                kernel is ONE generic applying the epilogue there in place
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/Graph.h"
+
+namespace friction::codegen {
+
+enum class KernelKind { Elementwise, Contraction, NativeEpilogue };
+
+// The flat view of one kernel: the nodes it computes (a single node, or a
+// Fused region's body), its inputs and outputs.
+struct KernelView {
+  KernelKind kind = KernelKind::Elementwise;
+  std::vector<const Node*> nodes;     // topological; for Contraction/NativeEpilogue, nodes[0] is the anchor
+  std::vector<const Value*> inputs;   // kernel arguments, in order
+  std::vector<const Value*> outputs;  // kernel results, in order
+  std::vector<int64_t> domain;        // iteration space of the elementwise part (= output shape)
+  // Elementwise kernels over at least 2 rows are compiled with dim 0 of the
+  // domain dynamic on the outputs and on the inputs that span it (rowInputs[i];
+  // the others broadcast along it), so the runtime calls them on slabs of rows
+  // from several threads: generated code runs parallel without an OpenMP
+  // runtime in the JIT. A function of the node's types, hence of its key.
+  bool rowSplit = false;
+  std::vector<bool> rowInputs;
+};
+
+// Ops the elementwise payload emitter handles (codegen/ScalarOps.def).
+bool isSupportedElementwise(const Node& n);
+// The kernel view of `node`, or nullptr with the reason in `why`.
+std::unique_ptr<KernelView> analyzeKernel(const Node& node, std::string* why = nullptr);
+// A structural key (ir/Structural.h's nodeStructure, tensors hashed): op,
+// attributes (Fused bodies structurally, node names and provenance left
+// out), input and output types. Equal keys compute the same function, so
+// they share one compiled kernel.
+std::string structuralKey(const Node& node);
+
+}  // namespace friction::codegen

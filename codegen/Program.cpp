@@ -1,0 +1,131 @@
+#include "codegen/Program.h"
+
+#include <omp.h>
+
+#include <chrono>
+
+#include "ir/Error.h"
+#include "ir/FusedRegion.h"
+
+namespace friction::codegen {
+namespace {
+
+// Elements below which a row-split kernel runs on one thread.
+constexpr int64_t kParallelElements = int64_t(1) << 15;
+
+// Calls a compiled kernel over friction tensors. With `outputsReady`, `outs`
+// already hold the buffers the kernel updates in place.
+void callKernel(const Step& s, const std::vector<Tensor>& env, std::vector<Tensor>& outs, bool outputsReady) {
+  const Node& n = *s.node;
+  std::vector<const Tensor*> args;
+  for (size_t i = 0; i < s.in.size(); ++i) {
+    if (s.in[i] < 0) continue;
+    const Tensor& t = env[size_t(s.in[i])];
+    const Value* v = n.input(i);
+    FRICTION_CHECK(t.defined() && t.dtype() == DType::F32 && t.shape() == v->shape().staticDims(),
+                   "cpu: " + n.describe() + ": input " + std::to_string(i) + " is " + t.type().str() +
+                       ", the kernel was compiled for " + v->type().str());
+    args.push_back(&t);
+  }
+  if (!outputsReady) {
+    outs.clear();
+    for (size_t i = 0; i < n.numOutputs(); ++i)
+      outs.push_back(Tensor::uninitialized(DType::F32, n.output(i)->shape().staticDims()));
+  }
+  for (Tensor& t : outs) args.push_back(&t);
+  PackedArgs packed(args);
+  const int64_t rows = outs[0].rank() > 0 ? outs[0].shape()[0] : 1;
+  if (s.rowArgs.empty() || rows < 2 || outs[0].numel() < kParallelElements || omp_get_max_threads() < 2) {
+    packed.call(s.kernel->code.fn);
+    return;
+  }
+  // Generated loops are sequential: slabs of rows on the OpenMP threads.
+  const int64_t chunks = std::min<int64_t>(rows, 4 * omp_get_max_threads());
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    PackedArgs slab = packed;
+    for (size_t i = 0; i < args.size(); ++i)
+      if (s.rowArgs[i]) slab.sliceRows(i, rows * c / chunks, rows * (c + 1) / chunks);
+    slab.call(s.kernel->code.fn);
+  }
+}
+
+// What a step is, for the profile: how it runs and what it computes.
+std::string stepLabel(const Step& s) {
+  auto region = FusedRegion::of(*s.node);
+  std::string what = region ? region->label() : s.node->op();
+  switch (s.kind) {
+    case Step::Native: return s.native->describe() + (s.kernel ? " + compiled epilogue" : "");
+    case Step::Compiled: return "compiled " + what;
+    case Step::Interp: return "interp " + what;
+    case Step::Sub: return what;
+  }
+  return what;
+}
+
+}  // namespace
+
+void Program::runStep(const Step& s, std::vector<Tensor>& env, std::vector<Tensor>& args,
+                      std::vector<Tensor>& outs) const {
+  args.clear();
+  auto output0 = [&] {
+    std::vector<int64_t> shape = s.node->output(0)->shape().staticDims();
+    if (s.arenaOffset < 0) return Tensor::uninitialized(DType::F32, shape);
+    return Tensor::view(DType::F32, shape, std::shared_ptr<void>(arena, static_cast<char*>(arena.get()) + s.arenaOffset));
+  };
+  if (s.kind == Step::Compiled) {
+    if (s.arenaOffset >= 0) outs.assign(1, output0());
+    callKernel(s, env, outs, s.arenaOffset >= 0);
+  } else if (s.kind == Step::Native) {
+    for (int slot : s.nativeIn) args.push_back(slot < 0 ? Tensor() : env[size_t(slot)]);
+    outs.assign(1, output0());
+    s.native->run(args, outs[0]);
+    if (s.kernel) callKernel(s, env, outs, true);
+  } else {
+    for (int slot : s.in) args.push_back(slot < 0 ? Tensor() : env[size_t(slot)]);
+    outs = s.kind == Step::Sub ? s.sub->run(args) : (*s.interpKernel)(*s.node, args);
+  }
+  finishStep(s, outs, env);
+}
+
+std::vector<Tensor> Program::run(const std::vector<Tensor>& inputs) const {
+  std::vector<Tensor> env = initialSlots(inputs), args, outs;
+  if (!profiling) {
+    for (const Step& s : steps) runStep(s, env, args, outs);
+    return results(env, "cpu");
+  }
+  stepMs.resize(steps.size());
+  stepCalls.resize(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    runStep(steps[i], env, args, outs);
+    stepMs[i] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    stepCalls[i]++;
+  }
+  return results(env, "cpu");
+}
+
+void enableProfiling(Program& p) {
+  p.profiling = true;
+  for (Step& s : p.steps)
+    if (s.sub) enableProfiling(*s.sub);
+}
+
+void collectProfile(const Program& p, std::vector<StepTime>& out) {
+  for (size_t i = 0; i < p.steps.size() && i < p.stepMs.size(); ++i) {
+    const Step& s = p.steps[i];
+    if (s.kind == Step::Sub) {
+      collectProfile(*s.sub, out);
+      continue;
+    }
+    out.push_back({stepLabel(s), s.node->name() + " -> " + s.node->output(0)->type().str(), p.stepMs[i], p.stepCalls[i]});
+  }
+}
+
+void forEachConstant(const Program& p, const std::function<void(const Tensor&)>& fn) {
+  for (const auto& [slot, t] : p.constants) fn(t);
+  for (const Step& s : p.steps)
+    if (s.sub) forEachConstant(*s.sub, fn);
+}
+
+}  // namespace friction::codegen

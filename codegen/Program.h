@@ -1,0 +1,89 @@
+// A compiled model as the code generators run it: a list of steps over a
+// slot table (runtime/SlotProgram.h), each a call of a compiled kernel, of a
+// native microkernel, of the reference interpreter's kernel, or a nested
+// program for a Fused region's body. Outputs of compiled and native steps may
+// live in one arena that plan-memory laid out. ProgramBuilder.h makes them.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/KernelSource.h"
+#include "codegen/NativeKernels.h"
+#include "runtime/SlotProgram.h"
+#include "runtime/StepProfile.h"
+#include "runtime/interp/KernelRegistry.h"
+
+namespace friction::codegen {
+
+// One distinct compiled kernel, shared by every step that computes the same
+// structural key.
+struct KernelEntry {
+  CompiledKernel code;
+  std::string label;  // what it computes, for statistics: op or region kind -> output type
+};
+
+struct Program;
+
+struct Step : SlotStep {
+  enum Kind { Compiled, Interp, Sub, Native } kind = Interp;
+  const Node* node = nullptr;
+  std::shared_ptr<KernelEntry> kernel;   // Compiled; Native with a compiled epilogue
+  std::vector<bool> rowArgs;             // a row-split kernel (KernelView::rowSplit): the arguments cut by rows
+  std::unique_ptr<NativeKernel> native;  // Native: the node itself, or the region's anchor
+  std::vector<int> nativeIn;             // slots of the native op's inputs
+  const interp::Kernel* interpKernel = nullptr;
+  std::unique_ptr<Program> sub;
+  int64_t arenaOffset = -1;  // output 0 lives in the program's arena at this offset (plan-memory)
+};
+
+struct Program : SlotProgram<Step> {
+  // One buffer for the intermediates plan-memory placed (top level only); a
+  // model therefore runs one inference at a time.
+  std::shared_ptr<void> arena;
+  // Profiling: wall time of every step, summed over runs (leaf steps of
+  // regions are timed in their own program).
+  bool profiling = false;
+  mutable std::vector<double> stepMs;
+  mutable std::vector<long> stepCalls;
+
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+
+ private:
+  void runStep(const Step& s, std::vector<Tensor>& env, std::vector<Tensor>& args, std::vector<Tensor>& outs) const;
+};
+
+// Turns profiling on in `p` and every nested program.
+void enableProfiling(Program& p);
+// The timed leaf steps of `p` and of the regions inside it.
+void collectProfile(const Program& p, std::vector<StepTime>& out);
+// Calls `fn` on every constant of `p` and its nested programs.
+void forEachConstant(const Program& p, const std::function<void(const Tensor&)>& fn);
+
+// One distinct kernel of a model.
+struct KernelCompileStat {
+  std::string kernel;  // op or region kind -> output type
+  int64_t calls = 0;   // steps of the model that run it
+  double buildMs = -1, lowerMs = -1, jitMs = -1;  // its own phases when compiled alone; -1 when in a batch
+  bool compiled = true;  // false: it failed and its steps run on the interpreter
+};
+
+// What a program is made of and what making it cost.
+struct ProgramStats {
+  int64_t kernelCalls = 0;       // nodes that run a compiled kernel (Fused bodies counted inside)
+  int64_t kernelsCompiled = 0;   // distinct kernels compiled for this program
+  int64_t kernelsLoaded = 0;     // distinct kernels looked up (an AOT artifact), not compiled
+  int64_t kernelsReused = 0;     // calls served by a kernel made earlier (cache hits)
+  int64_t nativeCalls = 0;       // direct microkernel calls (NHWC conv/pool, transpose, softmax, layernorm)
+  std::map<std::string, int64_t> nativeOps;    // NativeKernel::describe() -> count
+  int64_t fallbackNodes = 0;     // nodes on the interpreter's kernels
+  std::map<std::string, int64_t> fallbackOps;  // op -> count
+  int64_t arenaValues = 0;       // intermediates in the plan-memory arena
+  int64_t arenaBytes = 0;        // its size
+  double compileMs = 0;          // making the kernels, wall
+  CompileTimes phases;           // of which MLIR build, lowering, JIT
+  std::vector<KernelCompileStat> kernels;  // per distinct kernel
+};
+
+}  // namespace friction::codegen

@@ -1,0 +1,238 @@
+#include "codegen/ProgramBuilder.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+
+#include "codegen/KernelAnalysis.h"
+#include "ir/Error.h"
+#include "ir/FusedRegion.h"
+
+namespace friction::codegen {
+
+std::unique_ptr<Program> ProgramBuilder::build(const Graph& g,
+                                               const std::unordered_map<const Value*, const Value*>& outerOf) {
+  auto p = std::make_unique<Program>();
+  auto resolve = [&](const Value* v) {
+    auto it = outerOf.find(v);
+    return it == outerOf.end() ? v : it->second;
+  };
+  auto slotOf = [&](const Value* v) { return p->slotOf(v); };
+  for (const Value* v : g.inputs()) p->inputSlots.push_back(slotOf(v));
+  for (const Value* v : g.initializers()) p->constants.emplace_back(slotOf(v), v->constant());
+  const auto& registry = interp::KernelRegistry::instance();
+  for (const auto& node : g.nodes()) {
+    const Node& n = *node;
+    Step s;
+    s.node = &n;
+    for (const Value* v : n.inputs()) s.in.push_back(v ? slotOf(v) : -1);
+    for (const Value* v : n.outputs()) s.out.push_back(slotOf(v));
+    if (n.op() == "Constant" && n.numInputs() == 0) {
+      // Evaluated now: constants cost nothing at run time.
+      const interp::Kernel* k = registry.find("Constant");
+      FRICTION_CHECK(k, "cpu: no Constant kernel");
+      auto outs = (*k)(n, {});
+      for (size_t o = 0; o < s.out.size() && o < outs.size(); ++o) p->constants.emplace_back(s.out[o], outs[o]);
+      continue;
+    }
+    std::vector<const Value*> outer;
+    for (const Value* v : n.inputs()) outer.push_back(resolve(v));
+    if (auto native = matchNative(n, outer)) {
+      s.kind = Step::Native;
+      native->prepare();
+      s.native = std::move(native);
+      s.nativeIn = s.in;
+      stats_.nativeCalls++;
+      stats_.nativeOps[s.native->describe()]++;
+    } else if (compiledStep(s, *p, resolve)) {
+      // a compiled kernel, or a native anchor with its epilogue
+    } else if (auto region = FusedRegion::of(n)) {
+      s.kind = Step::Sub;
+      const Graph& body = region->body();
+      std::unordered_map<const Value*, const Value*> inner;
+      for (size_t i = 0; i < body.inputs().size() && i < n.numInputs(); ++i) inner[body.inputs()[i]] = resolve(n.input(i));
+      s.sub = build(body, inner);
+    } else {
+      s.kind = Step::Interp;
+      s.interpKernel = registry.find(n.op());
+      FRICTION_CHECK(s.interpKernel, "cpu: no kernel for op '" + n.op() + "' (node '" + n.name() + "')");
+      stats_.fallbackNodes++;
+      stats_.fallbackOps[n.op()]++;
+    }
+    p->steps.push_back(std::move(s));
+  }
+  for (const Value* v : g.outputs()) p->outputSlots.push_back(slotOf(v));
+  p->computeReleases();
+  return p;
+}
+
+bool ProgramBuilder::compiledStep(Step& s, Program& p, const std::function<const Value*(const Value*)>& resolve) {
+  const Node& n = *s.node;
+  auto view = analyzeKernel(n);
+  if (!view) return false;
+  s.kind = Step::Compiled;
+  if (view->rowSplit) {
+    s.rowArgs = view->rowInputs;
+    s.rowArgs.resize(view->inputs.size() + view->outputs.size(), true);
+  }
+  if (view->kind == KernelKind::NativeEpilogue) {
+    // The anchor's microkernel writes the region's output buffer; the epilogue
+    // follows in place, inside the microkernel when it can apply it itself.
+    const Node& anchor = *view->nodes.front();
+    std::vector<const Value*> outer = FusedRegion::of(n)->outerInputs(anchor);
+    std::vector<const Value*> resolved;
+    for (const Value* v : outer) resolved.push_back(resolve(v));
+    s.kind = Step::Native;
+    s.native = matchNative(anchor, resolved);
+    s.native->prepare();
+    for (const Value* v : outer) s.nativeIn.push_back(v ? p.slotOf(v) : -1);
+    auto fused = matchFusedEpilogue(n, anchor, resolve);
+    bool inside = fused && s.native->fuse(*fused);
+    if (inside && fused->residual) s.nativeIn.resize(3, -1), s.nativeIn.push_back(p.slotOf(fused->residual));
+    stats_.nativeCalls++;
+    stats_.nativeOps[s.native->describe()]++;
+    if (inside) return true;
+  }
+  useKernel(s);
+  return true;
+}
+
+void ProgramBuilder::useKernel(Step& s) {
+  const Node& n = *s.node;
+  std::string key = structuralKey(n);
+  auto [it, fresh] = cache_.emplace(key, nullptr);
+  if (fresh) {
+    auto region = FusedRegion::of(n);
+    it->second = std::make_shared<KernelEntry>();
+    it->second->label = (region ? region->label() : n.op()) + " -> " + n.output(0)->type().str();
+    pending_.emplace_back(key, &n);
+    pendingEntries_.push_back(it->second);
+  }
+  s.kernel = it->second;
+  stats_.kernelCalls++;
+  if (!fresh) stats_.kernelsReused++;
+  auto& use = used_[key];
+  use.first = it->second;
+  use.second++;
+}
+
+void ProgramBuilder::compilePending(KernelSource& source) {
+  if (pending_.empty()) return;
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<const Node*> nodes;
+  std::vector<std::string> keys;
+  for (const auto& [key, node] : pending_) keys.push_back(key), nodes.push_back(node);
+  KernelBatch batch = source.kernels(nodes, keys);
+  FRICTION_CHECK(batch.kernels.size() == nodes.size(), "cpu: the kernel source gave " +
+                                                           std::to_string(batch.kernels.size()) + " kernels for " +
+                                                           std::to_string(nodes.size()));
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    pendingEntries_[i]->code = std::move(batch.kernels[i]);
+    if (!pendingEntries_[i]->code.fn && pendingEntries_[i]->code.error.empty())
+      pendingEntries_[i]->code.error = "no kernel from " + source.describe();
+  }
+  (source.compiles() ? stats_.kernelsCompiled : stats_.kernelsLoaded) += int64_t(nodes.size());
+  stats_.phases += batch.times;
+  stats_.compileMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  pending_.clear();
+  pendingEntries_.clear();
+}
+
+void ProgramBuilder::demoteFailed(Program& p) {
+  for (Step& s : p.steps) {
+    if (s.kind == Step::Sub) demoteFailed(*s.sub);
+    if ((s.kind != Step::Compiled && s.kind != Step::Native) || !s.kernel || s.kernel->code.fn) continue;
+    s.kind = Step::Interp;
+    if (s.native) {
+      stats_.nativeCalls--;
+      stats_.nativeOps[s.native->describe()]--;
+      s.native.reset();
+    }
+    s.interpKernel = interp::KernelRegistry::instance().find(s.node->op());
+    stats_.kernelCalls--;
+    stats_.fallbackNodes++;
+    stats_.fallbackOps[s.node->op() + " (codegen failed)"]++;
+    lastError_ = s.kernel->code.error;
+  }
+}
+
+namespace {
+
+// True when every output of `p` is a buffer `p` allocated itself, never a
+// view of one of its inputs (the interpreter's Reshape & co. return views).
+bool freshOutputs(const Program& p) {
+  for (int o : p.outputSlots) {
+    const Step* producer = nullptr;
+    for (const Step& s : p.steps)
+      if (std::find(s.out.begin(), s.out.end(), o) != s.out.end()) producer = &s;
+    if (!producer || !(producer->kind == Step::Compiled || producer->kind == Step::Native ||
+                       (producer->kind == Step::Sub && freshOutputs(*producer->sub))))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// Gives the outputs plan-memory placed (graph metadata memory.*) their arena
+// slots: only single-output compiled/native steps, and only values whose
+// every consumer cannot hand a view of them past the slot's lifetime
+// (compiled/native steps, or regions whose outputs are fresh buffers).
+void ProgramBuilder::placeInArena(Program& p, const Graph& g) {
+  const auto& md = g.metadata();
+  auto values = md.find("memory.values"), offsets = md.find("memory.offsets"), bytes = md.find("memory.arena_bytes");
+  if (values == md.end() || offsets == md.end() || bytes == md.end()) return;
+  const auto& names = std::get<std::vector<std::string>>(values->second);
+  const auto& offs = std::get<std::vector<int64_t>>(offsets->second);
+  std::unordered_map<std::string, int64_t> offsetOf;
+  for (size_t i = 0; i < names.size() && i < offs.size(); ++i) offsetOf[names[i]] = offs[i];
+  std::vector<bool> eligible(size_t(p.numSlots), true);
+  for (int o : p.outputSlots) eligible[size_t(o)] = false;
+  for (const Step& s : p.steps)
+    if (s.kind == Step::Interp || (s.kind == Step::Sub && !freshOutputs(*s.sub)))
+      for (int in : s.in)
+        if (in >= 0) eligible[size_t(in)] = false;
+  int64_t arenaBytes = std::get<int64_t>(bytes->second);
+  for (Step& s : p.steps) {
+    if ((s.kind != Step::Compiled && s.kind != Step::Native) || s.out.size() != 1 || !eligible[size_t(s.out[0])])
+      continue;
+    auto it = offsetOf.find(s.node->output(0)->name());
+    const Value* v = s.node->output(0);
+    if (it == offsetOf.end() || v->dtype() != DType::F32 || !v->shape().isStatic()) continue;
+    int64_t size = *v->shape().numel() * int64_t(sizeof(float));
+    if (it->second < 0 || it->second + size > arenaBytes) continue;
+    s.arenaOffset = it->second;
+    stats_.arenaValues++;
+  }
+  if (stats_.arenaValues == 0) return;
+  p.arena = std::shared_ptr<void>(std::aligned_alloc(64, size_t((arenaBytes + 63) / 64 * 64)), std::free);
+  FRICTION_CHECK(p.arena != nullptr, "cpu: out of memory allocating the " + std::to_string(arenaBytes) + "-byte arena");
+  stats_.arenaBytes = arenaBytes;
+}
+
+void ProgramBuilder::finish(Program& p, const Graph& g) {
+  demoteFailed(p);
+  placeInArena(p, g);
+}
+
+std::unique_ptr<Program> ProgramBuilder::buildProgram(const Graph& g, KernelSource& source) {
+  auto program = build(g);
+  compilePending(source);
+  finish(*program, g);
+  stats_.kernels = kernelStats();
+  return program;
+}
+
+std::vector<KernelCompileStat> ProgramBuilder::kernelStats() const {
+  std::vector<KernelCompileStat> out;
+  for (const auto& [key, use] : used_) {
+    const KernelEntry& e = *use.first;
+    KernelCompileStat k{e.label, use.second};
+    if (e.code.timedAlone) k.buildMs = e.code.own.buildMs, k.lowerMs = e.code.own.lowerMs, k.jitMs = e.code.own.jitMs;
+    k.compiled = e.code.fn != nullptr;
+    out.push_back(k);
+  }
+  return out;
+}
+
+}  // namespace friction::codegen

@@ -1,0 +1,52 @@
+#include "codegen/Registration.h"
+
+#include <map>
+
+#include "codegen/CpuBackend.h"
+#include "codegen/aot/Artifact.h"
+#include "codegen/mlir/Codegen.h"
+#include "ir/Error.h"
+
+namespace friction::codegen {
+namespace {
+
+bool onOff(const std::string& key, const std::string& value) {
+  FRICTION_CHECK(value == "on" || value == "off", "backend cpu: " + key + " must be on or off, got '" + value + "'");
+  return value == "on";
+}
+
+std::string optionList() {
+  std::string stages;
+  for (const CodegenStage& s : codegenStages())
+    if (s.switchable) stages += std::string(s.name) + "=on|off, ";
+  return stages + "profile=on|off, compile=batch|each, dump=on|off, aot=FILE";
+}
+
+std::unique_ptr<Backend> makeCpuBackend(const std::map<std::string, std::string>& options) {
+  if (options.count("aot")) {  // an ahead-of-time artifact, compiled with its own options
+    FRICTION_CHECK(options.size() == 1, "backend cpu: aot=FILE takes no other option (the artifact fixed them)");
+    return createAotBackend(options.at("aot"));
+  }
+  CpuBackendOptions cpu;
+  for (const auto& [key, value] : options) {
+    if (key == "compile") {
+      FRICTION_CHECK(value == "batch" || value == "each",
+                     "backend cpu: compile must be batch or each, got '" + value + "'");
+      cpu.compileEach = value == "each";
+    } else if (key == "profile") {
+      cpu.profile = onOff(key, value);
+    } else if (key == "dump") {
+      cpu.codegen.dumpStages = onOff(key, value);
+    } else {
+      FRICTION_CHECK(isStage(key), "backend cpu: unknown option '" + key + "' (options: " + optionList() + ")");
+      cpu.codegen.set(key, onOff(key, value) ? "on" : "off");
+    }
+  }
+  return createCpuBackend(cpu, createJitSource(cpu.codegen, cpu.compileEach));
+}
+
+}  // namespace
+
+void registerCpuBackend() { registerBackend("cpu", makeCpuBackend); }
+
+}  // namespace friction::codegen

@@ -1,0 +1,23 @@
+// What the writer (Compile.cpp) and the loader (Artifact.cpp) of artifacts
+// agree on.
+#pragma once
+#include <chrono>
+#include <cstdint>
+
+#ifndef FRICTION_GIT_REVISION
+#define FRICTION_GIT_REVISION "unknown"
+#endif
+
+namespace friction::codegen {
+
+// Bumped whenever the artifact layout, the manifest, the kernel keys, the
+// kernel calling convention or the microkernel signatures change: an
+// artifact of another ABI is refused. 2: structural keys from ir/Structural.h,
+// codegen options as disabled stages.
+constexpr int64_t kArtifactAbi = 2;
+constexpr const char* kArtifactFormat = "friction-aot";
+
+using Clock = std::chrono::steady_clock;
+inline double msSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+}  // namespace friction::codegen

@@ -1,0 +1,63 @@
+// What the files of codegen/mlir/ share: the one MLIR context, diagnostics
+// collected into error messages, and the stage functions of the pipeline.
+#pragma once
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "codegen/CodegenOptions.h"
+#include "ir/Graph.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+
+namespace friction::codegen {
+
+// One context for the process (dialect loading is the slow part of setup);
+// `mu` serializes its use.
+struct MlirContext {
+  mlir::MLIRContext ctx;
+  std::mutex mu;
+  static MlirContext& get();
+
+ private:
+  MlirContext();
+};
+
+// Collects MLIR diagnostics for error messages while it lives.
+struct Diagnostics {
+  std::string text;
+  mlir::ScopedDiagnosticHandler handler;
+  explicit Diagnostics(mlir::MLIRContext& ctx);
+};
+
+std::string printOp(mlir::Operation* op);
+
+using Clock = std::chrono::steady_clock;
+inline double msSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// One func.func per node (KernelBuilder.cpp), named names[i].
+mlir::OwningOpRef<mlir::ModuleOp> buildModule(mlir::MLIRContext& ctx, const std::vector<const Node*>& nodes,
+                                              const std::vector<std::string>& names);
+
+// Runs the stages of codegen/CodegenStages.def that `options` enables, down
+// to the LLVM dialect (Pipeline.cpp); `observe` sees the module after each
+// ("built" first). Throws Error with MLIR's diagnostics when a stage fails.
+using StageObserver = std::function<void(const std::string& stage, mlir::ModuleOp module)>;
+void lowerToLlvmDialect(mlir::ModuleOp module, const CodegenOptions& options, const StageObserver& observe = nullptr);
+
+// The stage functions, one per entry of codegen/CodegenStages.def.
+#define FRICTION_CODEGEN_STAGE(fn, name, switchable, summary) void fn(mlir::ModuleOp module, const CodegenOptions& options);
+#include "codegen/CodegenStages.def"
+#undef FRICTION_CODEGEN_STAGE
+
+// LLVM O2, not O3, for JIT and AOT alike: on ResNet-50's 25 distinct kernels
+// O3's unrolling made basic blocks that cost 4.8 s in the machine scheduler
+// against 0.95 s, for no measurable run time (generated code is ~1% of it;
+// the microkernels do the rest).
+constexpr unsigned kLlvmOptLevel = 2;
+
+}  // namespace friction::codegen

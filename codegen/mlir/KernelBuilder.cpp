@@ -1,0 +1,384 @@
+// Builds kernels with MLIR's C++ builders: one func.func over tensors per
+// kernel view (codegen/KernelAnalysis.h), destination-passing style, with
+// `llvm.emit_c_interface` so it can be called through descriptors
+// (codegen/KernelAbi.h). Elementwise work is ONE linalg.generic whose
+// payload (class Payload) computes every node of the view per element;
+// contractions are named linalg ops (or a contraction generic) followed by
+// one generic applying the epilogue in place.
+#include <unordered_map>
+
+#include "codegen/KernelAnalysis.h"
+#include "codegen/mlir/Context.h"
+#include "ir/Error.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+
+namespace friction::codegen {
+namespace {
+
+mlir::RankedTensorType tensorType(mlir::OpBuilder& b, const std::vector<int64_t>& shape) {
+  return mlir::RankedTensorType::get(shape, b.getF32Type());
+}
+
+// The broadcasting indexing map of a value of shape `s` in `domain`.
+mlir::AffineMap broadcastMap(mlir::OpBuilder& b, const std::vector<int64_t>& s, const std::vector<int64_t>& domain) {
+  std::vector<mlir::AffineExpr> exprs;
+  size_t off = domain.size() - s.size();
+  for (size_t i = 0; i < s.size(); ++i)
+    exprs.push_back(s[i] == domain[i + off] ? b.getAffineDimExpr(unsigned(i + off)) : b.getAffineConstantExpr(0));
+  return mlir::AffineMap::get(unsigned(domain.size()), 0, exprs, b.getContext());
+}
+
+// Scalar code of the elementwise ops (f32) inside a linalg.generic body,
+// matching the interpreter's formulas: one emit function per op of
+// codegen/ScalarOps.def.
+class Payload {
+ public:
+  Payload(mlir::OpBuilder& b, mlir::Location l) : b(b), l(l) {}
+  std::unordered_map<const Value*, mlir::Value> scalars;
+
+  mlir::Value f32(double v) { return b.create<mlir::arith::ConstantOp>(l, b.getF32FloatAttr(float(v))); }
+  mlir::Value add(mlir::Value x, mlir::Value y) { return b.create<mlir::arith::AddFOp>(l, x, y); }
+  mlir::Value mul(mlir::Value x, mlir::Value y) { return b.create<mlir::arith::MulFOp>(l, x, y); }
+  mlir::Value div(mlir::Value x, mlir::Value y) { return b.create<mlir::arith::DivFOp>(l, x, y); }
+
+  // Computes node `n` from the scalars of its inputs.
+  void emit(const Node& n) {
+    using EmitFn = mlir::Value (Payload::*)(const Node&);
+    static const std::unordered_map<std::string, EmitFn> table = {
+#define FRICTION_SCALAR_OP(op, minInputs, maxInputs) {#op, &Payload::emit##op},
+#include "codegen/ScalarOps.def"
+#undef FRICTION_SCALAR_OP
+    };
+    auto it = table.find(n.op());
+    FRICTION_CHECK(it != table.end(), "codegen: no scalar lowering for " + n.op());
+    scalars[n.output(0)] = (this->*it->second)(n);
+  }
+
+ private:
+  mlir::Value in(const Node& n, size_t i) { return scalars.at(n.input(i)); }
+  mlir::Value cmp(mlir::arith::CmpFPredicate p, mlir::Value x, mlir::Value y) {
+    return b.create<mlir::arith::CmpFOp>(l, p, x, y);
+  }
+  mlir::Value select(mlir::Value c, mlir::Value x, mlir::Value y) { return b.create<mlir::arith::SelectOp>(l, c, x, y); }
+  // max/min as compare + select, NaN in x propagating like the interpreter's
+  // std::max(x, y): arith.maximumf lowers to llvm.maximum, which x86 expands
+  // into a long sequence that LLVM 19 does not vectorize well.
+  mlir::Value maximum(mlir::Value x, mlir::Value y) { return select(cmp(mlir::arith::CmpFPredicate::OLT, x, y), y, x); }
+  mlir::Value minimum(mlir::Value x, mlir::Value y) { return select(cmp(mlir::arith::CmpFPredicate::OLT, y, x), y, x); }
+  // y when y is NaN, else r (Max/Min propagate NaN from either side, like numpy).
+  mlir::Value nanFrom(mlir::Value y, mlir::Value r) { return select(cmp(mlir::arith::CmpFPredicate::UNO, y, y), y, r); }
+  mlir::Value clamp01(mlir::Value x) { return minimum(maximum(x, f32(0)), f32(1)); }
+  mlir::Value expm1(mlir::Value x) { return b.create<mlir::math::ExpM1Op>(l, x); }
+  float attr(const Node& n, const char* name, float def) { return n.attrFloat(name, def); }
+
+#define FRICTION_SCALAR_OP(op, minInputs, maxInputs) mlir::Value emit##op(const Node& n);
+#include "codegen/ScalarOps.def"
+#undef FRICTION_SCALAR_OP
+
+  mlir::OpBuilder& b;
+  mlir::Location l;
+};
+
+mlir::Value Payload::emitAdd(const Node& n) { return add(in(n, 0), in(n, 1)); }
+mlir::Value Payload::emitSub(const Node& n) { return b.create<mlir::arith::SubFOp>(l, in(n, 0), in(n, 1)); }
+mlir::Value Payload::emitMul(const Node& n) { return mul(in(n, 0), in(n, 1)); }
+mlir::Value Payload::emitDiv(const Node& n) { return div(in(n, 0), in(n, 1)); }
+mlir::Value Payload::emitPow(const Node& n) { return b.create<mlir::math::PowFOp>(l, in(n, 0), in(n, 1)); }
+mlir::Value Payload::emitMax(const Node& n) { return nanFrom(in(n, 1), maximum(in(n, 0), in(n, 1))); }
+mlir::Value Payload::emitMin(const Node& n) { return nanFrom(in(n, 1), minimum(in(n, 0), in(n, 1))); }
+mlir::Value Payload::emitNeg(const Node& n) { return b.create<mlir::arith::NegFOp>(l, in(n, 0)); }
+mlir::Value Payload::emitExp(const Node& n) { return b.create<mlir::math::ExpOp>(l, in(n, 0)); }
+mlir::Value Payload::emitLog(const Node& n) { return b.create<mlir::math::LogOp>(l, in(n, 0)); }
+mlir::Value Payload::emitSqrt(const Node& n) { return b.create<mlir::math::SqrtOp>(l, in(n, 0)); }
+mlir::Value Payload::emitAbs(const Node& n) { return b.create<mlir::math::AbsFOp>(l, in(n, 0)); }
+mlir::Value Payload::emitFloor(const Node& n) { return b.create<mlir::math::FloorOp>(l, in(n, 0)); }
+mlir::Value Payload::emitCeil(const Node& n) { return b.create<mlir::math::CeilOp>(l, in(n, 0)); }
+mlir::Value Payload::emitReciprocal(const Node& n) { return div(f32(1), in(n, 0)); }
+mlir::Value Payload::emitErf(const Node& n) { return b.create<mlir::math::ErfOp>(l, in(n, 0)); }
+mlir::Value Payload::emitIdentity(const Node& n) { return in(n, 0); }
+mlir::Value Payload::emitRelu(const Node& n) { return maximum(in(n, 0), f32(0)); }
+mlir::Value Payload::emitTanh(const Node& n) { return b.create<mlir::math::TanhOp>(l, in(n, 0)); }
+
+mlir::Value Payload::emitLeakyRelu(const Node& n) {
+  mlir::Value x = in(n, 0);
+  return select(cmp(mlir::arith::CmpFPredicate::OLT, x, f32(0)), mul(f32(attr(n, "alpha", 0.01f)), x), x);
+}
+
+mlir::Value Payload::emitSigmoid(const Node& n) {
+  // x >= 0 ? 1/(1+e^-x) : e^x/(1+e^x), as e = e^-|x|: no overflow.
+  mlir::Value x = in(n, 0);
+  mlir::Value e = b.create<mlir::math::ExpOp>(l, b.create<mlir::arith::NegFOp>(l, b.create<mlir::math::AbsFOp>(l, x)));
+  return div(select(cmp(mlir::arith::CmpFPredicate::OGE, x, f32(0)), f32(1), e), add(f32(1), e));
+}
+
+mlir::Value Payload::emitHardSigmoid(const Node& n) {
+  return clamp01(add(mul(f32(attr(n, "alpha", 0.2f)), in(n, 0)), f32(attr(n, "beta", 0.5f))));
+}
+
+mlir::Value Payload::emitHardSwish(const Node& n) {
+  mlir::Value x = in(n, 0);
+  return mul(x, clamp01(add(div(x, f32(6)), f32(0.5))));
+}
+
+mlir::Value Payload::emitElu(const Node& n) {
+  mlir::Value x = in(n, 0);
+  return select(cmp(mlir::arith::CmpFPredicate::OLT, x, f32(0)), mul(f32(attr(n, "alpha", 1.0f)), expm1(x)), x);
+}
+
+mlir::Value Payload::emitSelu(const Node& n) {
+  mlir::Value x = in(n, 0);
+  mlir::Value negative = mul(f32(attr(n, "alpha", 1.67326319217681884765625f)), expm1(x));
+  return mul(f32(attr(n, "gamma", 1.05070102214813232421875f)),
+             select(cmp(mlir::arith::CmpFPredicate::OGT, x, f32(0)), x, negative));
+}
+
+mlir::Value Payload::emitCelu(const Node& n) {
+  mlir::Value x = in(n, 0);
+  float alpha = attr(n, "alpha", 1.0f);
+  return select(cmp(mlir::arith::CmpFPredicate::OGT, x, f32(0)), x, mul(f32(alpha), expm1(div(x, f32(alpha)))));
+}
+
+mlir::Value Payload::emitSoftplus(const Node& n) {
+  // x + log1p(e^-x) for x > 0, log1p(e^x) otherwise: no overflow.
+  mlir::Value x = in(n, 0);
+  auto log1pExp = [&](mlir::Value v) {
+    return b.create<mlir::math::Log1pOp>(l, b.create<mlir::math::ExpOp>(l, v)).getResult();
+  };
+  mlir::Value positive = add(x, log1pExp(b.create<mlir::arith::NegFOp>(l, x)));
+  return select(cmp(mlir::arith::CmpFPredicate::OGT, x, f32(0)), positive, log1pExp(x));
+}
+
+mlir::Value Payload::emitSoftsign(const Node& n) {
+  mlir::Value x = in(n, 0);
+  return div(x, add(f32(1), b.create<mlir::math::AbsFOp>(l, x)));
+}
+
+mlir::Value Payload::emitThresholdedRelu(const Node& n) {
+  mlir::Value x = in(n, 0);
+  return select(cmp(mlir::arith::CmpFPredicate::OGT, x, f32(attr(n, "alpha", 1.0f))), x, f32(0));
+}
+
+mlir::Value Payload::emitClip(const Node& n) {
+  mlir::Value r = in(n, 0);
+  if (n.input(1)) r = maximum(r, in(n, 1));
+  if (n.input(2)) r = minimum(r, in(n, 2));
+  return r;
+}
+
+// Builds one kernel function.
+class KernelBuilder {
+ public:
+  KernelBuilder(mlir::OpBuilder& b, const KernelView& view) : b_(b), view_(view), loc_(b.getUnknownLoc()) {}
+
+  void build(const std::string& name) {
+    // Row-split kernels (KernelView::rowSplit) take dim 0 as a dynamic size where it spans the domain.
+    auto argType = [&](const Value* v, bool rows) {
+      std::vector<int64_t> shape = v->shape().staticDims();
+      if (rows) shape[0] = mlir::ShapedType::kDynamic;
+      return tensorType(b_, shape);
+    };
+    llvm::SmallVector<mlir::Type> argTypes, resultTypes;
+    for (size_t i = 0; i < view_.inputs.size(); ++i)
+      argTypes.push_back(argType(view_.inputs[i], view_.rowSplit && view_.rowInputs[i]));
+    for (const Value* v : view_.outputs) {
+      argTypes.push_back(argType(v, view_.rowSplit));
+      resultTypes.push_back(argType(v, view_.rowSplit));
+    }
+    auto fn = b_.create<mlir::func::FuncOp>(loc_, name, b_.getFunctionType(argTypes, resultTypes));
+    fn->setAttr("llvm.emit_c_interface", b_.getUnitAttr());
+    mlir::Block* entry = fn.addEntryBlock();
+    mlir::OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(entry);
+    for (size_t i = 0; i < view_.inputs.size(); ++i) args_[view_.inputs[i]] = entry->getArgument(unsigned(i));
+    llvm::SmallVector<mlir::Value> inits;
+    for (size_t i = 0; i < view_.outputs.size(); ++i)
+      inits.push_back(entry->getArgument(unsigned(view_.inputs.size() + i)));
+
+    std::vector<const Node*> elementwise(view_.nodes.begin(), view_.nodes.end());
+    llvm::SmallVector<mlir::Value> results;
+    if (view_.kind == KernelKind::Contraction) {
+      const Node& anchor = *view_.nodes.front();
+      elementwise.erase(elementwise.begin());
+      mlir::Value acc = contraction(anchor, inits[0]);
+      bool gemmPost = anchor.op() == "Gemm" && (anchor.input(2) || anchor.attrFloat("alpha", 1.0f) != 1.0f);
+      if (elementwise.empty() && !gemmPost) {
+        results.push_back(acc);
+      } else {
+        // The epilogue: one generic updating the accumulator in place.
+        results = generic(elementwise, {acc}, &anchor);
+      }
+    } else if (view_.kind == KernelKind::NativeEpilogue) {
+      // The anchor's result is already in the output buffer: update it in place.
+      elementwise.erase(elementwise.begin());
+      results = generic(elementwise, {inits[0]}, view_.nodes.front());
+    } else {
+      results = generic(elementwise, inits, nullptr);
+    }
+    b_.create<mlir::func::ReturnOp>(loc_, results);
+  }
+
+ private:
+  mlir::Value f32(double v) { return b_.create<mlir::arith::ConstantOp>(loc_, b_.getF32FloatAttr(float(v))); }
+
+  // The value with dims [0, r - keep) collapsed into one (identity when there is at most one).
+  mlir::Value collapseLeading(mlir::Value v, const std::vector<int64_t>& shape, size_t keep) {
+    if (shape.size() <= keep + 1) return v;
+    mlir::ReassociationIndices lead;
+    std::vector<int64_t> folded = {1};
+    for (size_t i = 0; i + keep < shape.size(); ++i) lead.push_back(int64_t(i)), folded[0] *= shape[i];
+    llvm::SmallVector<mlir::ReassociationIndices> re = {lead};
+    for (size_t i = shape.size() - keep; i < shape.size(); ++i) re.push_back({int64_t(i)}), folded.push_back(shape[i]);
+    return b_.create<mlir::tensor::CollapseShapeOp>(loc_, tensorType(b_, folded), v, re).getResult();
+  }
+  mlir::Value expandLeading(mlir::Value v, const std::vector<int64_t>& shape, size_t keep) {
+    if (shape.size() <= keep + 1) return v;
+    mlir::ReassociationIndices lead;
+    for (size_t i = 0; i + keep < shape.size(); ++i) lead.push_back(int64_t(i));
+    llvm::SmallVector<mlir::ReassociationIndices> re = {lead};
+    for (size_t i = shape.size() - keep; i < shape.size(); ++i) re.push_back({int64_t(i)});
+    return b_.create<mlir::tensor::ExpandShapeOp>(loc_, tensorType(b_, shape), v, re).getResult();
+  }
+
+  // C = A x B into `init` (zero-filled first), as a named linalg contraction
+  // where one fits (the `ukernels` stage turns those into microkernel calls),
+  // else as a contraction generic.
+  mlir::Value contraction(const Node& n, mlir::Value init) {
+    mlir::Value a = args_.at(n.input(0)), bm = args_.at(n.input(1));
+    std::vector<int64_t> as = n.input(0)->shape().staticDims(), bs = n.input(1)->shape().staticDims();
+    std::vector<int64_t> ys = n.output(0)->shape().staticDims();
+    auto zero = f32(0);
+    auto fill = [&](mlir::Value t) {
+      return b_.create<mlir::linalg::FillOp>(loc_, mlir::ValueRange{zero}, mlir::ValueRange{t}).getResult(0);
+    };
+    bool ta = n.op() == "Gemm" && n.attrInt("transA", 0) != 0;
+    bool tb = n.op() == "Gemm" && n.attrInt("transB", 0) != 0;
+    if (bs.size() == 2 && !(ta && tb)) {
+      // 2-D: Gemm (one operand may be transposed), or MatMul with A's batch dims folded into M.
+      llvm::SmallVector<mlir::Value> ins = {collapseLeading(a, as, 1), bm};
+      llvm::SmallVector<mlir::Value> outs = {fill(collapseLeading(init, ys, 1))};
+      mlir::Value mm =
+          ta ? b_.create<mlir::linalg::MatmulTransposeAOp>(loc_, ins, outs).getResult(0)
+          : tb ? b_.create<mlir::linalg::MatmulTransposeBOp>(loc_, ins, outs).getResult(0)
+               : b_.create<mlir::linalg::MatmulOp>(loc_, ins, outs).getResult(0);
+      return expandLeading(mm, ys, 1);
+    }
+    bool sameBatch = !ta && !tb && as.size() == bs.size() && as.size() >= 3 &&
+                     std::equal(as.begin(), as.end() - 2, bs.begin());
+    if (sameBatch) {
+      // Equal batch dims on both sides (attention): folded into one, batch_matmul.
+      llvm::SmallVector<mlir::Value> ins = {collapseLeading(a, as, 2), collapseLeading(bm, bs, 2)};
+      llvm::SmallVector<mlir::Value> outs = {fill(collapseLeading(init, ys, 2))};
+      return expandLeading(b_.create<mlir::linalg::BatchMatmulOp>(loc_, ins, outs).getResult(0), ys, 2);
+    }
+    auto filled = fill(init);
+    // General case: a contraction generic over (batch..., m, n, k) with broadcast batch dims.
+    size_t nb = ys.size() - 2;
+    unsigned nd = unsigned(nb + 3), m = unsigned(nb), nn = unsigned(nb + 1), k = unsigned(nb + 2);
+    auto operandMap = [&](const std::vector<int64_t>& s, bool transposed, bool isA) {
+      std::vector<mlir::AffineExpr> e;
+      size_t sb = s.size() - 2, off = nb - sb;
+      for (size_t i = 0; i < sb; ++i)
+        e.push_back(s[i] == ys[i + off] ? b_.getAffineDimExpr(unsigned(i + off)) : b_.getAffineConstantExpr(0));
+      unsigned r = isA ? m : k, c = isA ? k : nn;
+      if (transposed) std::swap(r, c);
+      e.push_back(b_.getAffineDimExpr(r));
+      e.push_back(b_.getAffineDimExpr(c));
+      return mlir::AffineMap::get(nd, 0, e, b_.getContext());
+    };
+    std::vector<mlir::AffineExpr> ye;
+    for (unsigned i = 0; i < nb + 2; ++i) ye.push_back(b_.getAffineDimExpr(i));
+    llvm::SmallVector<mlir::AffineMap> maps = {operandMap(as, ta, true), operandMap(bs, tb, false),
+                                               mlir::AffineMap::get(nd, 0, ye, b_.getContext())};
+    llvm::SmallVector<mlir::utils::IteratorType> iters(nd, mlir::utils::IteratorType::parallel);
+    iters[k] = mlir::utils::IteratorType::reduction;
+    return b_
+        .create<mlir::linalg::GenericOp>(
+            loc_, mlir::TypeRange{init.getType()}, mlir::ValueRange{a, bm}, mlir::ValueRange{filled}, maps, iters,
+            [&](mlir::OpBuilder& nb2, mlir::Location l, mlir::ValueRange x) {
+              auto p = nb2.create<mlir::arith::MulFOp>(l, x[0], x[1]);
+              auto s = nb2.create<mlir::arith::AddFOp>(l, x[2], p);
+              nb2.create<mlir::linalg::YieldOp>(l, mlir::ValueRange{s});
+            })
+        .getResult(0);
+  }
+
+  // One linalg.generic over the domain computing `nodes` per element. With an
+  // `anchor`, the single output is the anchor's accumulator, updated in place.
+  llvm::SmallVector<mlir::Value> generic(const std::vector<const Node*>& nodes, llvm::SmallVector<mlir::Value> outs,
+                                         const Node* anchor) {
+    // Generic inputs: kernel arguments read by the elementwise part.
+    std::vector<const Value*> ins;
+    auto use = [&](const Value* v) {
+      if (v && args_.count(v) && std::find(ins.begin(), ins.end(), v) == ins.end()) ins.push_back(v);
+    };
+    for (const Node* n : nodes)
+      for (const Value* v : n->inputs()) use(v);
+    if (anchor && anchor->op() == "Gemm" && anchor->input(2)) use(anchor->input(2));
+    const auto& domain = view_.domain;
+    llvm::SmallVector<mlir::Value> inValues;
+    llvm::SmallVector<mlir::AffineMap> maps;
+    for (const Value* v : ins) {
+      inValues.push_back(args_.at(v));
+      maps.push_back(broadcastMap(b_, v->shape().staticDims(), domain));
+    }
+    for (size_t i = 0; i < outs.size(); ++i) maps.push_back(b_.getMultiDimIdentityMap(unsigned(domain.size())));
+    llvm::SmallVector<mlir::utils::IteratorType> iters(domain.size(), mlir::utils::IteratorType::parallel);
+    llvm::SmallVector<mlir::Type> types;
+    for (auto o : outs) types.push_back(o.getType());
+    auto op = b_.create<mlir::linalg::GenericOp>(
+        loc_, types, inValues, outs, maps, iters, [&](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange x) {
+          Payload p(pb, l);
+          for (size_t i = 0; i < ins.size(); ++i) p.scalars[ins[i]] = x[i];
+          if (anchor) {
+            mlir::Value acc = x[ins.size()];
+            if (anchor->op() == "Gemm") {
+              float alpha = anchor->attrFloat("alpha", 1.0f), beta = anchor->attrFloat("beta", 1.0f);
+              if (alpha != 1.0f) acc = p.mul(p.f32(alpha), acc);
+              if (const Value* c = anchor->input(2)) {
+                mlir::Value cv = p.scalars.at(c);
+                if (beta != 1.0f) cv = p.mul(p.f32(beta), cv);
+                acc = pb.create<mlir::arith::AddFOp>(l, acc, cv);
+              }
+            }
+            p.scalars[anchor->output(0)] = acc;
+          }
+          for (const Node* n : nodes) p.emit(*n);
+          llvm::SmallVector<mlir::Value> yields;
+          if (anchor)
+            yields.push_back(p.scalars.at(nodes.empty() ? anchor->output(0) : view_.outputs[0]));
+          else
+            for (const Value* v : view_.outputs) yields.push_back(p.scalars.at(v));
+          pb.create<mlir::linalg::YieldOp>(l, yields);
+        });
+    return llvm::SmallVector<mlir::Value>(op.getResults().begin(), op.getResults().end());
+  }
+
+  mlir::OpBuilder& b_;
+  const KernelView& view_;
+  mlir::Location loc_;
+  std::unordered_map<const Value*, mlir::Value> args_;
+};
+
+}  // namespace
+
+mlir::OwningOpRef<mlir::ModuleOp> buildModule(mlir::MLIRContext& ctx, const std::vector<const Node*>& nodes,
+                                              const std::vector<std::string>& names) {
+  FRICTION_CHECK(nodes.size() == names.size(), "codegen: one name per kernel");
+  mlir::OpBuilder b(&ctx);
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(b.getUnknownLoc());
+  b.setInsertionPointToEnd(module->getBody());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    std::string why;
+    auto view = analyzeKernel(*nodes[i], &why);
+    FRICTION_CHECK(view, "codegen: " + nodes[i]->describe() + " is not a kernel: " + why);
+    KernelBuilder(b, *view).build(names[i]);
+  }
+  return module;
+}
+
+}  // namespace friction::codegen

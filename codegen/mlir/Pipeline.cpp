@@ -1,0 +1,152 @@
+// The pipeline of codegen/CodegenStages.def: one function per stage, run in
+// table order, switchable stages skipped when the options turn them off.
+#include <iostream>
+
+#include "codegen/mlir/Context.h"
+#include "ir/Error.h"
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace friction::codegen {
+namespace {
+
+// Runs the passes `add` puts into a module-level pass manager.
+void runPasses(mlir::ModuleOp module, const char* stage, const std::function<void(mlir::PassManager&)>& add) {
+  Diagnostics diags(*module.getContext());
+  mlir::PassManager pm(module.getContext());
+  add(pm);
+  FRICTION_CHECK(mlir::succeeded(pm.run(module)), std::string("codegen: stage '") + stage + "' failed:\n" + diags.text);
+}
+
+}  // namespace
+
+// Loop order for the naive-loops path: convert-linalg-to-loops nests loops in
+// iteration-dim order, and a matmul's (m, n, k) puts the reduction innermost
+// with a strided walk down B's column. Generalizing the named contractions and
+// interchanging to (m, k, n) makes the innermost loop a contiguous
+// c[m, :] += a[m, k] * b[k, :] that LLVM's loop vectorizer handles.
+// With microkernels on, the named ops are left for the `ukernels` stage.
+void interchangeContractions(mlir::ModuleOp module, const CodegenOptions& options) {
+  const bool namedToo = !options.ukernels();
+  llvm::SmallVector<mlir::linalg::LinalgOp> contractions;
+  module.walk([&](mlir::linalg::LinalgOp op) {
+    if ((namedToo && mlir::isa<mlir::linalg::MatmulOp, mlir::linalg::BatchMatmulOp>(op.getOperation())) ||
+        (mlir::isa<mlir::linalg::GenericOp>(op.getOperation()) && op.getNumReductionLoops() == 1 &&
+         op.getNumLoops() >= 3 && op.getIteratorTypesArray().back() == mlir::utils::IteratorType::reduction))
+      contractions.push_back(op);
+  });
+  mlir::IRRewriter rewriter(module.getContext());
+  for (mlir::linalg::LinalgOp op : contractions) {
+    rewriter.setInsertionPoint(op);
+    mlir::linalg::GenericOp generic;
+    if (auto g = mlir::dyn_cast<mlir::linalg::GenericOp>(op.getOperation())) {
+      generic = g;
+    } else {
+      auto gen = mlir::linalg::generalizeNamedOp(rewriter, op);
+      if (mlir::failed(gen)) continue;
+      generic = *gen;
+    }
+    unsigned n = generic.getNumLoops();
+    // Only when B is read along n (row-major [k, n]); a transposed B ([n, k],
+    // Gemm transB) is already contiguous along k with the reduction innermost.
+    mlir::AffineMap bMap = generic.getIndexingMapsArray()[1];
+    if (bMap.getNumResults() == 0 || bMap.getResults().back() != rewriter.getAffineDimExpr(n - 2)) continue;
+    llvm::SmallVector<unsigned> perm;
+    for (unsigned i = 0; i + 2 < n; ++i) perm.push_back(i);
+    perm.push_back(n - 1);  // k
+    perm.push_back(n - 2);  // n
+    (void)mlir::linalg::interchangeGenericOp(rewriter, generic, perm);
+  }
+}
+
+void bufferize(mlir::ModuleOp module, const CodegenOptions&) {
+  runPasses(module, "bufferize", [](mlir::PassManager& pm) {
+    mlir::bufferization::OneShotBufferizationOptions o;
+    o.bufferizeFunctionBoundaries = true;
+    o.setFunctionBoundaryTypeConversion(mlir::bufferization::LayoutMapOption::IdentityLayoutMap);
+    pm.addPass(mlir::bufferization::createOneShotBufferizePass(o));
+    // Folds expand_shape(collapse_shape(arg)) back to arg, so results become recognizably equivalent.
+    pm.addPass(mlir::createCanonicalizerPass());
+    pm.addPass(mlir::bufferization::createDropEquivalentBufferResultsPass());
+  });
+  // The caller's buffers are the outputs: a function still returning one would leak or copy.
+  for (auto fn : module.getOps<mlir::func::FuncOp>())
+    FRICTION_CHECK(fn.getNumResults() == 0 || fn.isDeclaration(),
+                   "codegen: bufferization did not write " + fn.getName().str() + "'s results in place");
+}
+
+void convertToLoops(mlir::ModuleOp module, const CodegenOptions&) {
+  runPasses(module, "loops",
+            [](mlir::PassManager& pm) { pm.addNestedPass<mlir::func::FuncOp>(mlir::createConvertLinalgToLoopsPass()); });
+}
+
+// A scalar erff per element was ~15 ns: 100 ms of ViT-B's run at batch 1.
+void approximateMath(mlir::ModuleOp module, const CodegenOptions&) {
+  mlir::RewritePatternSet patterns(module.getContext());
+  mlir::populateMathPolynomialApproximationPatterns(patterns);
+  FRICTION_CHECK(mlir::succeeded(mlir::applyPatternsAndFoldGreedily(module, std::move(patterns))),
+                 "codegen: math approximation did not converge");
+}
+
+void lowerToLlvm(mlir::ModuleOp module, const CodegenOptions&) {
+  runPasses(module, "llvm", [](mlir::PassManager& pm) {
+    pm.addPass(mlir::createConvertSCFToCFPass());
+    pm.addPass(mlir::memref::createExpandStridedMetadataPass());
+    pm.addPass(mlir::createLowerAffinePass());
+    pm.addPass(mlir::createConvertMathToLLVMPass());
+    pm.addPass(mlir::createConvertMathToLibmPass());
+    pm.addPass(mlir::createFinalizeMemRefToLLVMConversionPass());
+    pm.addPass(mlir::createArithToLLVMConversionPass());
+    pm.addPass(mlir::createConvertFuncToLLVMPass());
+    pm.addPass(mlir::createConvertControlFlowToLLVMPass());
+    pm.addPass(mlir::createReconcileUnrealizedCastsPass());
+  });
+}
+
+void lowerToLlvmDialect(mlir::ModuleOp module, const CodegenOptions& options, const StageObserver& observe) {
+  struct Stage {
+    const char* name;
+    bool switchable;
+    void (*run)(mlir::ModuleOp, const CodegenOptions&);
+  };
+  static const Stage kStages[] = {
+#define FRICTION_CODEGEN_STAGE(fn, name, switchable, summary) {name, switchable, &fn},
+#include "codegen/CodegenStages.def"
+#undef FRICTION_CODEGEN_STAGE
+  };
+  auto after = [&](const char* stage) {
+    if (observe) observe(stage, module);
+    if (options.dumpStages) std::cerr << "// ----- codegen stage: " << stage << " -----\n" << printOp(module) << "\n";
+  };
+  auto verify = [&](const char* stage) {
+    Diagnostics diags(*module.getContext());
+    FRICTION_CHECK(mlir::succeeded(mlir::verify(module)),
+                   std::string("codegen: the module does not verify after '") + stage + "':\n" + diags.text);
+  };
+  verify("built");
+  after("built");
+  for (const Stage& s : kStages) {
+    if (s.switchable && !options.enabled(s.name)) continue;
+    s.run(module, options);
+    verify(s.name);
+    after(s.name);
+  }
+}
+
+}  // namespace friction::codegen
