@@ -24,7 +24,7 @@ void registerIreeBackend();
 void registerTvmBackend();
 void registerTensorrtBackend();  // needs a CUDA GPU and TensorRT at run time only
 #ifdef FRICTION_HAVE_ONEDNN
-void registerOnednnBackend();  // OnednnBackend.cpp, built when CMake finds oneDNN
+void registerOnednnBackend();  // onednn/Backend.cpp, built when CMake finds oneDNN
 #endif
 
 // Registers every bridge built into this binary.

@@ -19,7 +19,7 @@
 #include "runtime/Inputs.h"
 #include "runtime/interp/Interpreter.h"
 #include "vendor_bridge/Bridges.h"
-#include "vendor_bridge/OnednnBackend.h"
+#include "vendor_bridge/onednn/OnednnBackend.h"
 #include "tests/codegen/BackendTestUtil.h"
 
 namespace friction {
