@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
 MODEL=${MODEL:-"zoo:resnet?depth=4&width=32&resolution=64"}
-BACKEND=${BACKEND:-interp}   # the compiled cpu backend replaces interp once it lands
+BACKEND=${BACKEND:-interp}   # the reference interpreter; BACKEND=cpu ablates the compiled backend
 BATCHES=${BATCHES:-1,4}
 mkdir -p out
 rm -f out/results.db out/results.db-wal out/results.db-shm   # each demo run measures afresh

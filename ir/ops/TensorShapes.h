@@ -1,6 +1,6 @@
 // Shape arithmetic of the tensor (data movement) ops, shared by shape
 // inference (ir/ops/TensorOps.cpp) and the interpreter's kernels
-// (runtime/interp/kernels/TensorKernels.cpp) so both agree by construction.
+// (runtime/interp/kernels/ShapeKernels.cpp, IndexKernels.cpp) so both agree by construction.
 // Functions throw Error without naming the node; callers add that.
 #pragma once
 #include <cstdint>

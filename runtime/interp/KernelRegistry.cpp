@@ -8,8 +8,13 @@ const KernelRegistry& KernelRegistry::instance() {
   static const KernelRegistry registry = [] {
     KernelRegistry r;
     registerElementwiseKernels(r);
-    registerNnKernels(r);
-    registerTensorKernels(r);
+    registerConvKernels(r);
+    registerMatMulKernels(r);
+    registerNormKernels(r);
+    registerPoolKernels(r);
+    registerReductionKernels(r);
+    registerShapeKernels(r);
+    registerIndexKernels(r);
     registerRegionKernels(r);
     return r;
   }();

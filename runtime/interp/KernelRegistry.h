@@ -25,9 +25,15 @@ class KernelRegistry {
   std::map<std::string, Kernel> kernels_;
 };
 
+// One registration function per op family, one family per file of runtime/interp/kernels/.
 void registerElementwiseKernels(KernelRegistry& r);
-void registerNnKernels(KernelRegistry& r);
-void registerTensorKernels(KernelRegistry& r);
+void registerConvKernels(KernelRegistry& r);
+void registerMatMulKernels(KernelRegistry& r);
+void registerNormKernels(KernelRegistry& r);
+void registerPoolKernels(KernelRegistry& r);
+void registerReductionKernels(KernelRegistry& r);
+void registerShapeKernels(KernelRegistry& r);
+void registerIndexKernels(KernelRegistry& r);
 void registerRegionKernels(KernelRegistry& r);
 
 }  // namespace friction::interp

@@ -219,6 +219,15 @@ expect_ok agreement-within-band "1\.000  \[0\.990, 1\.010\] +agrees within 5%" -
 expect_ok agreement-outside-band "\[1\.190, 1\.210\] +differs by more than 5%" -- python3 "$PAIRED" x "120 121 119 120 120 120 121 119" "100 100 100 100 100 100 100 100" ""
 expect_ok agreement-straddles-band "\[0\.900, 1\.100\] +inconclusive  \(rounds" -- python3 "$PAIRED" x "90 100 110 105 95 100 100 102" "100 100 100 100 100 100 100 100" ""
 expect_ok agreement-too-few-rounds "n/a .*needs >= 6 rounds" -- python3 "$PAIRED" x "100 100 100 100 100" "100 100 100 100 100" ""
+# benchmarks/e2e_vs_ort.sh's table: medians of per-round ratios over 6 rounds, with their intervals.
+E2E_SAMPLES=$(mktemp)
+for r in 0 1 2 3 4 5; do
+  printf '%s\tresnet50\t1\tcpu\t%s\n%s\tresnet50\t1\tort\t10\n%s\tresnet50\t1\tbaseline\t%s\n' \
+    "$r" "$((11 + r % 2))" "$r" "$r" "$((12 + r % 2))" >> "$E2E_SAMPLES"
+done
+expect_ok e2e-summary "resnet50 +1 +11\.50  1\.150 +\[1\.100, 1\.200\] +0\.920 +\[0\.917, 0\.923\]" -- \
+  python3 "$(dirname "$0")/../../benchmarks/report/e2e_summary.py" "$E2E_SAMPLES"
+rm -f "$E2E_SAMPLES"
 
 # The tensorrt bridge needs a CUDA GPU and TensorRT (kept out of requirements-vendors.txt: see
 # docs/vendor-mapping.md); without them it is compile-checked only and says clearly what is missing.

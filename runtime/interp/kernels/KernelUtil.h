@@ -2,10 +2,12 @@
 // upcasting, strides and broadcasting index maps.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "ir/Error.h"
 #include "ir/Graph.h"
+#include "runtime/interp/KernelRegistry.h"
 
 namespace friction::interp {
 
@@ -71,5 +73,63 @@ std::vector<int64_t> broadcastIndexMap(const std::vector<int64_t>& outShape, con
 
 // Normalizes a possibly negative axis; throws Error naming the node when out of range.
 int64_t normalizeAxis(const Node& node, int64_t axis, int64_t rank);
+
+// Tensors in, tensors out: a kernel's signature.
+using Tensors = std::vector<Tensor>;
+
+// Arithmetic dtypes (numeric without Bool).
+template <typename Fn>
+auto dispatchArith(DType t, Fn&& fn) {
+  if (t == DType::Bool) throw Error("dtype bool is not supported by this kernel");
+  return dispatchNumeric(t, [&](auto tag) {
+    if constexpr (std::is_same_v<decltype(tag), bool>) return fn(int8_t{});  // unreachable
+    else return fn(tag);
+  });
+}
+
+// Wraps f(tag, node, inputs) as a kernel over float/double (halves upcast).
+template <typename F>
+Kernel floatKernel(F f) {
+  return [f](const Node& node, const Tensors& in) {
+    return upcastHalf(node, in, [&](const Node& n, const Tensors& up) {
+      return dispatchFloat(up[0].dtype(), [&](auto tag) { return f(tag, n, up); });
+    });
+  };
+}
+// Same over every arithmetic dtype.
+template <typename F>
+Kernel arithKernel(F f) {
+  return [f](const Node& node, const Tensors& in) {
+    return upcastHalf(node, in, [&](const Node& n, const Tensors& up) {
+      return dispatchArith(up[0].dtype(), [&](auto tag) { return f(tag, n, up); });
+    });
+  };
+}
+
+inline int64_t product(const std::vector<int64_t>& v, size_t from = 0) {
+  int64_t p = 1;
+  for (size_t i = from; i < v.size(); ++i) p *= v[i];
+  return p;
+}
+
+// Calls fn(base, stride, len) for every 1-D lane along `axis`.
+template <typename Fn>
+void forEachLane(const std::vector<int64_t>& shape, int64_t axis, Fn fn) {
+  int64_t outer = product(std::vector<int64_t>(shape.begin(), shape.begin() + axis));
+  int64_t len = shape.empty() ? 1 : shape[size_t(axis)], inner = product(shape, size_t(axis) + 1);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) fn(o * len * inner + i, inner, len);
+}
+
+// The spatial dims of an N, C, spatial... shape.
+inline std::vector<int64_t> spatialOf(const std::vector<int64_t>& shape) { return {shape.begin() + 2, shape.end()}; }
+
+// Multi-index of row-major flat index `flat` in `shape`.
+inline void unravel(int64_t flat, const std::vector<int64_t>& shape, std::vector<int64_t>& idx) {
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+}
 
 }  // namespace friction::interp

@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""The table of benchmarks/e2e_vs_ort.sh: per cell (model, batch), friction cpu's median latency and the
+median of its per-round ratios to ONNX Runtime (and to a baseline friction build, when measured), each
+with the order-statistic 95% interval of paired_ratio.py.
+Usage: e2e_summary.py SAMPLES.tsv   (rows: round, model, batch, executor, median_ms)
+"""
+import collections
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from paired_ratio import median_ci  # noqa: E402
+
+
+def ratio_cell(ratios):
+    ci = median_ci(ratios)
+    interval = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "[n<6]"
+    return f"{statistics.median(ratios):6.3f} {interval:>16}"
+
+
+def main(path):
+    ms = collections.defaultdict(dict)  # (model, batch) -> {(round, executor): ms}
+    for line in open(path):
+        r, model, batch, executor, value = line.split()
+        ms[(model, int(batch))][(int(r), executor)] = float(value)
+    baseline = any(e == "baseline" for cell in ms.values() for (_, e) in cell)
+    header = f"{'model':<12} {'batch':>5} {'cpu ms':>9} {'cpu/ort (95% CI)':>24}"
+    if baseline:
+        header += f" {'cpu/baseline (95% CI)':>24}"
+    print(header)
+    for (model, batch), cell in ms.items():
+        rounds = sorted({r for (r, _) in cell})
+        cpu = [cell[(r, "cpu")] for r in rounds]
+        row = f"{model:<12} {batch:>5} {statistics.median(cpu):9.2f} "
+        row += ratio_cell([cell[(r, "cpu")] / cell[(r, "ort")] for r in rounds])
+        if baseline:
+            row += " " + ratio_cell([cell[(r, "cpu")] / cell[(r, "baseline")] for r in rounds])
+        print(row)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
