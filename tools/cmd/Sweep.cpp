@@ -19,6 +19,7 @@
 
 #include "benchmarks/ResultsStore.h"
 #include "ir/Error.h"
+#include "ir/Spec.h"
 #include "runtime/Backend.h"
 #include "tools/cmd/Commands.h"
 #include "tools/cmd/Common.h"
@@ -119,17 +120,19 @@ void sweep(const SweepArgs& a) {
   mo.seed = uint64_t(spec["seed"].value_or(int64_t(0)));
   mo.checkOutputs = spec["check"].value_or(true);
 
-  // Zoo models get each depth as a knob; files are taken as they are.
+  // Zoo models get each depth as their last knob (replacing a depth they have); files are taken as they are.
   std::vector<std::string> expanded;
   for (const auto& m : models) {
     if (depths.empty() || m.rfind("zoo:", 0) != 0) {
       expanded.push_back(m);
       continue;
     }
+    Spec base = Spec::parse(m, "model");
+    base.erase("depth");
     for (int64_t d : depths) {
-      std::string base = std::regex_replace(m, std::regex("([?&])depth=[0-9]+&?"), "$1");
-      if (!base.empty() && (base.back() == '&' || base.back() == '?')) base.pop_back();
-      expanded.push_back(base + (base.find('?') == std::string::npos ? "?" : "&") + "depth=" + std::to_string(d));
+      Spec deep = base;
+      deep.set("depth", std::to_string(d));
+      expanded.push_back(deep.print());
     }
   }
   for (const auto& c : configs) buildPipeline(parseConfig(c));  // reject bad configurations before measuring
