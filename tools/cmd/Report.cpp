@@ -6,7 +6,6 @@
 // needs (docs/study.md).
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -20,6 +19,7 @@
 #include "benchmarks/metrics/Ranking.h"
 #include "benchmarks/metrics/Scaling.h"
 #include "ir/Error.h"
+#include "ir/Shell.h"
 #include "tools/cmd/Commands.h"
 #include "tools/cmd/Common.h"
 
@@ -316,9 +316,9 @@ void report(const ReportArgs& a) {
   writeCsv(cells, csvPath);
   std::string python = std::string(FRICTION_SOURCE_DIR) + "/.venv/bin/python";
   FRICTION_CHECK(fs::exists(python), "report needs matplotlib in the project venv: run scripts/setup.sh");
-  std::string cmd = "'" + python + "' '" + FRICTION_SOURCE_DIR + "/benchmarks/report/render_report.py' '" +
-                    jsonPath.string() + "' '" + out.string() + "'";
-  FRICTION_CHECK(std::system(cmd.c_str()) == 0, "rendering the report failed (" + cmd + ")");
+  std::vector<std::string> render = {python, std::string(FRICTION_SOURCE_DIR) + "/benchmarks/report/render_report.py",
+                                      jsonPath.string(), out.string()};
+  FRICTION_CHECK(runCommand(render) == 0, "rendering the report failed (" + shellCommand(render) + ")");
   std::cout << "wrote " << out.string() << " (data: " << jsonPath.string() << ", " << csvPath.string() << ")\n";
 }
 
