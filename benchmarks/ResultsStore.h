@@ -32,6 +32,9 @@ struct CellRecord {
   int64_t batch = 1;
   std::string configJson;  // the full configuration
   Measurement m;
+  // The cell key: experiment|modelHash|backend|batch|passes|t<threads>, with the thread count asked for (0:
+  // the default), not the one measured. Stored databases are resumed by it: keep the format.
+  std::string key(int threads) const;
 };
 
 // A pass's attributed latency for one model/backend/batch ("loo", "aoi",

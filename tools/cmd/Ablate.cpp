@@ -57,8 +57,7 @@ class Ablation {
     bench::CellRecord r;
     r.experiment = "ablate:" + a_.mode;
     r.model = a_.model, r.modelHash = hash_, r.backend = mo.backend, r.batch = batch_, r.passes = enabled;
-    r.cellKey = r.experiment + "|" + hash_ + "|" + r.backend + "|" + std::to_string(batch_) + "|" + enabled + "|t" +
-                std::to_string(a_.measure.threads);
+    r.cellKey = r.key(a_.measure.threads);
     auto t0 = std::chrono::steady_clock::now();
     bool cached = a_.resume && store_.hasCell(r.cellKey);
     if (cached) {

@@ -190,8 +190,7 @@ void sweep(const SweepArgs& a) {
     r.model = c.model, r.backend = c.backend, r.batch = c.batch, r.modelHash = bench::modelHash(*ref);
     for (const PassInfo* p : buildPipeline(po))
       r.passes += (r.passes.empty() ? "" : ",") + p->name;
-    r.cellKey = r.experiment + "|" + r.modelHash + "|" + r.backend + "|" + std::to_string(r.batch) + "|" + r.passes +
-                "|t" + std::to_string(mo.threads);
+    r.cellKey = r.key(mo.threads);
     if (a.resume && store.hasCell(r.cellKey)) {
       skipped++;
       continue;
