@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "benchmarks/Protocol.h"
+#include "passes/PassManager.h"
 
 struct sqlite3;
 
@@ -74,6 +75,9 @@ class ResultsStore {
   sqlite3* db_ = nullptr;
   std::string path_;
 };
+
+// CellRecord::passes of a pipeline: the names of the passes it runs, comma-separated, in order.
+std::string enabledPasses(const PipelineOptions& options);
 
 // A stable 64-bit hash of a graph: structure, types, attributes and weights (hex).
 std::string modelHash(const Graph& g);

@@ -27,9 +27,7 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   std::string db = (dir / "store.db").string();
   std::vector<std::string> configs = {""};
-  std::string all;
-  for (const PassInfo* p : buildPipeline({})) all += (all.empty() ? "" : ",") + p->name;
-  configs.push_back(all);
+  configs.push_back(bench::enabledPasses({}));
   for (const auto& p : allPasses()) {  // leave-one-out configurations
     std::string c;
     for (const auto& q : allPasses())

@@ -40,8 +40,7 @@ class ReportExecutors : public ::testing::Test {
       GTEST_SKIP() << "the report renderer needs the project venv (scripts/setup.sh)";
     dir_ = fs::temp_directory_path() / ("friction_report_test_" + std::to_string(::getpid()));
     fs::create_directories(dir_);
-    std::string def;
-    for (const PassInfo* p : buildPipeline({})) def += (def.empty() ? "" : ",") + p->name;
+    std::string def = bench::enabledPasses({});
     // cpu all-off ranks mlp before vit; ORT (all its optimizations) the other way round; cpu default keeps
     // cpu all-off's order. Gaps of 2x or more against 0.1% noise: every ordering is significant.
     execs_ = {{"cpu", "", 0.5, {{"mlp", {1, 0.5}}, {"vit", {2, 1}}}},

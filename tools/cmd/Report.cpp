@@ -31,12 +31,6 @@ namespace {
 using nlohmann::json;
 using Cells = std::vector<bench::CellRecord>;
 
-std::string defaultPipeline() {
-  std::string s;
-  for (const PassInfo* p : buildPipeline({})) s += (s.empty() ? "" : ",") + p->name;
-  return s;
-}
-
 // "all-off", "default", or the difference from the default ("-fuse-epilogues").
 std::string configLabel(const std::string& passes, const std::string& def) {
   if (passes.empty()) return "all-off";
@@ -63,7 +57,7 @@ DepthVariant depthVariant(const std::string& model) {
 // pass sets over up to millions of cells, and a regex or configLabel costs microseconds a call.
 class CellLabels {
  public:
-  const std::string def = defaultPipeline();
+  const std::string def = bench::enabledPasses({});
   const std::string& config(const std::string& passes) {
     return memo(configs_, passes, [&] { return configLabel(passes, def); });
   }

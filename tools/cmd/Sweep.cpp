@@ -188,8 +188,7 @@ void sweep(const SweepArgs& a) {
     bench::CellRecord r;
     r.experiment = "sweep:" + name;
     r.model = c.model, r.backend = c.backend, r.batch = c.batch, r.modelHash = bench::modelHash(*ref);
-    for (const PassInfo* p : buildPipeline(po))
-      r.passes += (r.passes.empty() ? "" : ",") + p->name;
+    r.passes = bench::enabledPasses(po);
     r.cellKey = r.key(mo.threads);
     if (a.resume && store.hasCell(r.cellKey)) {
       skipped++;
