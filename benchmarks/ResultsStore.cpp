@@ -119,6 +119,17 @@ void ResultsStore::exec(const std::string& sql) const {
   }
 }
 
+std::string enabledPasses(const PipelineOptions& options) {
+  std::string r;
+  for (const PassInfo* p : buildPipeline(options)) r += (r.empty() ? "" : ",") + p->name;
+  return r;
+}
+
+std::string CellRecord::key(int threads) const {
+  return experiment + "|" + modelHash + "|" + backend + "|" + std::to_string(batch) + "|" + passes + "|t" +
+         std::to_string(threads);
+}
+
 bool ResultsStore::hasCell(const std::string& cellKey) const {
   Stmt q(db_, "SELECT 1 FROM measurements WHERE cell_key = ?");
   q.text(1, cellKey);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "benchmarks/Protocol.h"
+#include "passes/PassManager.h"
 
 struct sqlite3;
 
@@ -32,6 +33,9 @@ struct CellRecord {
   int64_t batch = 1;
   std::string configJson;  // the full configuration
   Measurement m;
+  // The cell key: experiment|modelHash|backend|batch|passes|t<threads>, with the thread count asked for (0:
+  // the default), not the one measured. Stored databases are resumed by it: keep the format.
+  std::string key(int threads) const;
 };
 
 // A pass's attributed latency for one model/backend/batch ("loo", "aoi",
@@ -71,6 +75,9 @@ class ResultsStore {
   sqlite3* db_ = nullptr;
   std::string path_;
 };
+
+// CellRecord::passes of a pipeline: the names of the passes it runs, comma-separated, in order.
+std::string enabledPasses(const PipelineOptions& options);
 
 // A stable 64-bit hash of a graph: structure, types, attributes and weights (hex).
 std::string modelHash(const Graph& g);

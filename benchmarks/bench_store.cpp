@@ -12,6 +12,7 @@
 #include <string>
 
 #include "benchmarks/ResultsStore.h"
+#include "ir/Shell.h"
 #include "passes/PassManager.h"
 
 using namespace friction;
@@ -26,9 +27,7 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   std::string db = (dir / "store.db").string();
   std::vector<std::string> configs = {""};
-  std::string all;
-  for (const PassInfo* p : buildPipeline({})) all += (all.empty() ? "" : ",") + p->name;
-  configs.push_back(all);
+  configs.push_back(bench::enabledPasses({}));
   for (const auto& p : allPasses()) {  // leave-one-out configurations
     std::string c;
     for (const auto& q : allPasses())
@@ -62,8 +61,7 @@ int main(int argc, char** argv) {
   }
   double fill = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   auto t1 = std::chrono::steady_clock::now();
-  std::string cmd = std::string(argv[1]) + " report --db '" + db + "' -o '" + (dir / "report.html").string() + "' > /dev/null";
-  int rc = std::system(cmd.c_str());
+  int rc = runCommand({argv[1], "report", "--db", db, "-o", (dir / "report.html").string()}, "/dev/null");
   double report = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   std::printf("store of %ld rows: filled in %.1f s (%.1f MB); friction report %s in %.1f s\n", rows, fill,
               double(std::filesystem::file_size(db)) / 1e6, rc == 0 ? "succeeded" : "FAILED", report);

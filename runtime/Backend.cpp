@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "ir/Error.h"
+#include "ir/Spec.h"
 #include "runtime/interp/Interpreter.h"
 
 namespace friction {
@@ -56,23 +57,10 @@ std::vector<std::string> availableBackends() {
 }
 
 std::unique_ptr<Backend> createBackend(const std::string& spec) {
-  std::string name = spec.substr(0, spec.find('?'));
-  std::map<std::string, std::string> options;
-  if (spec.find('?') != std::string::npos) {
-    std::string rest = spec.substr(spec.find('?') + 1);
-    size_t pos = 0;
-    while (pos < rest.size()) {
-      size_t amp = rest.find('&', pos);
-      std::string kv = rest.substr(pos, amp == std::string::npos ? std::string::npos : amp - pos);
-      size_t eq = kv.find('=');
-      FRICTION_CHECK(eq != std::string::npos && eq > 0, "backend '" + spec + "': expected key=value, got '" + kv + "'");
-      options[kv.substr(0, eq)] = kv.substr(eq + 1);
-      if (amp == std::string::npos) break;
-      pos = amp + 1;
-    }
-  }
+  Spec parsed = Spec::parse(spec, "backend");
+  const std::string& name = parsed.name();
   auto it = registry().find(name);
-  if (it != registry().end()) return it->second(options);
+  if (it != registry().end()) return it->second(parsed.optionMap());
   std::string known;
   for (const auto& b : availableBackends()) known += (known.empty() ? "" : ", ") + b;
   static const char* planned[] = {"cpu", "cuda", "ort", "openvino", "tvm", "iree", "onednn", "tensorrt"};

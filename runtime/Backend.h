@@ -49,7 +49,7 @@ class Backend {
   virtual std::unique_ptr<CompiledModel> compile(const Graph& graph) = 0;
 };
 
-// A backend spec is NAME or NAME?key=value&... (options are the backend's own,
+// A backend spec is NAME or NAME?key=value&... (ir/Spec.h; options are the backend's own,
 // e.g. `ort?level=basic&disable=ConstantFolding`). `createBackend` throws
 // Error for names that are unknown or not available, listing the available ones.
 using BackendFactory = std::function<std::unique_ptr<Backend>(const std::map<std::string, std::string>& options)>;

@@ -9,6 +9,7 @@
 
 #include "frontend/onnx/OnnxExport.h"
 #include "ir/Error.h"
+#include "ir/Spec.h"
 #include "runtime/Backend.h"
 #include "vendor_bridge/Bridges.h"
 #include "vendor_bridge/Npy.h"
@@ -127,18 +128,19 @@ void registerPythonBridge(PythonBridgeSpec spec) {
 
 std::vector<std::string> vendorSwitches(const std::string& backendSpec) {
   if (auto b = booleanSwitches(backendSpec); !b.empty()) return b;  // e.g. onednn's postops
-  auto it = switchTable().find(backendSpec.substr(0, backendSpec.find('?')));
+  auto it = switchTable().find(Spec::parse(backendSpec, "backend").name());
   return it == switchTable().end() ? std::vector<std::string>{} : it->second;
 }
 
 std::string withSwitchesOff(const std::string& backendSpec, const std::vector<std::string>& off) {
   if (off.empty()) return backendSpec;
   if (!booleanSwitches(backendSpec).empty()) return withBooleanSwitchesOff(backendSpec, off);
+  Spec spec = Spec::parse(backendSpec, "backend");
+  FRICTION_CHECK(!spec.has("disable"), "ablating vendor switches needs a backend spec without its own disable= list");
   std::string list;
   for (const auto& s : off) list += (list.empty() ? "" : ",") + s;
-  FRICTION_CHECK(backendSpec.find("disable=") == std::string::npos,
-                 "ablating vendor switches needs a backend spec without its own disable= list");
-  return backendSpec + (backendSpec.find('?') == std::string::npos ? "?" : "&") + "disable=" + list;
+  spec.set("disable", list);
+  return spec.print();
 }
 
 }  // namespace friction::vendor

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "ir/Error.h"
+#include "ir/Spec.h"
 #include "vendor_bridge/Bridges.h"
 
 namespace friction::vendor {
@@ -18,21 +19,20 @@ const std::map<std::string, std::vector<std::string>>& table() {
 }  // namespace
 
 std::vector<std::string> booleanSwitches(const std::string& backendSpec) {
-  auto it = table().find(backendSpec.substr(0, backendSpec.find('?')));
+  auto it = table().find(Spec::parse(backendSpec, "backend").name());
   return it == table().end() ? std::vector<std::string>{} : it->second;
 }
 
 std::string withBooleanSwitchesOff(const std::string& backendSpec, const std::vector<std::string>& off) {
   std::vector<std::string> known = booleanSwitches(backendSpec);
-  std::string spec = backendSpec;
+  Spec spec = Spec::parse(backendSpec, "backend");
   for (const auto& s : off) {
     FRICTION_CHECK(std::find(known.begin(), known.end(), s) != known.end(),
                    "'" + s + "' is not a switch of backend " + backendSpec);
-    FRICTION_CHECK(spec.find("?" + s + "=") == std::string::npos && spec.find("&" + s + "=") == std::string::npos,
-                   "ablating vendor switches needs a backend spec without its own " + s + "= option");
-    spec += (spec.find('?') == std::string::npos ? "?" : "&") + s + "=off";
+    FRICTION_CHECK(!spec.has(s), "ablating vendor switches needs a backend spec without its own " + s + "= option");
+    spec.set(s, "off");
   }
-  return spec;
+  return spec.print();
 }
 
 }  // namespace friction::vendor

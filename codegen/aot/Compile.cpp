@@ -22,6 +22,7 @@
 #include "codegen/aot/Manifest.h"
 #include "codegen/mlir/Codegen.h"
 #include "ir/Error.h"
+#include "ir/Shell.h"
 #include "ir/TextFormat.h"
 
 #ifndef FRICTION_GIT_REVISION
@@ -64,12 +65,6 @@ struct TempDir {
     fs::remove_all(path, ec);
   }
 };
-
-std::string shellQuote(const std::string& s) {
-  std::string r = "'";
-  for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return r + "'";
-}
 
 // The assembly stub: embedded manifest and graph, the microkernel slot table,
 // and one trampoline per microkernel jumping through its slot.
@@ -181,20 +176,19 @@ AotCompileReport compileArtifact(const Graph& g, const std::string& outPath, con
   fs::path partial = out;
   partial += ".partial";
   const char* cxx = std::getenv("FRICTION_AOT_CXX");
-  std::string cmd = std::string(cxx && *cxx ? cxx : "c++") + " -shared -fPIC -o " + shellQuote(partial.string());
-  for (const auto& o : objects) cmd += " " + shellQuote(o.string());
-  cmd += " " + shellQuote((tmp.path / "stub.S").string());
   fs::path runnerUtils = FRICTION_MLIR_C_RUNNER_UTILS;  // memrefCopy, should bufferization emit copies
-  cmd += " -Wl,-Bsymbolic -Wl,--as-needed -lm " + shellQuote(runnerUtils.string()) + " -Wl,-rpath," +
-         shellQuote(runnerUtils.parent_path().string());
+  std::vector<std::string> argv = {cxx && *cxx ? cxx : "c++", "-shared", "-fPIC", "-o", partial.string()};
+  for (const auto& o : objects) argv.push_back(o.string());
+  for (std::string a : {(tmp.path / "stub.S").string(), std::string("-Wl,-Bsymbolic"), std::string("-Wl,--as-needed"),
+                        std::string("-lm"), runnerUtils.string(), "-Wl,-rpath," + runnerUtils.parent_path().string()})
+    argv.push_back(a);
   fs::path log = tmp.path / "link.log";
-  cmd += " > " + shellQuote(log.string()) + " 2>&1";
-  int rc = std::system(cmd.c_str());
+  int rc = runCommand(argv, log.string(), /*withStderr=*/true);
   if (rc != 0) {
     std::error_code ec;
     fs::remove(partial, ec);
-    throw Error("aot: linking '" + out.string() + "' failed (exit " + std::to_string(rc) + "): " + cmd + "\n" +
-                readFile(log).substr(0, 4000));
+    throw Error("aot: linking '" + out.string() + "' failed (exit " + std::to_string(rc) + "): " + shellCommand(argv) +
+                "\n" + readFile(log).substr(0, 4000));
   }
   fs::rename(partial, out);
   r.linkMs = msSince(t);

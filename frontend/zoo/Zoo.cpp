@@ -3,6 +3,7 @@
 
 #include "frontend/zoo/Blocks.h"
 #include "ir/Error.h"
+#include "ir/Spec.h"
 
 namespace friction::zoo {
 namespace {
@@ -15,25 +16,8 @@ const std::vector<Arch>& archs() {
 }  // namespace
 
 ZooSpec parseSpec(const std::string& text) {
-  ZooSpec s;
-  size_t q = text.find('?');
-  s.arch = text.substr(0, q);
-  FRICTION_CHECK(!s.arch.empty(), "zoo spec '" + text + "' names no architecture");
-  if (q == std::string::npos) return s;
-  std::string rest = text.substr(q + 1);
-  size_t pos = 0;
-  while (pos <= rest.size()) {
-    size_t amp = rest.find('&', pos);
-    std::string kv = rest.substr(pos, amp == std::string::npos ? std::string::npos : amp - pos);
-    if (!kv.empty()) {
-      size_t eq = kv.find('=');
-      FRICTION_CHECK(eq != std::string::npos && eq > 0, "zoo spec '" + text + "': expected key=value, got '" + kv + "'");
-      s.params[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
-    if (amp == std::string::npos) break;
-    pos = amp + 1;
-  }
-  return s;
+  Spec s = Spec::parse(text, "zoo spec");
+  return {s.name(), s.optionMap()};
 }
 
 std::unique_ptr<Graph> build(const ZooSpec& spec) {

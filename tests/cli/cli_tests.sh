@@ -73,6 +73,10 @@ imgs = re.findall(r'src=\"data:image/png;base64,([^\"]+)\"', h)
 assert imgs and all(base64.b64decode(d).startswith(b'\\x89PNG') for d in imgs)
 print('figures ok:', len(imgs))"
   expect_ok report-csv "median_ms" -- head -1 "$T/report/report.csv"
+  # Paths reach the renderer intact, whatever spaces or quotes they hold.
+  Q="$T/it's a store"
+  mkdir -p "$Q" && cp "$T/r.db" "$Q/r.db"
+  expect_ok report-quoted-paths "wrote .*it's a store/out put/report.html" -- "$F" report --db "$Q/r.db" -o "$Q/out put/report.html"
   if command -v chromium >/dev/null; then
     # Every figure must render in a real browser: the page reports loaded/total images.
     expect_ok report-renders-in-chromium 'data-figures="([1-9][0-9]*)/\1"' -- timeout 120 chromium --headless \

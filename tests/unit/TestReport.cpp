@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "benchmarks/ResultsStore.h"
+#include "benchmarks/report/ReportData.h"
 #include "ir/Error.h"
-#include "passes/PassManager.h"
 #include "tools/cmd/Commands.h"
 
 namespace fs = std::filesystem;
@@ -40,8 +40,7 @@ class ReportExecutors : public ::testing::Test {
       GTEST_SKIP() << "the report renderer needs the project venv (scripts/setup.sh)";
     dir_ = fs::temp_directory_path() / ("friction_report_test_" + std::to_string(::getpid()));
     fs::create_directories(dir_);
-    std::string def;
-    for (const PassInfo* p : buildPipeline({})) def += (def.empty() ? "" : ",") + p->name;
+    std::string def = bench::enabledPasses({});
     // cpu all-off ranks mlp before vit; ORT (all its optimizations) the other way round; cpu default keeps
     // cpu all-off's order. Gaps of 2x or more against 0.1% noise: every ordering is significant.
     execs_ = {{"cpu", "", 0.5, {{"mlp", {1, 0.5}}, {"vit", {2, 1}}}},
@@ -156,6 +155,24 @@ TEST_F(ReportExecutors, ChosenReference) {
   EXPECT_EQ(executorEntry(data, "cpu|all-off")["vs_reference"]["inversions"], 4);
   EXPECT_EQ(executorEntry(data, "cpu|default")["vs_reference"]["inversions"], 4);
   EXPECT_THROW(report({"--reference", "tvm|all-off"}), Error);
+}
+
+// Models that differ only in depth=N form one family; the family keeps the knobs in their order.
+TEST(ReportData, DepthVariants) {
+  using bench::depthVariant;
+  EXPECT_EQ(depthVariant("zoo:mlp?depth=2"), std::make_pair(std::string("zoo:mlp?depth=*"), int64_t(2)));
+  EXPECT_EQ(depthVariant("zoo:resnet?width=8&depth=12&resolution=32"),
+            std::make_pair(std::string("zoo:resnet?width=8&depth=*&resolution=32"), int64_t(12)));
+  for (const char* none : {"zoo:mlp", "zoo:mlp?width=8", "zoo:mlp?depth=x", "zoo:mlp?depth=-1", "zoo:mlp?depth",
+                           "m.onnx", "depth=2.onnx"})
+    EXPECT_EQ(depthVariant(none), std::nullopt) << none;
+}
+
+TEST(ReportData, ConfigLabels) {
+  std::string def = bench::enabledPasses({});
+  EXPECT_EQ(bench::configLabel("", def), "all-off");
+  EXPECT_EQ(bench::configLabel(def, def), "default");
+  EXPECT_EQ(bench::configLabel(bench::enabledPasses({.disable = {"fuse-epilogues"}}), def), "-fuse-epilogues");
 }
 
 }  // namespace

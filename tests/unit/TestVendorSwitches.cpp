@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/Error.h"
 #include "vendor_bridge/Bridges.h"
 
 namespace friction {
@@ -43,6 +44,19 @@ TEST(VendorSwitches, CppRegistrationMatchesWorkerScripts) {
     EXPECT_FALSE(script.empty());
     EXPECT_EQ(vendor::vendorSwitches(backend), script);
   }
+}
+
+// The ablated spec is a stored executor name (and part of the cell key a resumed ablation looks up): the
+// user's options keep their order, the switches come last.
+TEST(VendorSwitches, SwitchedOffSpecKeepsTheUsersOptionOrder) {
+  vendor::registerVendorBridges();
+  EXPECT_EQ(vendor::withSwitchesOff("ort?threads=2&level=all", {"ConstantFolding", "LayerNormFusion"}),
+            "ort?threads=2&level=all&disable=ConstantFolding,LayerNormFusion");
+  EXPECT_EQ(vendor::withSwitchesOff("ort", {"ConstantFolding"}), "ort?disable=ConstantFolding");
+  EXPECT_EQ(vendor::withSwitchesOff("ort?threads=2", {}), "ort?threads=2");
+  EXPECT_THROW(vendor::withSwitchesOff("ort?disable=A", {"ConstantFolding"}), Error);
+  EXPECT_EQ(vendor::withBooleanSwitchesOff("onednn?threads=2", {"postops"}), "onednn?threads=2&postops=off");
+  EXPECT_THROW(vendor::withBooleanSwitchesOff("onednn?postops=on", {"postops"}), Error);
 }
 
 }  // namespace

@@ -52,13 +52,11 @@ class Ablation {
     } else {
       o.disable = off;
     }
-    std::string enabled;
-    for (const PassInfo* p : buildPipeline(o)) enabled += (enabled.empty() ? "" : ",") + p->name;
     bench::CellRecord r;
     r.experiment = "ablate:" + a_.mode;
-    r.model = a_.model, r.modelHash = hash_, r.backend = mo.backend, r.batch = batch_, r.passes = enabled;
-    r.cellKey = r.experiment + "|" + hash_ + "|" + r.backend + "|" + std::to_string(batch_) + "|" + enabled + "|t" +
-                std::to_string(a_.measure.threads);
+    r.model = a_.model, r.modelHash = hash_, r.backend = mo.backend, r.batch = batch_;
+    r.passes = bench::enabledPasses(o);
+    r.cellKey = r.key(a_.measure.threads);
     auto t0 = std::chrono::steady_clock::now();
     bool cached = a_.resume && store_.hasCell(r.cellKey);
     if (cached) {

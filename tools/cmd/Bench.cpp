@@ -4,7 +4,6 @@
 #include <nlohmann/json.hpp>
 
 #include "benchmarks/Protocol.h"
-#include "codegen/aot/Artifact.h"
 #include "tools/cmd/Commands.h"
 #include "tools/cmd/Common.h"
 
@@ -21,19 +20,14 @@ struct BenchArgs {
 };
 
 void benchModel(BenchArgs a) {
-  std::optional<int64_t> batch = a.batch;
-  if (codegen::isArtifactPath(a.model)) {
-    // An ahead-of-time artifact: its compiled code (backend cpu?aot=FILE; "compile" is the load), checked
-    // against its embedded graph on the interpreter (the unoptimized model is not in the artifact).
-    if (!a.batchGiven) batch = std::nullopt;
-    if (!a.backendGiven || a.measure.backend == "cpu") a.measure.backend = "cpu?aot=" + a.model;
-  }
-  auto optimized = loadAndOptimize(a.model, batch, a.pipeline);
-  if (!batch && !optimized->inputs().empty() && optimized->inputs()[0]->shape().rank() > 0)
-    a.batch = optimized->inputs()[0]->shape().staticDims()[0];
-  std::unique_ptr<Graph> reference;
-  if (a.measure.checkOutputs) reference = loadForBatch(a.model, batch);
-  bench::Measurement m = bench::measure(*optimized, reference.get(), a.measure);
+  // An ahead-of-time artifact runs its compiled code (backend cpu?aot=FILE; "compile" is the load), checked
+  // against its embedded graph on the interpreter (the unoptimized model is not in the artifact).
+  ResolvedModel model = resolveModel(a.model, {.batch = a.batch, .batchGiven = a.batchGiven, .pipeline = a.pipeline,
+                                               .backend = a.measure.backend, .backendGiven = a.backendGiven,
+                                               .reference = a.measure.checkOutputs});
+  a.batch = *model.batch;
+  a.measure.backend = model.backend;
+  bench::Measurement m = bench::measure(*model.graph, model.reference.get(), a.measure);
   const auto& s = m.summary;
   if (a.json) {
     nlohmann::json j{{"model", a.model},
@@ -66,9 +60,8 @@ void benchModel(BenchArgs a) {
   std::printf("  throughput %.1f samples/s  compile %.1f ms  peak RSS %.1f MB  harness overhead %.3f ms/run\n",
               1000.0 * double(a.batch) / s.median, m.compileMs, double(m.peakRssKb) / 1024, m.overheadMsPerRep);
   if (m.maxAbsError >= 0)
-    std::printf("  vs interp on the %s: max abs error %.3g, max rel error %.3g\n",
-                codegen::isArtifactPath(a.model) ? "artifact's embedded graph" : "unoptimized model", m.maxAbsError,
-                m.maxRelError);
+    std::printf("  vs interp on the %s: max abs error %.3g, max rel error %.3g\n", model.referenceName.c_str(),
+                m.maxAbsError, m.maxRelError);
   std::printf("%s", m.profile.c_str());
 }
 

@@ -1,29 +1,89 @@
 #include "tools/cmd/Common.h"
 
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 
-#include "codegen/aot/Artifact.h"
 #include "frontend/ModelSource.h"
 #include "ir/Error.h"
+#include "ir/Spec.h"
 #include "ir/Specialize.h"
 
 namespace friction::cli {
+namespace {
 
-std::unique_ptr<Graph> loadForBatch(const std::string& spec, std::optional<int64_t> batch) {
-  if (codegen::isArtifactPath(spec)) {
-    // An ahead-of-time artifact (`friction compile`): its embedded, optimized, batch-bound graph.
-    auto a = codegen::Artifact::open(spec);
-    FRICTION_CHECK(!batch || *batch == a->info().batch, "'" + spec + "' was compiled for batch " +
-                                                            std::to_string(a->info().batch) + ", not " +
-                                                            std::to_string(*batch) +
-                                                            " (compile the model again with --batch " +
-                                                            std::to_string(*batch) + ")");
-    return a->graph();
+// An ahead-of-time artifact: its embedded, optimized, batch-bound graph, and its own compiled code unless
+// another backend was given.
+ResolvedModel resolveArtifact(const std::string& path, const ModelRequest& request) {
+  const PipelineOptions p = request.pipeline.value_or(PipelineOptions{});
+  FRICTION_CHECK(p.disable.empty() && p.only.empty() && p.passes.empty(),
+                 "'" + path + "' is a compiled artifact: its passes were fixed by `friction compile` "
+                 "(--disable/--only/--passes do not apply)");
+  ResolvedModel m;
+  bool ownCode = !request.backendGiven || request.backend == "cpu";
+  std::shared_ptr<codegen::Artifact> artifact;
+  if (ownCode && request.loadCode) {
+    auto t0 = std::chrono::steady_clock::now();
+    m.code = codegen::loadArtifact(path);
+    m.loadMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    artifact = m.code.artifact;
+  } else {
+    artifact = codegen::Artifact::open(path);
   }
-  auto g = loadModel(spec);
+  m.batch = artifact->info().batch;
+  if (request.batch && request.batchGiven)
+    FRICTION_CHECK(*request.batch == *m.batch,
+                   "'" + path + "' was compiled for batch " + std::to_string(*m.batch) + ", not " +
+                       std::to_string(*request.batch) + " (compile the model again with --batch " +
+                       std::to_string(*request.batch) + ")");
+  m.graph = m.code.graph ? std::move(m.code.graph) : artifact->graph();
+  m.backend = request.backend;
+  if (ownCode) {
+    Spec aot("cpu");
+    aot.set("aot", path);
+    m.backend = aot.print();
+  }
+  if (request.reference) m.reference = artifact->graph();
+  m.referenceName = "artifact's embedded graph";
+  return m;
+}
+
+std::unique_ptr<Graph> loadBound(const std::string& model, std::optional<int64_t> batch) {
+  auto g = loadModel(model);
   if (batch) bindInputDims(*g, batchBindings(*g, *batch));
   return g;
+}
+
+}  // namespace
+
+ResolvedModel resolveModel(const std::string& model, const ModelRequest& request) {
+  if (codegen::isArtifactPath(model)) return resolveArtifact(model, request);
+  std::vector<const PassInfo*> pipeline;
+  if (request.pipeline) {
+    std::vector<std::string> notes;
+    pipeline = buildPipeline(*request.pipeline, &notes);
+    for (const auto& n : notes) std::cerr << "note: " << n << "\n";
+  }
+  ResolvedModel m;
+  m.batch = request.batch;
+  m.graph = loadBound(model, request.batch);
+  if (request.pipeline) m.records = runPipeline(*m.graph, pipeline, request.run);
+  m.backend = request.backend;
+  if (request.reference) m.reference = loadBound(model, request.batch);
+  m.referenceName = "unoptimized model";
+  return m;
+}
+
+std::unique_ptr<Graph> loadForBatch(const std::string& model, std::optional<int64_t> batch) {
+  return resolveModel(model, {.batch = batch}).graph;
+}
+
+std::unique_ptr<Graph> loadAndOptimize(const std::string& model, std::optional<int64_t> batch,
+                                       const PipelineOptions& options, const RunOptions& run,
+                                       std::vector<PassRecord>* records) {
+  ResolvedModel m = resolveModel(model, {.batch = batch, .pipeline = options, .run = run});
+  if (records) *records = std::move(m.records);
+  return std::move(m.graph);
 }
 
 void addPipelineOptions(CLI::App* cmd, PipelineOptions& o) {
@@ -32,23 +92,6 @@ void addPipelineOptions(CLI::App* cmd, PipelineOptions& o) {
   auto* p = cmd->add_option("--passes", o.passes, "exactly these passes in this order; 'none' for no pass")->delimiter(',');
   d->excludes(on)->excludes(p);
   on->excludes(p);
-}
-
-std::unique_ptr<Graph> loadAndOptimize(const std::string& spec, std::optional<int64_t> batch, const PipelineOptions& options,
-                                       const RunOptions& run, std::vector<PassRecord>* records) {
-  if (codegen::isArtifactPath(spec)) {
-    FRICTION_CHECK(options.disable.empty() && options.only.empty() && options.passes.empty(),
-                   "'" + spec + "' is a compiled artifact: its passes were fixed by `friction compile` "
-                   "(--disable/--only/--passes do not apply)");
-    return loadForBatch(spec, batch);
-  }
-  std::vector<std::string> notes;
-  std::vector<const PassInfo*> pipeline = buildPipeline(options, &notes);
-  for (const auto& n : notes) std::cerr << "note: " << n << "\n";
-  auto g = loadForBatch(spec, batch);
-  auto recs = runPipeline(*g, pipeline, run);
-  if (records) *records = std::move(recs);
-  return g;
 }
 
 std::string humanCount(double v) {

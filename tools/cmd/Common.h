@@ -6,32 +6,60 @@
 #include <string>
 #include <vector>
 
-#include "ir/Graph.h"
-
-namespace friction::cli {
-
-// Loads MODEL and, when the graph has a symbolic batch, binds it to `batch`
-// (nullopt keeps it symbolic). MODEL may be an ahead-of-time artifact
-// (OUT.so from `friction compile`): its embedded graph, already optimized and
-// bound to the compiled batch (another `batch` is an error).
-std::unique_ptr<Graph> loadForBatch(const std::string& spec, std::optional<int64_t> batch);
-// "1.23 G" style numbers.
-std::string humanCount(double v);
-
-}  // namespace friction::cli
-
 #include <CLI/CLI.hpp>
 
+#include "codegen/aot/Artifact.h"
+#include "ir/Graph.h"
 #include "passes/PassManager.h"
 
 namespace friction::cli {
 
+// "1.23 G" style numbers.
+std::string humanCount(double v);
+
 // --disable/--only/--passes (comma-separated pass names; `--passes none`
 // runs no pass), shared by opt, run, bench and later commands.
 void addPipelineOptions(CLI::App* cmd, PipelineOptions& options);
-// Loads MODEL, binds the batch, and runs the selected pipeline. Notes from
-// the pipeline's resolution go to stderr.
-std::unique_ptr<Graph> loadAndOptimize(const std::string& spec, std::optional<int64_t> batch, const PipelineOptions& options,
-                                       const RunOptions& run = {}, std::vector<PassRecord>* records = nullptr);
+
+// What a command asks of MODEL: an .onnx or .fir path, a zoo spec, or an ahead-of-time artifact (OUT.so from
+// `friction compile`: its embedded graph, already optimized and bound to the batch it was compiled for).
+struct ModelRequest {
+  // Bound to the model's symbolic batch dim; nullopt keeps it symbolic. An artifact keeps its own batch and
+  // refuses another one that was given (a batch not given is a default it replaces).
+  std::optional<int64_t> batch = 1;
+  bool batchGiven = true;
+  // The passes to run (none without); an artifact's were fixed when it was compiled, so it refuses any.
+  std::optional<PipelineOptions> pipeline;
+  RunOptions run;
+  // The backend to run the model on; an artifact runs its own compiled code unless another one is given.
+  std::string backend = "interp";
+  bool backendGiven = true;
+  bool reference = false;  // also load the graph outputs are checked against
+  bool loadCode = false;   // an artifact running its own code: load and instantiate it now (ResolvedModel::code)
+};
+
+struct ResolvedModel {
+  std::optional<int64_t> batch;      // the bound batch (an artifact: the one it was compiled for)
+  std::unique_ptr<Graph> graph;      // optimized and bound (an artifact: its embedded graph)
+  std::vector<PassRecord> records;   // the passes that ran on it
+  std::string backend;               // the spec to run `graph` on; an artifact's own code: cpu?aot=OUT.so
+  std::unique_ptr<Graph> reference;  // with `reference`: the unoptimized model (an artifact: its graph again)
+  std::string referenceName;         // what `reference` is, in words
+  // With `loadCode`, for an artifact running its own code: the artifact, the model instantiated over `graph`,
+  // and the load's phases; loadMs is the whole load. Declared after `graph`, so destroyed before it.
+  codegen::LoadedArtifact code;
+  double loadMs = 0;
+};
+
+// Loads MODEL as `request` says: binds the batch and runs the pipeline (notes from its resolution go to
+// stderr), or opens the artifact. Throws Error for what an artifact refuses.
+ResolvedModel resolveModel(const std::string& model, const ModelRequest& request);
+
+// resolveModel's graph: MODEL bound to `batch` (an artifact: checked against it) ...
+std::unique_ptr<Graph> loadForBatch(const std::string& model, std::optional<int64_t> batch);
+// ... and optimized by the pipeline; `records` receives the passes that ran.
+std::unique_ptr<Graph> loadAndOptimize(const std::string& model, std::optional<int64_t> batch,
+                                       const PipelineOptions& options, const RunOptions& run = {},
+                                       std::vector<PassRecord>* records = nullptr);
 
 }  // namespace friction::cli

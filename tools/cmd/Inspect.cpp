@@ -4,7 +4,6 @@
 
 #include "ir/OpRegistry.h"
 #include "ir/TextFormat.h"
-#include "codegen/aot/Artifact.h"
 #include "tools/cmd/Commands.h"
 #include "tools/cmd/Common.h"
 
@@ -22,10 +21,10 @@ nlohmann::json valueJson(const Value* v) {
 }
 
 void inspect(InspectArgs a) {
-  // An artifact (friction compile) is bound to its compiled batch: inspect that.
-  bool artifact = codegen::isArtifactPath(a.model);
-  auto g = loadForBatch(a.model, artifact ? std::nullopt : std::optional<int64_t>(a.batch));
-  if (artifact && !g->inputs().empty() && g->inputs()[0]->shape().rank() > 0) a.batch = g->inputs()[0]->shape().staticDims()[0];
+  // An artifact (friction compile) is bound to its compiled batch: inspect that, whatever --batch says.
+  ResolvedModel model = resolveModel(a.model, {.batch = a.batch, .batchGiven = false});
+  const Graph* g = model.graph.get();
+  a.batch = *model.batch;
   if (a.ir) {
     std::cout << printGraph(*g, PrintOptions{.maxConstantBytes = 64});
     return;

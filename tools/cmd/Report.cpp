@@ -1,277 +1,21 @@
 // `friction report --db FILE -o report.html`: computes the metrics of
-// docs/metrics.md from the results store, writes them as JSON and CSV beside
-// the report, and renders the figures with matplotlib (benchmarks/report/).
-// Baseline vs compiled pairs are made within one backend (all-off vs default); the "executors" sections
-// compare whole executors (backend + pass configuration) with a reference executor, as the compiler study
-// needs (docs/study.md).
-#include <algorithm>
-#include <cmath>
-#include <cstdlib>
+// docs/metrics.md from the results store (benchmarks/report/ReportData.h),
+// writes them as JSON and CSV beside the report, and renders the figures with
+// matplotlib (benchmarks/report/render_report.py).
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <map>
-#include <optional>
-#include <nlohmann/json.hpp>
-#include <regex>
-#include <set>
 
 #include "benchmarks/ResultsStore.h"
-#include "benchmarks/metrics/Ranking.h"
-#include "benchmarks/metrics/Scaling.h"
+#include "benchmarks/report/ReportData.h"
 #include "ir/Error.h"
+#include "ir/Shell.h"
 #include "tools/cmd/Commands.h"
-#include "tools/cmd/Common.h"
 
 namespace fs = std::filesystem;
 
 namespace friction::cli {
 namespace {
-
-using nlohmann::json;
-using Cells = std::vector<bench::CellRecord>;
-
-std::string defaultPipeline() {
-  std::string s;
-  for (const PassInfo* p : buildPipeline({})) s += (s.empty() ? "" : ",") + p->name;
-  return s;
-}
-
-// "all-off", "default", or the difference from the default ("-fuse-epilogues").
-std::string configLabel(const std::string& passes, const std::string& def) {
-  if (passes.empty()) return "all-off";
-  if (passes == def) return "default";
-  std::set<std::string> on;
-  std::stringstream ss(passes);
-  for (std::string p; std::getline(ss, p, ',');) on.insert(p);
-  std::string label;
-  for (const auto& p : allPasses())
-    if (!on.count(p.name)) label += (label.empty() ? "-" : ",-") + p.name;
-  return label.empty() ? passes : label;
-}
-
-// A zoo model with a depth=N knob: its family (the spec with "depth=*") and N.
-using DepthVariant = std::optional<std::pair<std::string, int64_t>>;
-DepthVariant depthVariant(const std::string& model) {
-  static const std::regex depthKnob("([?&])depth=([0-9]+)");
-  std::smatch m;
-  if (model.rfind("zoo:", 0) != 0 || !std::regex_search(model, m, depthKnob)) return std::nullopt;
-  return std::make_pair(std::regex_replace(model, depthKnob, "$1depth=*"), std::stoll(m[2].str()));
-}
-
-// The labels cells are grouped by, computed once per distinct string: a large store repeats a few models and
-// pass sets over up to millions of cells, and a regex or configLabel costs microseconds a call.
-class CellLabels {
- public:
-  const std::string def = defaultPipeline();
-  const std::string& config(const std::string& passes) {
-    return memo(configs_, passes, [&] { return configLabel(passes, def); });
-  }
-  const DepthVariant& depth(const std::string& model) {
-    return memo(depths_, model, [&] { return depthVariant(model); });
-  }
-
- private:
-  template <typename V, typename F>
-  static const V& memo(std::map<std::string, V>& m, const std::string& key, F make) {
-    auto it = m.find(key);
-    return it != m.end() ? it->second : m.emplace(key, make()).first->second;
-  }
-  std::map<std::string, std::string> configs_;
-  std::map<std::string, DepthVariant> depths_;
-};
-
-// Latency vs batch for each (model, backend, configuration), with friction metrics.
-json batchSeries(const Cells& cells, CellLabels& labels) {
-  std::map<std::tuple<std::string, std::string, std::string>, std::map<int64_t, const bench::CellRecord*>> groups;
-  for (const auto& c : cells) groups[{c.model, c.backend, labels.config(c.passes)}][c.batch] = &c;
-  json out = json::array();
-  for (const auto& [key, byBatch] : groups) {
-    json s{{"model", std::get<0>(key)}, {"backend", std::get<1>(key)}, {"config", std::get<2>(key)}};
-    std::vector<metrics::BatchPoint> pts;
-    for (const auto& [b, c] : byBatch) {
-      const auto& m = c->m.summary;
-      s["points"].push_back({{"batch", b}, {"median_ms", m.median}, {"p10_ms", m.p10}, {"p90_ms", m.p90},
-                             {"ci_ms", {m.medianCI.low, m.medianCI.high}}, {"unstable", m.unstable}});
-      pts.push_back({double(b), m.median});
-    }
-    if (pts.size() >= 2) {  // batch metrics need two batches (a partial sweep may have one)
-      auto bm = metrics::batchMetrics(pts);
-      for (const auto& r : bm.rows)
-        s["metrics"].push_back({{"batch", r.batch}, {"throughput", r.throughput}, {"cost_ms", r.costMs},
-                                {"efficiency", r.efficiency}, {"friction", r.friction}});
-      s["phi"] = bm.phi.slope;
-    }
-    out.push_back(s);
-  }
-  return out;
-}
-
-// Model set compared between two conditions A and B: per model, its cell under each.
-using CellPair = std::pair<const bench::CellRecord*, const bench::CellRecord*>;
-
-// Ranks the models measured under both conditions (lower median first) and lists the pairs whose order flips
-// significantly (docs/metrics.md, "Ranking inversions"), on the raw samples. Null with fewer than two models.
-json compareModels(const std::map<std::string, CellPair>& models, const bench::ResultsStore& store) {
-  std::vector<metrics::RankedItem> items;
-  for (const auto& [model, pair] : models)
-    if (pair.first && pair.second)
-      items.push_back({model, store.samplesOf(pair.first->cellKey), store.samplesOf(pair.second->cellKey)});
-  if (items.size() < 2) return nullptr;
-  auto r = metrics::compareRankings(items);
-  json j{{"kendall_tau", r.kendallTau}, {"inversions", json::array()}};
-  for (size_t i = 0; i < items.size(); ++i)
-    j["items"].push_back({{"name", items[i].name}, {"median_a_ms", r.mediansA[i]}, {"median_b_ms", r.mediansB[i]},
-                          {"rank_a", r.rankA[i]}, {"rank_b", r.rankB[i]}});
-  for (const auto& inv : r.inversions)
-    j["inversions"].push_back({{"a", items[inv.i].name}, {"b", items[inv.j].name},
-                               {"ratio_a", inv.underA.ratio}, {"ci_a", {inv.underA.ci.low, inv.underA.ci.high}},
-                               {"ratio_b", inv.underB.ratio}, {"ci_b", {inv.underB.ci.low, inv.underB.ci.high}}});
-  return j;
-}
-
-// Items = models; condition A = all passes off, B = the default pipeline, within one backend.
-json rankings(const Cells& cells, const std::string& def, const bench::ResultsStore& store) {
-  std::map<std::pair<std::string, int64_t>, std::map<std::string, CellPair>> groups;
-  for (const auto& c : cells) {
-    auto& slot = groups[{c.backend, c.batch}][c.model];
-    if (c.passes.empty()) slot.first = &c;
-    if (c.passes == def) slot.second = &c;
-  }
-  json out = json::array();
-  for (const auto& [key, models] : groups) {
-    json j = compareModels(models, store);
-    if (j.is_null()) continue;
-    j.update({{"backend", key.first}, {"batch", key.second}, {"condition_a", "all-off"}, {"condition_b", "default"}});
-    out.push_back(j);
-  }
-  return out;
-}
-
-// Median latency by block count for each (family, backend, config, batch) of depth variants.
-using DepthKey = std::tuple<std::string, std::string, std::string, int64_t>;
-std::map<DepthKey, std::map<int64_t, double>> depthSeries(const Cells& cells, CellLabels& labels) {
-  std::map<DepthKey, std::map<int64_t, double>> out;
-  for (const auto& c : cells)
-    if (const auto& v = labels.depth(c.model))
-      out[{v->first, c.backend, labels.config(c.passes), c.batch}][v->second] = c.m.summary.median;
-  return out;
-}
-
-// Zoo models that differ only in depth=N: latency per added block, all-off vs default.
-json depthScaling(const std::map<DepthKey, std::map<int64_t, double>>& series) {
-  json out = json::array();
-  for (const auto& [key, baseline] : series) {
-    const auto& [family, backend, config, batch] = key;
-    auto compiled = series.find({family, backend, "default", batch});
-    if (config != "all-off" || compiled == series.end()) continue;
-    std::vector<metrics::DepthPoint> base, comp;
-    for (const auto& [n, lat] : baseline)
-      if (auto it = compiled->second.find(n); it != compiled->second.end())
-        base.push_back({double(n), lat}), comp.push_back({double(n), it->second});
-    if (base.size() < 2) continue;
-    auto d = metrics::depthScaling(base, comp);
-    json j{{"family", family},
-           {"backend", backend},
-           {"batch", batch},
-           {"slope_baseline_ms", d.baseline.slope},
-           {"slope_compiled_ms", d.compiled.slope},
-           {"slope_ratio", d.slopeRatio}};
-    for (size_t i = 0; i < base.size(); ++i)
-      j["points"].push_back({{"blocks", base[i].blocks}, {"baseline_ms", base[i].latencyMs},
-                             {"compiled_ms", comp[i].latencyMs}, {"speedup", d.rows[i].speedup}});
-    out.push_back(j);
-  }
-  return out;
-}
-
-// An executor is a backend spec with a friction pass configuration: "backend|config", e.g. "cpu|all-off",
-// "ort?level=all&threads=2|all-off" (the study's executors, docs/study.md).
-std::string executorName(const std::string& backend, const std::string& config) { return backend + "|" + config; }
-
-// Per executor: phi per model (from the batch series) and the latency slope per added block per depth family
-// and batch. Every depth measured is fitted (docs/study.md: staged CNNs are cleaner on depth >= 4).
-json executors(const json& series, const std::map<DepthKey, std::map<int64_t, double>>& depth) {
-  std::map<std::string, json> byName;
-  auto entry = [&](const std::string& backend, const std::string& config) -> json& {
-    json& e = byName[executorName(backend, config)];
-    if (e.is_null())
-      e = {{"executor", executorName(backend, config)}, {"backend", backend}, {"config", config},
-           {"phi", json::object()}, {"depth_slopes", json::array()}};
-    return e;
-  };
-  for (const auto& s : series) {
-    json& e = entry(s["backend"].get<std::string>(), s["config"].get<std::string>());
-    if (s.contains("phi")) e["phi"][s["model"].get<std::string>()] = s["phi"];
-  }
-  for (const auto& [key, byDepth] : depth) {
-    const auto& [family, backend, config, batch] = key;
-    if (byDepth.size() < 2) continue;
-    std::vector<double> n, lat;
-    for (const auto& [blocks, ms] : byDepth) n.push_back(double(blocks)), lat.push_back(ms);
-    auto fit = metrics::fitLine(n, lat);
-    entry(backend, config)["depth_slopes"].push_back(
-        {{"family", family}, {"batch", batch}, {"slope_ms", fit.slope}, {"intercept_ms", fit.intercept},
-         {"r2", fit.r2}, {"blocks", n}, {"median_ms", lat}});
-  }
-  json out = json::array();
-  for (auto& [name, e] : byName) out.push_back(std::move(e));
-  return out;
-}
-
-// Each executor's model ranking against the reference executor's, at each batch and depth (models with a
-// depth=N knob are compared with the other models at the same N; models without one form one group). Adds
-// each executor's totals ("vs_reference") to `execs`.
-json executorRankings(const Cells& cells, CellLabels& labels, const std::string& reference, json& execs,
-                      const bench::ResultsStore& store) {
-  using Group = std::pair<int64_t, std::optional<int64_t>>;  // batch, depth
-  std::map<std::string, std::map<Group, std::map<std::string, const bench::CellRecord*>>> byExec;
-  for (const auto& c : cells) {
-    const auto& v = labels.depth(c.model);
-    Group group{c.batch, v ? std::optional(v->second) : std::nullopt};
-    byExec[executorName(c.backend, labels.config(c.passes))][group][c.model] = &c;
-  }
-  const auto& ref = byExec.at(reference);
-  json out = json::array();
-  for (auto& e : execs) {
-    const std::string name = e["executor"];
-    if (name == reference) continue;
-    size_t inversions = 0, groups = 0;
-    double tauSum = 0;
-    for (const auto& [group, models] : byExec[name]) {
-      auto refModels = ref.find(group);
-      if (refModels == ref.end()) continue;
-      std::map<std::string, CellPair> pairs;
-      for (const auto& [model, cell] : models)
-        if (auto r = refModels->second.find(model); r != refModels->second.end()) pairs[model] = {r->second, cell};
-      json j = compareModels(pairs, store);
-      if (j.is_null()) continue;
-      j.update({{"reference", reference}, {"executor", name}, {"batch", group.first},
-                {"depth", group.second ? json(*group.second) : json(nullptr)}});
-      inversions += j["inversions"].size();
-      if (double tau = j["kendall_tau"]; !std::isnan(tau)) tauSum += tau, ++groups;
-      out.push_back(j);
-    }
-    e["vs_reference"] = {{"reference", reference}, {"inversions", inversions}, {"groups_with_tau", groups},
-                         {"mean_kendall_tau", groups ? json(tauSum / groups) : json(nullptr)}};
-  }
-  return out;
-}
-
-void writeCsv(const Cells& cells, const fs::path& path) {
-  std::ofstream f(path);
-  FRICTION_CHECK(f.good(), "cannot write '" + path.string() + "'");
-  f << "experiment,model,backend,batch,passes,threads,n,median_ms,p10_ms,p90_ms,ci_low_ms,ci_high_ms,unstable,"
-       "compile_ms,max_abs_error,max_rel_error\n";
-  auto q = [](const std::string& s) { return "\"" + std::regex_replace(s, std::regex("\""), "\"\"") + "\""; };
-  for (const auto& c : cells) {
-    const auto& s = c.m.summary;
-    f << q(c.experiment) << "," << q(c.model) << "," << q(c.backend) << "," << c.batch << "," << q(c.passes) << ","
-      << c.m.threads << "," << s.n << "," << s.median << "," << s.p10 << "," << s.p90 << ","
-      << s.medianCI.low << "," << s.medianCI.high << "," << s.unstable << "," << c.m.compileMs << ","
-      << c.m.maxAbsError << "," << c.m.maxRelError << "\n";
-  }
-}
 
 struct ReportArgs {
   std::string db, output = "report.html";
@@ -281,44 +25,21 @@ struct ReportArgs {
 void report(const ReportArgs& a) {
   FRICTION_CHECK(fs::exists(a.db), "results store '" + a.db + "' does not exist");
   bench::ResultsStore store(a.db);
-  Cells cells = store.cells("", /*withSamples=*/false);  // rankings fetch the few samples they need
+  // Without samples: the rankings fetch the few they need.
+  std::vector<bench::CellRecord> cells = store.cells("", /*withSamples=*/false);
   FRICTION_CHECK(!cells.empty(), "results store '" + a.db + "' has no measurements");
-  CellLabels labels;
-  json series = batchSeries(cells, labels);
-  auto depth = depthSeries(cells, labels);
-  json execs = executors(series, depth);
-  std::string reference = a.reference;
-  if (reference.empty()) {
-    reference = execs.front()["executor"];
-    for (const auto& e : execs)
-      if (e["executor"] == executorName("cpu", "all-off")) reference = e["executor"];
-  }
-  std::string known;
-  for (const auto& e : execs) known += (known.empty() ? "" : ", ") + e["executor"].get<std::string>();
-  FRICTION_CHECK(std::any_of(execs.begin(), execs.end(), [&](const json& e) { return e["executor"] == reference; }),
-                 "--reference '" + reference + "' is not an executor of this store (" + known + ")");
-  json execRankings = executorRankings(cells, labels, reference, execs, store);
-  json data{{"db", a.db}, {"measurements", cells.size()}, {"series", series},
-            {"rankings", rankings(cells, labels.def, store)}, {"depth", depthScaling(depth)},
-            {"reference", reference}, {"executors", execs}, {"executor_rankings", execRankings}};
-  for (const auto& r : store.attributions())
-    data["attributions"].push_back({{"experiment", r.experiment}, {"model", r.model}, {"backend", r.backend},
-                                    {"batch", r.batch}, {"method", r.method}, {"pass", r.pass},
-                                    {"value_ms", r.valueMs}, {"stderr_ms", r.stdErrMs}});
-  if (!cells.empty()) {
-    const auto& c = cells.front();
-    data["machine"] = {{"threads", c.m.threads}};
-  }
+  nlohmann::json data = bench::reportData(cells, store, a.reference);
+  data["db"] = a.db;
   fs::path out(a.output);
   if (out.has_parent_path()) fs::create_directories(out.parent_path());
   fs::path jsonPath = fs::path(out).replace_extension(".json"), csvPath = fs::path(out).replace_extension(".csv");
   std::ofstream(jsonPath) << data.dump(1);
-  writeCsv(cells, csvPath);
+  bench::writeCellsCsv(cells, csvPath.string());
   std::string python = std::string(FRICTION_SOURCE_DIR) + "/.venv/bin/python";
   FRICTION_CHECK(fs::exists(python), "report needs matplotlib in the project venv: run scripts/setup.sh");
-  std::string cmd = "'" + python + "' '" + FRICTION_SOURCE_DIR + "/benchmarks/report/render_report.py' '" +
-                    jsonPath.string() + "' '" + out.string() + "'";
-  FRICTION_CHECK(std::system(cmd.c_str()) == 0, "rendering the report failed (" + cmd + ")");
+  std::vector<std::string> render = {python, std::string(FRICTION_SOURCE_DIR) + "/benchmarks/report/render_report.py",
+                                      jsonPath.string(), out.string()};
+  FRICTION_CHECK(runCommand(render) == 0, "rendering the report failed (" + shellCommand(render) + ")");
   std::cout << "wrote " << out.string() << " (data: " << jsonPath.string() << ", " << csvPath.string() << ")\n";
 }
 

@@ -49,40 +49,21 @@ nlohmann::json summary(const std::string& name, const Tensor& t) {
 void runModel(const RunArgs& a) {
   // An ahead-of-time artifact (`friction compile`) runs its own compiled code
   // (backend cpu, the default for it); another --backend runs its embedded graph.
-  bool artifact = codegen::isArtifactPath(a.model) && (!a.backendGiven || a.backend == "cpu");
-  std::string backendName = artifact ? "cpu (aot)" : a.backend;
-  codegen::LoadedArtifact loaded;
-  std::unique_ptr<Graph> owned;
-  const Graph* g = nullptr;
-  std::unique_ptr<CompiledModel> compiled;
-  int64_t batch = a.batch;
-  std::chrono::steady_clock::time_point t0, t1;
-  if (artifact) {
-    t0 = std::chrono::steady_clock::now();
-    loaded = codegen::loadArtifact(a.model);
-    t1 = std::chrono::steady_clock::now();
-    batch = loaded.artifact->info().batch;
-    FRICTION_CHECK(!a.batchGiven || a.batch == batch,
-                   "'" + a.model + "' was compiled for batch " + std::to_string(batch) + ", not " +
-                       std::to_string(a.batch) + " (compile the model again with --batch " + std::to_string(a.batch) + ")");
-    FRICTION_CHECK(a.pipeline.disable.empty() && a.pipeline.only.empty() && a.pipeline.passes.empty(),
-                   "'" + a.model + "' is a compiled artifact: its passes were fixed by `friction compile`");
-    g = loaded.graph.get();
-    compiled = std::move(loaded.model);
-  } else {
-    owned = loadAndOptimize(a.model, codegen::isArtifactPath(a.model) && !a.batchGiven ? std::nullopt
-                                                                                       : std::optional<int64_t>(a.batch),
-                            a.pipeline);
-    g = owned.get();
-    if (codegen::isArtifactPath(a.model) && !g->inputs().empty() && g->inputs()[0]->shape().rank() > 0)
-      batch = g->inputs()[0]->shape().staticDims()[0];
-  }
+  ResolvedModel m = resolveModel(a.model, {.batch = a.batch, .batchGiven = a.batchGiven, .pipeline = a.pipeline,
+                                           .backend = a.backend, .backendGiven = a.backendGiven, .loadCode = true});
+  const codegen::LoadedArtifact& loaded = m.code;
+  bool artifactCode = loaded.artifact != nullptr;
+  std::string backendName = artifactCode ? "cpu (aot)" : a.backend;
+  const Graph* g = m.graph.get();
+  int64_t batch = *m.batch;
   std::vector<Tensor> inputs = a.inputsDir.empty() ? seededInputs(*g, a.seed) : readInputs(*g, a.inputsDir);
-  if (!artifact) {
-    auto backend = createBackend(a.backend);
-    t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<CompiledModel> compiled = std::move(m.code.model);
+  double compileMs = m.loadMs;
+  if (!artifactCode) {
+    auto backend = createBackend(m.backend);
+    auto t0 = std::chrono::steady_clock::now();
     compiled = backend->compile(*g);
-    t1 = std::chrono::steady_clock::now();
+    compileMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   auto t1b = std::chrono::steady_clock::now();
   std::vector<Tensor> outputs = compiled->run(inputs);
@@ -93,10 +74,9 @@ void runModel(const RunArgs& a) {
       onnxio::writeTensorFile((fs::path(a.outputsDir) / ("output_" + std::to_string(i) + ".pb")).string(), outputs[i],
                               g->outputs()[i]->name());
   }
-  double compileMs = std::chrono::duration<double, std::milli>(t1 - t0).count();
   double runMs = std::chrono::duration<double, std::milli>(t2 - t1b).count();
   nlohmann::json j{{"model", a.model}, {"backend", backendName}, {"batch", batch}, {"compile_ms", compileMs}, {"run_ms", runMs}};
-  if (artifact) {
+  if (artifactCode) {
     const codegen::CpuStats* st = codegen::artifactStats(*compiled);
     j["load"] = {{"open_ms", loaded.openMs}, {"graph_parse_ms", loaded.parseMs}, {"program_ms", loaded.programMs},
                  {"kernels_compiled", st ? st->kernelsCompiled : 0}, {"kernels_loaded", st ? st->kernelsLoaded : 0},
@@ -108,7 +88,7 @@ void runModel(const RunArgs& a) {
     std::cout << j.dump(2) << "\n";
     return;
   }
-  if (artifact) {
+  if (artifactCode) {
     std::printf("%s on %s, batch %ld: load %.1f ms (open %.1f, graph parse %.1f, program %.1f; no MLIR/LLVM work), "
                 "run %.1f ms (single run; use `friction bench` to measure)\n  %s\n",
                 a.model.c_str(), backendName.c_str(), long(batch), compileMs, loaded.openMs, loaded.parseMs,

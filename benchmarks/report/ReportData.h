@@ -1,0 +1,38 @@
+// The data of `friction report` (docs/metrics.md), computed from the cells of
+// a results store: latency vs batch per (model, backend, configuration) with
+// friction metrics, model rankings all-off vs default, depth scaling, and the
+// executors (backend + pass configuration, docs/study.md) compared with a
+// reference executor. The report renders this JSON (render_report.py).
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "benchmarks/ResultsStore.h"
+
+namespace friction::bench {
+
+// "all-off", "default", or the difference from the default pipeline `def` ("-fuse-epilogues").
+std::string configLabel(const std::string& passes, const std::string& def);
+
+// A zoo model with a depth=N knob: its family (the spec with depth=*) and N.
+using DepthVariant = std::optional<std::pair<std::string, int64_t>>;
+DepthVariant depthVariant(const std::string& model);
+
+// An executor is a backend spec with a friction pass configuration: "backend|config", e.g. "cpu|all-off",
+// "ort?level=all&threads=2|all-off" (the study's executors, docs/study.md).
+std::string executorName(const std::string& backend, const std::string& config);
+
+// The report's data: "measurements", "series", "rankings", "depth", "reference", "executors",
+// "executor_rankings", "attributions", "machine". `cells` are the store's (without samples: rankings fetch the
+// few they need from `store`), at least one. `reference`: the executor the others' model rankings are compared
+// with; empty: cpu|all-off when measured, else the first. Throws Error when it is not an executor of the store.
+nlohmann::json reportData(const std::vector<CellRecord>& cells, const ResultsStore& store, const std::string& reference);
+
+// One row per cell with its summary statistics (the report's CSV).
+void writeCellsCsv(const std::vector<CellRecord>& cells, const std::string& path);
+
+}  // namespace friction::bench
