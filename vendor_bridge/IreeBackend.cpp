@@ -8,7 +8,7 @@
 namespace friction::vendor {
 
 void registerIreeBackend() {
-  // The names of SWITCHES in python/iree_worker.py, which maps each to its flag (tests/unit/TestVendorSwitches.cpp).
+  // The names of SWITCHES in python/iree_worker.py, which maps each to its flag (tests/vendor_bridge/TestVendorSwitches.cpp).
   registerPythonBridge({"iree", "iree_worker.py", {"opt", "threads", "disable"},
                         {"const-eval", "const-expr-hoisting", "aggressive-fusion", "propagate-transposes",
                          "generalize-matmul", "data-tiling", "reassociate-fp-reductions"}});

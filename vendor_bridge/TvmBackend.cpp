@@ -8,7 +8,7 @@
 namespace friction::vendor {
 
 void registerTvmBackend() {
-  // SWITCHES in python/tvm_worker.py (tests/unit/TestVendorSwitches.cpp).
+  // SWITCHES in python/tvm_worker.py (tests/vendor_bridge/TestVendorSwitches.cpp).
   registerPythonBridge({"tvm", "tvm_worker.py", {"opt", "threads", "mcpu", "disable"},
                         {"FoldConstant", "FuseOps", "FuseTIR", "StaticPlanBlockMemory"}});
 }

@@ -19,7 +19,7 @@
 #include "passes/PassManager.h"
 #include "runtime/Inputs.h"
 #include "runtime/interp/Interpreter.h"
-#include "tests/codegen/BackendTestUtil.h"
+#include "tests/common/BackendTestUtil.h"
 
 namespace fs = std::filesystem;
 

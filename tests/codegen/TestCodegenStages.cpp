@@ -17,7 +17,7 @@
 #include "codegen/mlir/Codegen.h"
 #include "ir/Builder.h"
 #include "passes/PassManager.h"
-#include "tests/codegen/BackendTestUtil.h"
+#include "tests/common/BackendTestUtil.h"
 
 namespace friction {
 namespace {

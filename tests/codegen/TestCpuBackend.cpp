@@ -21,7 +21,7 @@
 #include "passes/PassManager.h"
 #include "runtime/Inputs.h"
 #include "runtime/interp/Interpreter.h"
-#include "tests/codegen/BackendTestUtil.h"
+#include "tests/common/BackendTestUtil.h"
 
 namespace friction {
 namespace {

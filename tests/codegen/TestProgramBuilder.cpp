@@ -8,7 +8,7 @@
 #include "codegen/ProgramBuilder.h"
 #include "ir/Builder.h"
 #include "runtime/interp/Interpreter.h"
-#include "tests/codegen/BackendTestUtil.h"
+#include "tests/common/BackendTestUtil.h"
 
 namespace friction {
 namespace {

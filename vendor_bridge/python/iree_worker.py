@@ -20,7 +20,7 @@ from worker_common import Executable, choice_option, int_option, list_option, se
 
 # friction's names for IREE's own optimization flags (verified with `iree-compile --help-hidden`
 # of iree-base-compiler 3.13.0); registerIreeBackend (vendor_bridge/IreeBackend.cpp) lists the same names,
-# which tests/unit/TestVendorSwitches.cpp checks.
+# which tests/vendor_bridge/TestVendorSwitches.cpp checks.
 SWITCHES = {
     "const-eval": "--iree-opt-const-eval",
     "const-expr-hoisting": "--iree-opt-const-expr-hoisting",

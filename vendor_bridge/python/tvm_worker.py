@@ -18,7 +18,7 @@ from worker_common import Executable, choice_option, int_option, list_option, se
 
 # The Relax passes of TVM's default CPU pipeline (tvm/relax/backend/cpu_generic/pipeline.py)
 # that PassContext.disabled_pass can skip without breaking the build; registerTvmBackend
-# (vendor_bridge/TvmBackend.cpp) lists the same names, which tests/unit/TestVendorSwitches.cpp checks.
+# (vendor_bridge/TvmBackend.cpp) lists the same names, which tests/vendor_bridge/TestVendorSwitches.cpp checks.
 SWITCHES = ["FoldConstant", "FuseOps", "FuseTIR", "StaticPlanBlockMemory"]
 
 

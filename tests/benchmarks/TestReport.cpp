@@ -1,5 +1,6 @@
-// `friction report` across executors: a store with synthetic latencies whose phi, depth slopes and model
-// rankings follow from the formula that built it; the report's JSON must recover them.
+// The report's data across executors (benchmarks/report/ReportData.h): a store with synthetic latencies whose
+// phi, depth slopes and model rankings follow from the formula that built it; the data must recover them, and
+// the renderer (render_report.py) must show them.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -13,7 +14,7 @@
 #include "benchmarks/ResultsStore.h"
 #include "benchmarks/report/ReportData.h"
 #include "ir/Error.h"
-#include "tools/cmd/Commands.h"
+#include "ir/Shell.h"
 
 namespace fs = std::filesystem;
 using namespace friction;
@@ -67,21 +68,22 @@ class ReportExecutors : public ::testing::Test {
     if (!dir_.empty()) fs::remove_all(dir_);
   }
 
-  // Runs `friction report` on the store as the CLI does and returns its JSON.
-  json report(std::vector<std::string> extra = {}) {
-    CLI::App app;
-    cli::addReport(app);
-    std::string html = (dir_ / "out" / "report.html").string();
-    std::vector<std::string> args = {"friction", "report", "--db", (dir_ / "store.db").string(), "-o", html};
-    args.insert(args.end(), extra.begin(), extra.end());
-    std::vector<const char*> argv;
-    for (const auto& a : args) argv.push_back(a.c_str());
-    app.parse(int(argv.size()), argv.data());
-    std::ifstream in(dir_ / "out" / "report.json");
-    return json::parse(in);
+  // The report's data of the store, as `friction report` computes it.
+  json report(const std::string& reference = "") {
+    bench::ResultsStore store((dir_ / "store.db").string());
+    json data = bench::reportData(store.cells("", /*withSamples=*/false), store, reference);
+    data["db"] = (dir_ / "store.db").string();
+    return data;
   }
-  std::string html() const {
-    std::ifstream in(dir_ / "out" / "report.html");
+  // The HTML render_report.py makes of `data`.
+  std::string html(const json& data) const {
+    fs::path jsonPath = dir_ / "report.json", htmlPath = dir_ / "report.html";
+    std::ofstream(jsonPath) << data.dump(1);
+    std::string root = FRICTION_SOURCE_DIR;
+    EXPECT_EQ(runCommand({root + "/.venv/bin/python", root + "/benchmarks/report/render_report.py", jsonPath.string(),
+                          htmlPath.string()}),
+              0);
+    std::ifstream in(htmlPath);
     return {std::istreambuf_iterator<char>(in), {}};
   }
 
@@ -146,15 +148,15 @@ TEST_F(ReportExecutors, InversionAgainstTheReferenceExecutor) {
   EXPECT_EQ(executorEntry(data, "cpu|default")["vs_reference"]["inversions"], 0);
   EXPECT_FALSE(executorEntry(data, "cpu|all-off").contains("vs_reference"));
   // The HTML lists the inverted pair in the cross-executor table.
-  EXPECT_NE(html().find("zoo:mlp?depth=2 / zoo:vit?depth=2"), std::string::npos);
+  EXPECT_NE(html(data).find("zoo:mlp?depth=2 / zoo:vit?depth=2"), std::string::npos);
 }
 
 TEST_F(ReportExecutors, ChosenReference) {
-  json data = report({"--reference", "ort?level=all|all-off"});
+  json data = report("ort?level=all|all-off");
   EXPECT_EQ(data["reference"], "ort?level=all|all-off");
   EXPECT_EQ(executorEntry(data, "cpu|all-off")["vs_reference"]["inversions"], 4);
   EXPECT_EQ(executorEntry(data, "cpu|default")["vs_reference"]["inversions"], 4);
-  EXPECT_THROW(report({"--reference", "tvm|all-off"}), Error);
+  EXPECT_THROW(report("tvm|all-off"), Error);
 }
 
 // Models that differ only in depth=N form one family; the family keeps the knobs in their order.

@@ -20,7 +20,7 @@
 #include "runtime/interp/Interpreter.h"
 #include "vendor_bridge/Bridges.h"
 #include "vendor_bridge/onednn/OnednnBackend.h"
-#include "tests/codegen/BackendTestUtil.h"
+#include "tests/common/BackendTestUtil.h"
 
 namespace friction {
 namespace {
