@@ -11,8 +11,6 @@
 namespace friction::codegen {
 namespace {
 
-bool staticF32(const Value* v) { return v && v->dtype() == DType::F32 && v->shape().hasRank() && v->shape().isStatic(); }
-
 // Right-aligned numpy broadcast of `s` into `domain`.
 bool broadcastsTo(const std::vector<int64_t>& s, const std::vector<int64_t>& domain) {
   if (s.size() > domain.size()) return false;
@@ -32,8 +30,8 @@ bool isContraction(const Node& n) { return n.op() == "MatMul" || n.op() == "Gemm
 // Checks the contraction node itself (operand ranks and types).
 bool checkContraction(const Node& n, std::string* why) {
   for (size_t i = 0; i < n.numInputs(); ++i)
-    if (n.input(i) && !staticF32(n.input(i))) return fail(why, n.op() + " on non-f32 or dynamic operands");
-  if (!staticF32(n.output(0))) return fail(why, n.op() + " with a non-static result");
+    if (n.input(i) && !isStaticF32(n.input(i))) return fail(why, n.op() + " on non-f32 or dynamic operands");
+  if (!isStaticF32(n.output(0))) return fail(why, n.op() + " with a non-static result");
   const Value *a = n.input(0), *b = n.input(1);
   if (!a || !b) return fail(why, n.op() + " without two operands");
   if (n.op() == "MatMul") {
@@ -57,10 +55,10 @@ bool checkElementwise(const std::vector<const Node*>& nodes, const std::vector<i
         if (n->op() == "Clip") continue;
         return fail(why, n->op() + " with an absent input");
       }
-      if (!staticF32(v)) return fail(why, n->op() + " on a non-f32 or dynamic value");
+      if (!isStaticF32(v)) return fail(why, n->op() + " on a non-f32 or dynamic value");
       if (!broadcastsTo(v->shape().staticDims(), domain)) return fail(why, "value does not broadcast to the domain");
     }
-    if (!staticF32(n->output(0)) || !broadcastsTo(n->output(0)->shape().staticDims(), domain))
+    if (!isStaticF32(n->output(0)) || !broadcastsTo(n->output(0)->shape().staticDims(), domain))
       return fail(why, "result does not broadcast to the domain");
   }
   return true;
@@ -91,7 +89,7 @@ std::unique_ptr<KernelView> analyzeKernel(const Node& node, std::string* why) {
     for (const Value* v : body.outputs()) view->outputs.push_back(v);
     if (view->nodes.empty() || view->outputs.empty()) return fail(why, "empty region"), nullptr;
     for (const Value* v : body.inputs())
-      if (!staticF32(v)) return fail(why, "region input not f32/static"), nullptr;
+      if (!isStaticF32(v)) return fail(why, "region input not f32/static"), nullptr;
     for (const Value* v : view->outputs)
       if (!v->producer()) return fail(why, "region passes an input through"), nullptr;
   } else {
@@ -101,10 +99,10 @@ std::unique_ptr<KernelView> analyzeKernel(const Node& node, std::string* why) {
     for (const Value* v : node.outputs()) view->outputs.push_back(v);
   }
   const Node& first = *view->nodes.front();
-  if (!staticF32(view->outputs[0])) return fail(why, "result is not f32 with a static shape"), nullptr;
+  if (!isStaticF32(view->outputs[0])) return fail(why, "result is not f32 with a static shape"), nullptr;
   view->domain = view->outputs[0]->shape().staticDims();
   for (const Value* v : view->outputs)
-    if (!staticF32(v) || v->shape().staticDims() != view->domain)
+    if (!isStaticF32(v) || v->shape().staticDims() != view->domain)
       return fail(why, "region outputs differ in shape"), nullptr;
   std::vector<const Node*> elementwise(view->nodes.begin(), view->nodes.end());
   if (isContraction(first)) {

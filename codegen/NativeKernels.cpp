@@ -12,8 +12,6 @@
 namespace friction::codegen {
 namespace {
 
-bool staticF32(const Value* v) { return v && v->dtype() == DType::F32 && v->shape().hasRank() && v->shape().isStatic(); }
-
 class ConvKernel : public NativeKernel {
  public:
   ConvKernel(ukernels::Conv2d g, const Value* weight) : g_(g), weight_(weight) {}
@@ -127,7 +125,7 @@ std::unique_ptr<NativeKernel> matchRows(const Node& node, const std::vector<cons
   for (size_t i = 1; i < op->numOutputs(); ++i)
     if (op->output(i)) return fail(why, "LayerNormalization with mean/inv-std-dev outputs");
   const Value* x = outer.empty() ? nullptr : outer[0];
-  if (!staticF32(x) || !staticF32(node.output(0)) || x->shape().rank() == 0) return fail(why, "not f32/static");
+  if (!isStaticF32(x) || !isStaticF32(node.output(0)) || x->shape().rank() == 0) return fail(why, "not f32/static");
   std::vector<int64_t> xs = x->shape().staticDims();
   int64_t rank = int64_t(xs.size()), axis = op->attrInt("axis", -1);
   if (axis < 0) axis += rank;
@@ -138,7 +136,7 @@ std::unique_ptr<NativeKernel> matchRows(const Node& node, const std::vector<cons
   for (int64_t i = 0; i < rank; ++i) (i < axis ? rows : cols) *= xs[size_t(i)];
   if (layerNorm)
     for (size_t i = 1; i < 3 && i < outer.size(); ++i)
-      if (outer[i] && (!staticF32(outer[i]) || outer[i]->shape().numel() != std::optional<int64_t>(cols)))
+      if (outer[i] && (!isStaticF32(outer[i]) || outer[i]->shape().numel() != std::optional<int64_t>(cols)))
         return fail(why, "LayerNormalization scale/bias do not cover the normalized dims");
   return std::make_unique<RowKernel>(op->op(), rows, cols, op->attrFloat("epsilon", 1e-5f));
 }
@@ -198,7 +196,7 @@ std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Va
   if (outer.empty()) outer.assign(node.inputs().begin(), node.inputs().end());
   if (node.op() == "Transpose") {
     const Value* x = outer.empty() ? nullptr : outer[0];
-    if (!staticF32(x) || !staticF32(node.output(0))) return fail(why, "Transpose not f32/static");
+    if (!isStaticF32(x) || !isStaticF32(node.output(0))) return fail(why, "Transpose not f32/static");
     std::vector<int64_t> xs = x->shape().staticDims(), perm;
     if (node.hasAttr("perm")) {
       perm = node.attrInts("perm");
@@ -216,7 +214,7 @@ std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Va
   if (!supported.count(op->op())) return fail(why, op->op() + " has no native nhwc kernel");
   const Value* x = outer.empty() ? nullptr : outer[0];
   const Value* y = node.output(0);
-  if (!staticF32(x) || !staticF32(y) || x->shape().rank() != 4) return fail(why, "nhwc region not f32/static/4-D");
+  if (!isStaticF32(x) || !isStaticF32(y) || x->shape().rank() != 4) return fail(why, "nhwc region not f32/static/4-D");
   std::vector<int64_t> xs = x->shape().staticDims(), ys = y->shape().staticDims();
   ukernels::Conv2d g;
   g.N = xs[0], g.H = xs[1], g.W = xs[2], g.C = xs[3];
@@ -224,7 +222,7 @@ std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Va
   if (op->op() == "GlobalAveragePool") return std::make_unique<PoolKernel>(g, op->op(), ukernels::PoolKind::Average);
   std::vector<int64_t> kernel;
   if (op->op() == "Conv") {
-    if (outer.size() < 2 || !staticF32(outer[1]) || (outer.size() > 2 && outer[2] && !staticF32(outer[2])))
+    if (outer.size() < 2 || !isStaticF32(outer[1]) || (outer.size() > 2 && outer[2] && !isStaticF32(outer[2])))
       return fail(why, "conv weights not f32/static");
     std::vector<int64_t> ws = outer[1]->shape().staticDims();
     kernel = {ws[2], ws[3]};

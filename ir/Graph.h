@@ -107,6 +107,10 @@ class Node {
 
 // The data of `v` when it is an initializer or a Constant node's output, else nullptr.
 const Tensor* constantData(const Value* v);
+// True when `v` is an f32 tensor of static shape: what the compiled backends' kernels take.
+inline bool isStaticF32(const Value* v) {
+  return v && v->dtype() == DType::F32 && v->shape().hasRank() && v->shape().isStatic();
+}
 
 class Graph {
  public:

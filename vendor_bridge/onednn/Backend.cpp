@@ -260,11 +260,11 @@ class ProgramBuilder {
 
   // One node as one primitive (plain layouts).
   Draft single(const Node& n, const Scope& sc) {
-    for (const Value* v : n.outputs()) need(staticF32(v));
+    for (const Value* v : n.outputs()) need(isStaticF32(v));
     const std::string& op = n.op();
     if (op == "Conv") {
       const Value* x = n.input(0);
-      need(staticF32(x));
+      need(isStaticF32(x));
       return drafter_.conv(n, sc, Operand{x, dimsOf(x), plainTag(x->shape().rank())}, dimsOf(n.output(0)),
                            plainTag(n.output(0)->shape().rank()), {});
     }
@@ -272,13 +272,13 @@ class ProgramBuilder {
     if (op == "Gemm") return drafter_.gemm(n, sc, {});
     if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool") {
       const Value* x = n.input(0);
-      need(staticF32(x));
+      need(isStaticF32(x));
       return drafter_.pool(n, sc, Operand{x, dimsOf(x), plainTag(x->shape().rank())}, dimsOf(n.output(0)),
                            plainTag(n.output(0)->shape().rank()));
     }
     if (op == "BatchNormalization") {
       const Value* x = n.input(0);
-      need(staticF32(x));
+      need(isStaticF32(x));
       return drafter_.batchnorm(n, sc, Operand{x, dimsOf(x), plainTag(x->shape().rank())});
     }
     if (op == "LayerNormalization") return drafter_.layernorm(n, sc);
@@ -292,7 +292,7 @@ class ProgramBuilder {
   // A convert-layout region's op on channels-last memory. `sc` maps body values to the program's.
   Draft nhwcRegion(const Node& fused, const Scope& sc, const std::vector<Post>& posts, const Tensor* extraBias = nullptr) {
     const Node* op = nhwcInner(fused);
-    need(op && staticF32(op->input(0)) && staticF32(op->output(0)) && op->input(0)->shape().rank() == 4);
+    need(op && isStaticF32(op->input(0)) && isStaticF32(op->output(0)) && op->input(0)->shape().rank() == 4);
     Operand src{FusedRegion::of(fused)->body().inputs()[0], dimsOf(op->input(0)), Tag::nhwc};
     memory::dims dst = dimsOf(op->output(0));
     if (op->op() == "Conv") return drafter_.conv(*op, sc, src, dst, Tag::nhwc, posts, extraBias);
@@ -325,7 +325,7 @@ class ProgramBuilder {
       for (auto& [arg, op] : d.rt) op.v = inner.outer(op.v);
     } else if (anchor.op() == "Conv") {
       const Value* x = anchor.input(0);
-      need(staticF32(x));
+      need(isStaticF32(x));
       d = drafter_.conv(anchor, sc, Operand{x, dimsOf(x), plainTag(x->shape().rank())}, dimsOf(out),
                         plainTag(out->shape().rank()), posts, extraBias);
     } else {

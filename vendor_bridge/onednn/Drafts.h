@@ -31,9 +31,6 @@ struct Context {
   dnnl::stream strm{eng};
 };
 
-inline bool staticF32(const Value* v) {
-  return v && v->dtype() == DType::F32 && v->shape().hasRank() && v->shape().isStatic();
-}
 // A value's static dims (a scalar as {1}).
 memory::dims dimsOf(const Value* v);
 // The plain (row-major) format tag of a rank.

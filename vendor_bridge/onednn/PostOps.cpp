@@ -110,7 +110,7 @@ std::vector<const Node*> chainAfter(const UseIndex& u, const Scope& sc, const No
   for (;;) {
     const Node* next = u.soleUser(cur);
     if (next && taken.count(next)) break;  // another anchor's chain has it (a residual Add)
-    if (next && next->numOutputs() == 1 && staticF32(next->output(0)) && next->output(0)->shape() == cur->shape()) {
+    if (next && next->numOutputs() == 1 && isStaticF32(next->output(0)) && next->output(0)->shape() == cur->shape()) {
       bool add = next->op() == "Add" && next->numInputs() == 2 && next->input(0) != next->input(1);
       bool act = next->input(0) == cur && eltwiseOf(*next, sc).has_value();
       bool bn = isBatchNormAfterConv(*next, anchor, sc);
@@ -137,7 +137,7 @@ EpiloguePosts::EpiloguePosts(const Node& anchor, const std::vector<const Node*>&
   const Node* inner = region ? region->nhwcOp() : nullptr;
   bool nhwc = inner != nullptr;
   const Value* out = anchor.output(0);
-  need(staticF32(out));
+  need(isStaticF32(out));
   size_t rank = out->shape().rank();
   need(rank >= 1 && (!nhwc || rank == 4));
   bool isConv = anchor.op() == "Conv" || nhwc;
@@ -156,7 +156,7 @@ EpiloguePosts::EpiloguePosts(const Node& anchor, const std::vector<const Node*>&
     if (n.op() == "Add" && n.numInputs() == 2 && (n.input(0) == cur || n.input(1) == cur) && n.input(0) != n.input(1) &&
         n.output(0)->shape() == cur->shape()) {
       const Value* other = n.input(0) == cur ? n.input(1) : n.input(0);
-      need(staticF32(other));
+      need(isStaticF32(other));
       Operand o = view(other);
       const Tensor* c = sc.constOf(other);
       // A per-channel constant first in a conv's chain is the primitive's bias.

@@ -11,7 +11,7 @@ Draft Drafter::conv(const Node& n, const Scope& sc, Operand src, memory::dims ds
                     const std::vector<Post>& posts, const Tensor* extraBias) {
   need(n.op() == "Conv" && n.numOutputs() == 1);
   const Value *x = n.input(0), *w = n.input(1), *b = n.input(2);
-  need(staticF32(x) && staticF32(w) && (!b || staticF32(b)) && staticF32(n.output(0)));
+  need(isStaticF32(x) && isStaticF32(w) && (!b || isStaticF32(b)) && isStaticF32(n.output(0)));
   auto xs = x->shape().staticDims(), ws = w->shape().staticDims(), ys = n.output(0)->shape().staticDims();
   size_t sp = xs.size() - 2;
   need(xs.size() >= 3 && xs.size() <= 5 && ws.size() == xs.size());
@@ -62,7 +62,7 @@ Draft Drafter::conv(const Node& n, const Scope& sc, Operand src, memory::dims ds
 Draft Drafter::matmul(const Node& n, const Scope& sc, const std::vector<Post>& posts) {
   need(n.op() == "MatMul" && n.numOutputs() == 1);
   const Value *a = n.input(0), *b = n.input(1), *y = n.output(0);
-  need(staticF32(a) && staticF32(b) && staticF32(y));
+  need(isStaticF32(a) && isStaticF32(b) && isStaticF32(y));
   auto as = a->shape().staticDims(), bs = b->shape().staticDims(), ys = y->shape().staticDims();
   need(as.size() >= 2 && bs.size() >= 2 && ys.size() <= 6);
   auto pad = [&](std::vector<int64_t> s) {
@@ -88,7 +88,7 @@ Draft Drafter::matmul(const Node& n, const Scope& sc, const std::vector<Post>& p
 Draft Drafter::gemm(const Node& n, const Scope& sc, const std::vector<Post>& posts) {
   need(n.op() == "Gemm" && n.numOutputs() == 1);
   const Value *a = n.input(0), *b = n.input(1), *c = n.input(2), *y = n.output(0);
-  need(staticF32(a) && staticF32(b) && staticF32(y) && (!c || staticF32(c)));
+  need(isStaticF32(a) && isStaticF32(b) && isStaticF32(y) && (!c || isStaticF32(c)));
   auto as = a->shape().staticDims(), bs = b->shape().staticDims(), ys = y->shape().staticDims();
   need(as.size() == 2 && bs.size() == 2 && ys.size() == 2);
   bool ta = n.attrInt("transA", 0) != 0, tb = n.attrInt("transB", 0) != 0;
@@ -146,7 +146,7 @@ Draft Drafter::pool(const Node& n, const Scope& sc, Operand src, memory::dims ds
   const std::string& op = n.op();
   need(n.numOutputs() == 1);
   const Value* x = n.input(0);
-  need(staticF32(x) && staticF32(n.output(0)));
+  need(isStaticF32(x) && isStaticF32(n.output(0)));
   auto xs = x->shape().staticDims(), ys = n.output(0)->shape().staticDims();
   need(xs.size() >= 3 && xs.size() <= 5);
   size_t sp = xs.size() - 2;
@@ -187,7 +187,7 @@ Draft Drafter::pool(const Node& n, const Scope& sc, Operand src, memory::dims ds
 Draft Drafter::batchnorm(const Node& n, const Scope& sc, Operand src) {
   need(n.op() == "BatchNormalization" && n.numOutputs() == 1 && n.attrInt("training_mode", 0) == 0);
   const Value* x = n.input(0);
-  need(staticF32(x) && x->shape().rank() >= 2);
+  need(isStaticF32(x) && x->shape().rank() >= 2);
   int64_t C = x->shape().staticDims()[1];
   Draft d;
   d.kind = "batch_normalization";
@@ -195,7 +195,7 @@ Draft Drafter::batchnorm(const Node& n, const Scope& sc, Operand src) {
   int args[] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
   for (int i = 0; i < 4; ++i) {
     const Value* v = n.input(size_t(i) + 1);
-    need(staticF32(v) && v->shape().numel() == C);
+    need(isStaticF32(v) && v->shape().numel() == C);
     if (const Tensor* t = sc.constOf(v))
       d.fixed.emplace_back(args[i], constMemory(ctx_, *t, cMd));
     else
@@ -214,7 +214,7 @@ Draft Drafter::batchnorm(const Node& n, const Scope& sc, Operand src) {
 Draft Drafter::layernorm(const Node& n, const Scope& sc) {
   need(n.op() == "LayerNormalization" && n.numOutputs() == 1);
   const Value *x = n.input(0), *s = n.input(1), *b = n.input(2);
-  need(staticF32(x) && staticF32(s) && (!b || staticF32(b)) && x->shape().rank() >= 1);
+  need(isStaticF32(x) && isStaticF32(s) && (!b || isStaticF32(b)) && x->shape().rank() >= 1);
   auto xs = x->shape().staticDims();
   int64_t axis = n.attrInt("axis", -1);
   if (axis < 0) axis += int64_t(xs.size());
@@ -247,7 +247,7 @@ Draft Drafter::layernorm(const Node& n, const Scope& sc) {
 Draft Drafter::softmax(const Node& n) {
   need((n.op() == "Softmax" || n.op() == "LogSoftmax") && n.numOutputs() == 1);
   const Value* x = n.input(0);
-  need(staticF32(x) && x->shape().rank() >= 1);
+  need(isStaticF32(x) && x->shape().rank() >= 1);
   int64_t r = int64_t(x->shape().rank()), axis = n.attrInt("axis", -1);
   if (axis < 0) axis += r;
   need(axis >= 0 && axis < r);
@@ -268,7 +268,7 @@ Draft Drafter::softmax(const Node& n) {
 }
 
 Draft Drafter::eltwise(const Value* x, const Value* y, const Post& e) {
-  need(staticF32(x) && staticF32(y) && x->shape() == y->shape());
+  need(isStaticF32(x) && isStaticF32(y) && x->shape() == y->shape());
   Operand src{x, dimsOf(x), plainTag(std::max<size_t>(1, x->shape().rank()))};
   Draft d;
   d.kind = "eltwise";
@@ -282,7 +282,7 @@ Draft Drafter::eltwise(const Value* x, const Value* y, const Post& e) {
 Draft Drafter::transpose(const Node& n) {
   need(n.op() == "Transpose" && n.numOutputs() == 1);
   const Value *x = n.input(0), *y = n.output(0);
-  need(staticF32(x) && staticF32(y) && x->shape().rank() >= 1);
+  need(isStaticF32(x) && isStaticF32(y) && x->shape().rank() >= 1);
   auto xs = x->shape().staticDims();
   size_t r = xs.size();
   std::vector<int64_t> perm = n.attrInts("perm");
@@ -310,7 +310,7 @@ Draft Drafter::binary(const Node& n, const Scope& sc) {
   auto alg = binaryOf(n.op());
   need(alg && n.numInputs() == 2 && n.numOutputs() == 1);
   const Value *a = n.input(0), *b = n.input(1), *y = n.output(0);
-  need(staticF32(a) && staticF32(b) && staticF32(y));
+  need(isStaticF32(a) && isStaticF32(b) && isStaticF32(y));
   if (a->shape() != y->shape()) {
     need(commutative(*alg) && b->shape() == y->shape());
     std::swap(a, b);
