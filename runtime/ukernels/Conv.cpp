@@ -35,31 +35,83 @@ void gemmEpilogue(void* ctx, float* C, int64_t ldc, int64_t i0, int64_t j0, int6
                 e.lo, e.hi);
 }
 
-// One row of the im2col matrix: the (kh, kw, c) patch of output pixel (n, oh, ow), zeros outside the input.
-// An undilated window row that lies inside the input is S*C contiguous floats: one copy.
-void gatherPatch(const Conv2d& g, const float* x, int64_t n, int64_t oh, int64_t ow, float* row) {
-  const int64_t iw0 = ow * g.strideW - g.padLeft, span = g.S * g.C;
-  const bool rowInside = g.dilW == 1 && iw0 >= 0 && iw0 + g.S <= g.W;
+// One row of the NHWC im2col matrix: the (kh, kw, c) patch of output pixel
+// (n, oh, ow) over the `cg` channels from c0 (one group's), zeros outside the
+// input. An undilated window row inside the input over all channels is S*C
+// contiguous floats: one copy.
+void gatherPatch(const Conv2d& g, const float* x, int64_t n, int64_t oh, int64_t ow, int64_t c0, int64_t cg,
+                 float* row) {
+  const int64_t iw0 = ow * g.strideW - g.padLeft, span = g.S * cg;
+  const bool rowInside = g.dilW == 1 && cg == g.C && iw0 >= 0 && iw0 + g.S <= g.W;
   for (int64_t r = 0; r < g.R; ++r, row += span) {
     int64_t ih = oh * g.strideH - g.padTop + r * g.dilH;
     if (ih < 0 || ih >= g.H) {
       std::fill(row, row + span, 0.f);
       continue;
     }
-    const float* in = x + (n * g.H + ih) * g.W * g.C;
+    const float* in = x + (n * g.H + ih) * g.W * g.C + c0;
     if (rowInside) {
       std::copy(in + iw0 * g.C, in + iw0 * g.C + span, row);
       continue;
     }
     for (int64_t s = 0; s < g.S; ++s) {
       int64_t iw = iw0 + s * g.dilW;
-      float* cell = row + s * g.C;
+      float* cell = row + s * cg;
       if (iw < 0 || iw >= g.W)
-        std::fill(cell, cell + g.C, 0.f);
+        std::fill(cell, cell + cg, 0.f);
       else
-        std::copy(in + iw * g.C, in + (iw + 1) * g.C, cell);
+        std::copy(in + iw * g.C, in + iw * g.C + cg, cell);
     }
   }
+}
+
+// Rows of the NCHW im2col matrix [C/g*R*S, P] for the output pixels [p0, p0 + np)
+// of image n, group gi: row (c, r, s) holds x[n, c, ih, iw] of each pixel, zeros outside the input.
+void gatherColumns(const Conv2d& g, const float* x, int64_t n, int64_t gi, int64_t p0, int64_t np, float* cols) {
+  const int64_t cg = g.C / g.group, rows = cg * g.R * g.S;
+#pragma omp parallel for schedule(static) if (rows * np > (1 << 16))
+  for (int64_t row = 0; row < rows; ++row) {
+    const int64_t c = row / (g.R * g.S), r = row / g.S % g.R, s = row % g.S;
+    const float* plane = x + (n * g.C + gi * cg + c) * g.H * g.W;
+    float* out = cols + row * np;
+    for (int64_t j = 0; j < np; ++j) {
+      const int64_t p = p0 + j, oh = p / g.OW, ow = p % g.OW;
+      const int64_t ih = oh * g.strideH - g.padTop + r * g.dilH, iw = ow * g.strideW - g.padLeft + s * g.dilW;
+      out[j] = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W ? plane[ih * g.W + iw] : 0.f;
+    }
+  }
+}
+
+// The NCHW GEMM's epilogue: rows are output channels, so the bias is one
+// number per row; `residual` is laid out like C (same leading dimension).
+FRICTION_MULTIVERSION
+void epilogueChannelRow(float* __restrict c, float bias, const float* __restrict r, int64_t n, float lo, float hi) {
+  if (r) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) c[j] = std::min(std::max(c[j] + bias + r[j], lo), hi);
+  } else {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) c[j] = std::min(std::max(c[j] + bias, lo), hi);
+  }
+}
+
+void gemmEpilogueNchw(void* ctx, float* C, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols) {
+  const auto& e = *static_cast<const ConvEpilogue*>(ctx);
+  for (int64_t i = i0; i < i0 + rows; ++i)
+    epilogueChannelRow(C + i * ldc + j0, e.bias ? e.bias[i] : 0.f, e.residual ? e.residual + i * ldc + j0 : nullptr,
+                       cols, e.lo, e.hi);
+}
+
+bool clamps(const ConvEpilogue& e) {
+  return e.lo != -std::numeric_limits<float>::infinity() || e.hi != std::numeric_limits<float>::infinity();
+}
+
+// `e` moved to the block of channels [k0, ...) and the output elements from `offset` (a group's GEMM).
+ConvEpilogue shifted(const ConvEpilogue& e, int64_t k0, int64_t offset) {
+  ConvEpilogue s = e;
+  if (s.bias) s.bias += k0;
+  if (s.residual) s.residual += offset;
+  return s;
 }
 
 // Multiply-adds (or compares) of a windowed op over C channels, and the
@@ -209,12 +261,14 @@ std::vector<float> packConvWeights(const Conv2d& g, const float* oihw) {
       for (int64_t rs = 0; rs < g.R * g.S; ++rs) p[size_t(rs * g.C + c)] = oihw[c * g.R * g.S + rs];
     return p;
   }
-  std::vector<float> p(size_t(g.R * g.S * g.C * g.K));
-  for (int64_t rs = 0; rs < g.R * g.S; ++rs)
-    for (int64_t c = 0; c < g.C; ++c) {
-      float* dst = p.data() + (rs * g.C + c) * g.K;
-      for (int64_t k = 0; k < g.K; ++k) dst[k] = oihw[(k * g.C + c) * g.R * g.S + rs];
-    }
+  const int64_t cg = g.C / g.group, kg = g.K / g.group, block = g.R * g.S * cg * kg;
+  std::vector<float> p(size_t(block * g.group));
+  for (int64_t gi = 0; gi < g.group; ++gi)
+    for (int64_t rs = 0; rs < g.R * g.S; ++rs)
+      for (int64_t c = 0; c < cg; ++c) {
+        float* dst = p.data() + gi * block + (rs * cg + c) * kg;
+        for (int64_t k = 0; k < kg; ++k) dst[k] = oihw[((gi * kg + k) * cg + c) * g.R * g.S + rs];
+      }
   return p;
 }
 
@@ -225,12 +279,18 @@ void convNhwc(const Conv2d& g, const float* x, const float* packedW, const ConvE
     depthwise(g, x, packedW, e.bias, -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity(), y);
     return epilogueRow(y, nullptr, e.residual, g.N * g.OH * g.OW * g.K, e.lo, e.hi);
   }
-  GemmEpilogue ep{&gemmEpilogue, const_cast<ConvEpilogue*>(&e)};
-  const bool clamps = e.lo != -std::numeric_limits<float>::infinity() || e.hi != std::numeric_limits<float>::infinity();
-  const GemmEpilogue* epilogue = e.bias || e.residual || clamps ? &ep : nullptr;
-  int64_t rows = g.N * g.OH * g.OW, depth = g.R * g.S * g.C;
-  if (g.pointwise()) {
-    sgemm(false, false, rows, g.K, depth, 1.f, x, g.C, packedW, g.K, 0.f, y, g.K, epilogue);
+  const bool anyEpilogue = e.bias || e.residual || clamps(e);
+  const int64_t cg = g.C / g.group, kg = g.K / g.group;
+  const int64_t rows = g.N * g.OH * g.OW, depth = g.R * g.S * cg;
+  // One GEMM per group: its channel slice of x, its block of weights, its columns of y.
+  auto gemm = [&](int64_t gi, int64_t r0, int64_t nr, const float* a, int64_t lda) {
+    ConvEpilogue ge = shifted(e, gi * kg, r0 * g.K + gi * kg);
+    GemmEpilogue ep{&gemmEpilogue, &ge};
+    sgemm(false, false, nr, kg, depth, 1.f, a, lda, packedW + gi * depth * kg, kg, 0.f, y + r0 * g.K + gi * kg, g.K,
+          anyEpilogue ? &ep : nullptr);
+  };
+  if (g.unitWindow()) {
+    for (int64_t gi = 0; gi < g.group; ++gi) gemm(gi, 0, rows, x + gi * cg, g.C);
     return;
   }
   // im2col in bands of output rows, so the gathered matrix stays bounded (and in cache for small layers).
@@ -238,13 +298,90 @@ void convNhwc(const Conv2d& g, const float* x, const float* packedW, const ConvE
   std::unique_ptr<float[]> cols(new float[size_t(band * depth)]);
   for (int64_t r0 = 0; r0 < rows; r0 += band) {
     int64_t nr = std::min(band, rows - r0);
+    for (int64_t gi = 0; gi < g.group; ++gi) {
 #pragma omp parallel for schedule(static) if (nr * depth > (1 << 16))
-    for (int64_t i = 0; i < nr; ++i) {
-      int64_t p = r0 + i, n = p / (g.OH * g.OW), oh = p / g.OW % g.OH, ow = p % g.OW;
-      gatherPatch(g, x, n, oh, ow, cols.get() + i * depth);
+      for (int64_t i = 0; i < nr; ++i) {
+        int64_t p = r0 + i, n = p / (g.OH * g.OW), oh = p / g.OW % g.OH, ow = p % g.OW;
+        gatherPatch(g, x, n, oh, ow, gi * cg, cg, cols.get() + i * depth);
+      }
+      gemm(gi, r0, nr, cols.get(), depth);
     }
-    sgemm(false, false, nr, g.K, depth, 1.f, cols.get(), depth, packedW, g.K, 0.f, y + r0 * g.K, g.K, epilogue);
   }
+}
+
+namespace {
+
+// One depthwise NCHW plane (image n, channel c): each output row starts from
+// the bias, accumulates R*S shifted input rows (vectorized along the row),
+// then takes the residual and the clamp.
+FRICTION_MULTIVERSION
+void depthwisePlane(const Conv2d& g, const float* x, const float* w, const ConvEpilogue& e, int64_t n, int64_t c,
+                    float* y) {
+  const float* in = x + (n * g.C + c) * g.H * g.W;
+  const float* wc = w + c * g.R * g.S;
+  const float bias = e.bias ? e.bias[c] : 0.f;
+  float* out = y + (n * g.K + c) * g.OH * g.OW;
+  const float* res = e.residual ? e.residual + (n * g.K + c) * g.OH * g.OW : nullptr;
+  for (int64_t oh = 0; oh < g.OH; ++oh) {
+    float* __restrict row = out + oh * g.OW;
+    std::fill(row, row + g.OW, bias);
+    for (int64_t r = 0; r < g.R; ++r) {
+      const int64_t ih = oh * g.strideH - g.padTop + r * g.dilH;
+      if (ih < 0 || ih >= g.H) continue;
+      const float* __restrict src = in + ih * g.W;
+      for (int64_t s = 0; s < g.S; ++s) {
+        // Output columns whose input column iw = ow*stride - pad + s*dil lies in [0, W).
+        const int64_t shift = s * g.dilW - g.padLeft;
+        const int64_t lo = shift >= 0 ? 0 : (-shift + g.strideW - 1) / g.strideW;
+        const int64_t hi = std::min(g.OW, g.W - 1 - shift < 0 ? 0 : (g.W - 1 - shift) / g.strideW + 1);
+        const float wv = wc[r * g.S + s];
+        if (g.strideW == 1) {
+#pragma omp simd
+          for (int64_t ow = lo; ow < hi; ++ow) row[ow] += wv * src[ow + shift];
+        } else {
+          for (int64_t ow = lo; ow < hi; ++ow) row[ow] += wv * src[ow * g.strideW + shift];
+        }
+      }
+    }
+    epilogueChannelRow(row, 0.f, res ? res + oh * g.OW : nullptr, g.OW, e.lo, e.hi);
+  }
+}
+
+}  // namespace
+
+void convNchw(const Conv2d& g, const float* x, const float* oihw, const ConvEpilogue& e, float* y) {
+  if (g.depthwise()) {
+#pragma omp parallel for collapse(2) schedule(static) if (windowWork(g, g.C) > kParallelWork)
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t c = 0; c < g.C; ++c) depthwisePlane(g, x, oihw, e, n, c, y);
+    return;
+  }
+  const bool anyEpilogue = e.bias || e.residual || clamps(e);
+  const int64_t cg = g.C / g.group, kg = g.K / g.group, depth = cg * g.R * g.S, pixels = g.OH * g.OW;
+  // Per image and group: y_g [K/g, pixels] = W_g [K/g, depth] * im2col [depth, pixels].
+  auto gemm = [&](int64_t n, int64_t gi, int64_t p0, int64_t np, const float* b, int64_t ldb) {
+    const int64_t offset = (n * g.K + gi * kg) * pixels + p0;
+    ConvEpilogue ge = shifted(e, gi * kg, offset);
+    GemmEpilogue ep{&gemmEpilogueNchw, &ge};
+    sgemm(false, false, kg, np, depth, 1.f, oihw + gi * kg * depth, depth, b, ldb, 0.f, y + offset, pixels,
+          anyEpilogue ? &ep : nullptr);
+  };
+  if (g.unitWindow()) {
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t gi = 0; gi < g.group; ++gi) gemm(n, gi, 0, pixels, x + (n * g.C + gi * cg) * pixels, pixels);
+    return;
+  }
+  // im2col in bands of output pixels, so the gathered matrix stays bounded.
+  const int64_t band =
+      std::max<int64_t>(1, std::min<int64_t>(pixels, (int64_t(1) << 22) / std::max<int64_t>(depth, 1)));
+  std::unique_ptr<float[]> cols(new float[size_t(band * depth)]);
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t gi = 0; gi < g.group; ++gi)
+      for (int64_t p0 = 0; p0 < pixels; p0 += band) {
+        const int64_t np = std::min(band, pixels - p0);
+        gatherColumns(g, x, n, gi, p0, np, cols.get());
+        gemm(n, gi, p0, np, cols.get(), np);
+      }
 }
 
 void poolNhwc(const Conv2d& g, PoolKind kind, const float* x, float* y) {
@@ -278,6 +415,44 @@ void globalAveragePoolNhwc(int64_t N, int64_t HW, int64_t C, const float* x, flo
       for (int64_t c = 0; c < C; ++c) out[c] += in[c];
     }
     for (int64_t c = 0; c < C; ++c) out[c] /= float(HW);
+  }
+}
+
+void poolNchw(const Conv2d& g, PoolKind kind, const float* x, float* y) {
+#pragma omp parallel for collapse(2) schedule(static) if (windowWork(g, g.C) > kParallelWork)
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t c = 0; c < g.C; ++c) {
+      const float* in = x + (n * g.C + c) * g.H * g.W;
+      float* out = y + (n * g.C + c) * g.OH * g.OW;
+      for (int64_t oh = 0; oh < g.OH; ++oh)
+        for (int64_t ow = 0; ow < g.OW; ++ow) {
+          float acc = kind == PoolKind::Max ? -std::numeric_limits<float>::infinity() : 0.f;
+          int64_t cells = 0;
+          for (int64_t r = 0; r < g.R; ++r) {
+            const int64_t ih = oh * g.strideH - g.padTop + r * g.dilH;
+            if (ih < 0 || ih >= g.H) continue;
+            for (int64_t s = 0; s < g.S; ++s) {
+              const int64_t iw = ow * g.strideW - g.padLeft + s * g.dilW;
+              if (iw < 0 || iw >= g.W) continue;
+              const float v = in[ih * g.W + iw];
+              acc = kind == PoolKind::Max ? std::max(acc, v) : acc + v;
+              ++cells;
+            }
+          }
+          if (kind != PoolKind::Max) acc /= float(kind == PoolKind::Average ? std::max<int64_t>(cells, 1) : g.R * g.S);
+          out[oh * g.OW + ow] = acc;
+        }
+    }
+}
+
+void globalAveragePoolNchw(int64_t N, int64_t C, int64_t HW, const float* x, float* y) {
+#pragma omp parallel for schedule(static) if (N * C * HW > kParallelWork)
+  for (int64_t nc = 0; nc < N * C; ++nc) {
+    const float* in = x + nc * HW;
+    float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t p = 0; p < HW; ++p) sum += in[p];
+    y[nc] = sum / float(HW);
   }
 }
 

@@ -1,9 +1,14 @@
-// NHWC convolution and pooling microkernels for the compiled `cpu` backend
-// (convert-layout's "nhwc" regions). Channels are innermost, so a convolution
-// is one GEMM: rows are output pixels, columns output channels, and the
-// reduction runs over (kh, kw, input channel), gathered by an NHWC im2col
-// (skipped for 1x1 stride-1 convolutions, whose input already is that matrix).
-// Depthwise convolution and pooling are direct loops vectorized over channels.
+// Convolution and pooling microkernels for the compiled `cpu` backend, in
+// both layouts. NHWC (convert-layout's "nhwc" regions): channels are
+// innermost, so a convolution is one GEMM per group: rows are output pixels,
+// columns output channels, and the reduction runs over (kh, kw, input
+// channel), gathered by an NHWC im2col (skipped for 1x1 stride-1
+// convolutions, whose input already is that matrix); depthwise convolution
+// and pooling are direct loops vectorized over channels. NCHW (the graph as
+// imported, convert-layout off): the same GEMM transposed, rows are output
+// channels and columns output pixels (W_g [K/g, C/g*R*S] times an NCHW
+// im2col); depthwise convolution and pooling are direct loops vectorized
+// along the output row.
 #pragma once
 #include <cstdint>
 #include <limits>
@@ -13,7 +18,8 @@
 
 namespace friction::ukernels {
 
-// 2-D window geometry: input [N, H, W, C], output [N, OH, OW, K].
+// 2-D window geometry: input [N, H, W, C], output [N, OH, OW, K] in NHWC;
+// [N, C, H, W] and [N, K, OH, OW] in NCHW.
 struct Conv2d {
   int64_t N = 1, H = 1, W = 1, C = 1, K = 1;
   int64_t R = 1, S = 1;  // kernel height, width
@@ -21,14 +27,17 @@ struct Conv2d {
   int64_t padTop = 0, padLeft = 0;
   int64_t OH = 1, OW = 1;
   int64_t group = 1;
-  bool pointwise() const {
-    return R == 1 && S == 1 && strideH == 1 && strideW == 1 && padTop == 0 && padLeft == 0 && group == 1;
+  // A 1x1 window over every pixel: the input (per group) is the GEMM operand itself.
+  bool unitWindow() const {
+    return R == 1 && S == 1 && strideH == 1 && strideW == 1 && padTop == 0 && padLeft == 0 && OH == H && OW == W;
   }
+  bool pointwise() const { return unitWindow() && group == 1; }
   bool depthwise() const { return group == C && group == K && group > 1; }
 };
 
 // OIHW weights [K, C/group, R, S] rearranged once, at compile time, into the
-// GEMM's B operand [R*S*C, K] (group 1) or [R*S, C] (depthwise).
+// NHWC GEMM's B operands, one [R*S*C/group, K/group] block per group, or
+// [R*S, C] (depthwise). NCHW convolutions take the OIHW weights as they are.
 std::vector<float> packConvWeights(const Conv2d& g, const float* oihw);
 
 // What a convolution applies to each output before storing it, in order:
@@ -40,9 +49,12 @@ struct ConvEpilogue {
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
 };
 
-// y = epilogue(conv(x, w)), NHWC in and out, w from packConvWeights.
-// Supports group 1 and depthwise (no residual).
+// y = epilogue(conv(x, w)), NHWC in and out, w from packConvWeights; any
+// group count (depthwise: no residual).
 void convNhwc(const Conv2d& g, const float* x, const float* packedW, const ConvEpilogue& epilogue, float* y);
+// y = epilogue(conv(x, w)), NCHW in and out, w the OIHW weights; any group
+// count. The bias and the clamp are per output channel, as in NHWC.
+void convNchw(const Conv2d& g, const float* x, const float* oihw, const ConvEpilogue& epilogue, float* y);
 
 enum class PoolKind { Max, Average, AverageCountPad };
 // Max/average pooling of NHWC x into NHWC y (K == C); padding cells are skipped
@@ -50,5 +62,9 @@ enum class PoolKind { Max, Average, AverageCountPad };
 void poolNhwc(const Conv2d& g, PoolKind kind, const float* x, float* y);
 // y[n, c] = mean over H, W of x[n, :, :, c].
 void globalAveragePoolNhwc(int64_t N, int64_t HW, int64_t C, const float* x, float* y);
+// The same pooling over NCHW x into NCHW y.
+void poolNchw(const Conv2d& g, PoolKind kind, const float* x, float* y);
+// y[n, c] = mean over H, W of x[n, c, :, :].
+void globalAveragePoolNchw(int64_t N, int64_t C, int64_t HW, const float* x, float* y);
 
 }  // namespace friction::ukernels

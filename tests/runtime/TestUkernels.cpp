@@ -84,16 +84,19 @@ TEST(Sgemm, EpilogueSeesEveryElementOnceAfterTheLastKStep) {
   for (size_t i = 0; i < C.size(); ++i) ASSERT_EQ(C[i], -plain[i]) << i;
 }
 
-// Naive NHWC convolution with the epilogue, in double.
+// Naive convolution with the epilogue, in double, NHWC or NCHW.
 std::vector<double> naiveConv(const Conv2d& g, const std::vector<float>& x, const std::vector<float>& oihw,
-                              const ConvEpilogue& e) {
+                              const ConvEpilogue& e, bool nchw = false) {
   std::vector<double> y(size_t(g.N * g.OH * g.OW * g.K));
   const int64_t cpg = g.C / g.group, kpg = g.K / g.group;
+  auto xAt = [&](int64_t n, int64_t ih, int64_t iw, int64_t c) {
+    return size_t(nchw ? ((n * g.C + c) * g.H + ih) * g.W + iw : ((n * g.H + ih) * g.W + iw) * g.C + c);
+  };
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t oh = 0; oh < g.OH; ++oh)
       for (int64_t ow = 0; ow < g.OW; ++ow)
         for (int64_t k = 0; k < g.K; ++k) {
-          size_t at = size_t(((n * g.OH + oh) * g.OW + ow) * g.K + k);
+          size_t at = size_t(nchw ? ((n * g.K + k) * g.OH + oh) * g.OW + ow : ((n * g.OH + oh) * g.OW + ow) * g.K + k);
           double acc = e.bias ? e.bias[k] : 0.0;
           for (int64_t c = 0; c < cpg; ++c)
             for (int64_t r = 0; r < g.R; ++r)
@@ -101,7 +104,7 @@ std::vector<double> naiveConv(const Conv2d& g, const std::vector<float>& x, cons
                 int64_t ih = oh * g.strideH - g.padTop + r * g.dilH, iw = ow * g.strideW - g.padLeft + s * g.dilW;
                 if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
                 int64_t ci = k / kpg * cpg + c;
-                acc += double(x[size_t(((n * g.H + ih) * g.W + iw) * g.C + ci)]) *
+                acc += double(x[xAt(n, ih, iw, ci)]) *
                        double(oihw[size_t(((k * cpg + c) * g.R + r) * g.S + s)]);
               }
           if (e.residual) acc += e.residual[at];
@@ -110,29 +113,39 @@ std::vector<double> naiveConv(const Conv2d& g, const std::vector<float>& x, cons
   return y;
 }
 
-TEST(ConvNhwc, EpiloguesOfBiasResidualAndClamp) {
+// Both layouts, every group count (1, grouped, grouped 1x1, depthwise,
+// depthwise with a channel multiplier), strides, pads and dilations.
+TEST(Conv, BothLayoutsAnyGroupWithEpiloguesOfBiasResidualAndClamp) {
   struct Case {
-    int64_t C, K, R, stride, pad, group;
+    int64_t C, K, R, stride, pad, group, dil;
   };
-  for (const Case& c : std::vector<Case>{{8, 40, 1, 1, 0, 1}, {5, 19, 3, 2, 1, 1}, {35, 35, 3, 1, 1, 35}, {48, 48, 5, 2, 2, 48}}) {
+  for (const Case& c : std::vector<Case>{{8, 40, 1, 1, 0, 1, 1},  {5, 19, 3, 2, 1, 1, 1},  {35, 35, 3, 1, 1, 35, 1},
+                                         {48, 48, 5, 2, 2, 48, 1}, {12, 18, 3, 1, 1, 3, 1},  {16, 8, 1, 1, 0, 4, 1},
+                                         {6, 12, 3, 2, 1, 6, 1},   {8, 8, 3, 1, 2, 8, 2},    {6, 10, 3, 1, 2, 2, 2}}) {
     Conv2d g;
     g.N = 2, g.H = 9, g.W = 13, g.C = c.C, g.K = c.K, g.R = g.S = c.R, g.strideH = g.strideW = c.stride;
-    g.padTop = g.padLeft = c.pad, g.group = c.group;
-    g.OH = (g.H + 2 * c.pad - c.R) / c.stride + 1, g.OW = (g.W + 2 * c.pad - c.R) / c.stride + 1;
+    g.padTop = g.padLeft = c.pad, g.group = c.group, g.dilH = g.dilW = c.dil;
+    const int64_t span = c.dil * (c.R - 1) + 1;
+    g.OH = (g.H + 2 * c.pad - span) / c.stride + 1, g.OW = (g.W + 2 * c.pad - span) / c.stride + 1;
     auto x = randoms(size_t(g.N * g.H * g.W * g.C), 6), w = randoms(size_t(g.K * (g.C / g.group) * g.R * g.S), 7);
     auto bias = randoms(size_t(g.K), 8), residual = randoms(size_t(g.N * g.OH * g.OW * g.K), 9);
     std::vector<float> packed = packConvWeights(g, w.data());
-    for (int part = 0; part < 4; ++part) {
-      ConvEpilogue e;
-      if (part >= 1) e.bias = bias.data();
-      if (part >= 2) e.lo = 0.f, e.hi = 0.75f;
-      if (part == 3) e.residual = residual.data();
-      std::vector<float> y(residual.size());
-      convNhwc(g, x.data(), packed.data(), e, y.data());
-      expectNear(y, naiveConv(g, x, w, e), 1e-5,
-                 "C " + std::to_string(c.C) + " K " + std::to_string(c.K) + " R " + std::to_string(c.R) + " group " +
-                     std::to_string(c.group) + " epilogue part " + std::to_string(part));
-    }
+    for (bool nchw : {false, true})
+      for (int part = 0; part < 4; ++part) {
+        ConvEpilogue e;
+        if (part >= 1) e.bias = bias.data();
+        if (part >= 2) e.lo = 0.f, e.hi = 0.75f;
+        if (part == 3) e.residual = residual.data();
+        std::vector<float> y(residual.size());
+        if (nchw)
+          convNchw(g, x.data(), w.data(), e, y.data());
+        else
+          convNhwc(g, x.data(), packed.data(), e, y.data());
+        expectNear(y, naiveConv(g, x, w, e, nchw), 1e-5,
+                   std::string(nchw ? "nchw" : "nhwc") + " C " + std::to_string(c.C) + " K " + std::to_string(c.K) +
+                       " R " + std::to_string(c.R) + " group " + std::to_string(c.group) + " dilation " +
+                       std::to_string(c.dil) + " epilogue part " + std::to_string(part));
+      }
   }
 }
 
