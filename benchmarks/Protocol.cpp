@@ -54,6 +54,7 @@ Measurement measure(const Graph& optimized, const Graph* reference, const Measur
   auto compiled = backend->compile(optimized);
   m.compileMs = msSince(t0);
   m.executor = compiled->description();
+  m.interpNodes = compiled->interpNodes();
 
   std::vector<Tensor> outputs;
   for (int i = 0; i < std::max(o.warmup, 1); ++i) outputs = compiled->run(inputs);

@@ -34,6 +34,7 @@ struct Measurement {
   bool internalTiming = false;    // samples timed by the backend itself (bridges: transport excluded)
   double overheadMsPerRep = 0;    // harness time between timed regions (stopping rule, bookkeeping)
   std::string executor;           // the backend's description: vendor version and settings
+  int64_t interpNodes = -1;       // CompiledModel::interpNodes(): nodes on the interpreter, -1 unknown
   std::string profile;            // the backend's per-step profile (empty unless it was asked for one)
 };
 

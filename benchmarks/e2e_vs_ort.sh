@@ -8,17 +8,26 @@
 # minutes falls on every side alike; the table reports the median of the
 # per-round ratios with a distribution-free 95% interval (at least 6 rounds;
 # benchmarks/report/e2e_summary.py).
+# MODE=all-off compares the unoptimized sides instead: friction with every
+# pass off (--passes none) against ORT with its graph optimizations disabled.
 # Usage: benchmarks/e2e_vs_ort.sh [FRICTION_BINARY]
-#   env: MODELS (resnet50 mobilenetv2 vit_b), BATCHES (1 8), THREADS (2), REPS (10), ROUNDS (6),
-#        BASELINE (path to another friction binary; optional)
+#   env: MODELS (resnet50 mobilenetv2 vit_b, or any model paths / zoo specs), BATCHES (1 8), THREADS (2),
+#        REPS (10), ROUNDS (6), MODE (default | all-off), BASELINE (path to another friction binary; optional)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 F=${1:-$ROOT/build/bin/friction}
 PY=$ROOT/.venv/bin/python
 MODELS=${MODELS:-resnet50 mobilenetv2 vit_b} BATCHES=${BATCHES:-1 8}
-THREADS=${THREADS:-2} REPS=${REPS:-10} ROUNDS=${ROUNDS:-6} BASELINE=${BASELINE:-}
+THREADS=${THREADS:-2} REPS=${REPS:-10} ROUNDS=${ROUNDS:-6} BASELINE=${BASELINE:-} MODE=${MODE:-default}
+case $MODE in
+  default) CPU_FLAGS=() ORT_LEVEL=all ;;
+  all-off) CPU_FLAGS=(--passes none) ORT_LEVEL=disabled ;;
+  *) echo "e2e_vs_ort.sh: MODE must be default or all-off, not '$MODE'" >&2; exit 2 ;;
+esac
 declare -A SPEC=([resnet50]="zoo:resnet?preset=resnet50&resolution=224" [mobilenetv2]="zoo:mobilenetv2?preset=mobilenetv2"
                  [vit_b]="zoo:vit?preset=vit_b")
+
+spec() { echo "${SPEC[$1]:-$1}"; }  # a short name above, or the model as given
 
 median() {  # BINARY MODEL BATCH BACKEND [friction flags...] -> median ms
   local bin=$1 model=$2 batch=$3 backend=$4
@@ -35,9 +44,9 @@ for ((r = 0; r < ROUNDS; r++)); do
     for b in $BATCHES; do
       for e in $(shuf -e $executors); do
         case $e in
-          cpu) ms=$(median "$F" "${SPEC[$m]}" "$b" cpu) ;;
-          baseline) ms=$(median "$BASELINE" "${SPEC[$m]}" "$b" cpu) ;;
-          ort) ms=$(median "$F" "${SPEC[$m]}" "$b" "ort?threads=$THREADS&level=all" --passes none) ;;
+          cpu) ms=$(median "$F" "$(spec "$m")" "$b" cpu "${CPU_FLAGS[@]}") ;;
+          baseline) ms=$(median "$BASELINE" "$(spec "$m")" "$b" cpu "${CPU_FLAGS[@]}") ;;
+          ort) ms=$(median "$F" "$(spec "$m")" "$b" "ort?threads=$THREADS&level=$ORT_LEVEL" --passes none) ;;
         esac
         printf '%s\t%s\t%s\t%s\t%s\n' "$r" "$m" "$b" "$e" "$ms" >> "$samples"
       done

@@ -21,6 +21,9 @@ std::string opList(const std::map<std::string, int64_t>& counts) {
 // Native calls, interpreter fallbacks and the arena, as descriptions say them.
 std::string describeSteps(const ProgramStats& stats) {
   return std::to_string(stats.nativeCalls) + " native microkernel calls" + opList(stats.nativeOps) + ", " +
+         std::to_string(stats.views) + " zero-copy views, " +
+         (stats.shapeNodesFolded ? std::to_string(stats.shapeNodesFolded) + " shape-arithmetic nodes evaluated at build, "
+                                 : std::string()) +
          std::to_string(stats.fallbackNodes) + " nodes on interp fallback";
 }
 
@@ -75,6 +78,7 @@ class CpuModel : public CompiledModel {
     return out + compileTable(stats_.kernels);
   }
   const ProgramStats& stats() const { return stats_; }
+  int64_t interpNodes() const override { return stats_.fallbackNodes; }
 
  private:
   std::unique_ptr<Program> program_;

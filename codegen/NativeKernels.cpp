@@ -12,35 +12,44 @@
 namespace friction::codegen {
 namespace {
 
+// The layout a window op's native kernel reads and writes: NHWC inside
+// convert-layout's regions, NCHW (the imported graph's) elsewhere.
+enum class Layout { Nhwc, Nchw };
+
 class ConvKernel : public NativeKernel {
  public:
-  ConvKernel(ukernels::Conv2d g, const Value* weight) : g_(g), weight_(weight) {}
+  ConvKernel(ukernels::Conv2d g, const Value* weight, Layout layout) : g_(g), weight_(weight), layout_(layout) {}
   ~ConvKernel() override {
     if (!packed_.empty()) ukernels::unregisterConstant(packed_.data());
   }
   void prepare() override {
-    if (!weight_->isConstant() || !packed_.empty()) return;
+    if (layout_ == Layout::Nchw || !weight_->isConstant() || !packed_.empty()) return;  // NCHW reads OIHW as it is
     packed_ = ukernels::packConvWeights(g_, weight_->constant().data<float>());
     ukernels::registerConstant(packed_.data(), packed_.size() * sizeof(float));  // the GEMM packs its panels once
   }
   void run(const std::vector<Tensor>& in, Tensor& out) const override {
-    std::vector<float> packed;
-    if (packed_.empty()) packed = ukernels::packConvWeights(g_, in[1].data<float>());
     ukernels::ConvEpilogue e = epilogue_;
     e.bias = in.size() > 2 && in[2].defined() ? in[2].data<float>() : nullptr;
     if (residual_) e.residual = in.at(3).data<float>();
+    if (layout_ == Layout::Nchw) return ukernels::convNchw(g_, in[0].data<float>(), in[1].data<float>(), e, out.data<float>());
+    std::vector<float> packed;
+    if (packed_.empty()) packed = ukernels::packConvWeights(g_, in[1].data<float>());
     ukernels::convNhwc(g_, in[0].data<float>(), packed_.empty() ? packed.data() : packed_.data(), e, out.data<float>());
   }
   std::string describe() const override {
-    std::string d =
-        g_.depthwise() ? "depthwise conv nhwc" : g_.pointwise() ? "conv nhwc 1x1 (sgemm)" : "conv nhwc (im2col + sgemm)";
+    const std::string layout = layout_ == Layout::Nhwc ? "nhwc" : "nchw";
+    std::string d = g_.depthwise()   ? "depthwise conv " + layout
+                    : g_.group > 1   ? "grouped conv " + layout + " (sgemm per group)"
+                    : g_.pointwise() ? "conv " + layout + " 1x1 (sgemm)"
+                                     : "conv " + layout + " (im2col + sgemm)";
     if (residual_) d += " + add";
     if (epilogue_.lo != -std::numeric_limits<float>::infinity() || epilogue_.hi != std::numeric_limits<float>::infinity())
       d += " + clamp";
     return d;
   }
   bool fuse(const FusedEpilogue& e) override {
-    if (e.residual && g_.depthwise()) return false;  // it would be a second pass: the compiled epilogue is as good
+    // NHWC depthwise would add the residual in a second pass: the compiled epilogue is as good.
+    if (e.residual && g_.depthwise() && layout_ == Layout::Nhwc) return false;
     residual_ = e.residual != nullptr;
     epilogue_.lo = e.lo, epilogue_.hi = e.hi;
     return true;
@@ -49,26 +58,33 @@ class ConvKernel : public NativeKernel {
  private:
   ukernels::Conv2d g_;
   const Value* weight_;
-  std::vector<float> packed_;  // empty when the weights arrive at run time
+  Layout layout_;
+  std::vector<float> packed_;  // NHWC: empty when the weights arrive at run time
   ukernels::ConvEpilogue epilogue_;  // the fused clamp (bias and residual come with the inputs)
   bool residual_ = false;            // inputs[3] is added to the result
 };
 
 class PoolKernel : public NativeKernel {
  public:
-  PoolKernel(ukernels::Conv2d g, std::string op, ukernels::PoolKind kind) : g_(g), op_(std::move(op)), kind_(kind) {}
+  PoolKernel(ukernels::Conv2d g, std::string op, ukernels::PoolKind kind, Layout layout)
+      : g_(g), op_(std::move(op)), kind_(kind), layout_(layout) {}
   void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    const float* x = in[0].data<float>();
+    float* y = out.data<float>();
+    const bool nhwc = layout_ == Layout::Nhwc;
     if (op_ == "GlobalAveragePool")
-      ukernels::globalAveragePoolNhwc(g_.N, g_.H * g_.W, g_.C, in[0].data<float>(), out.data<float>());
+      nhwc ? ukernels::globalAveragePoolNhwc(g_.N, g_.H * g_.W, g_.C, x, y)
+           : ukernels::globalAveragePoolNchw(g_.N, g_.C, g_.H * g_.W, x, y);
     else
-      ukernels::poolNhwc(g_, kind_, in[0].data<float>(), out.data<float>());
+      nhwc ? ukernels::poolNhwc(g_, kind_, x, y) : ukernels::poolNchw(g_, kind_, x, y);
   }
-  std::string describe() const override { return op_ + " nhwc"; }
+  std::string describe() const override { return op_ + (layout_ == Layout::Nhwc ? " nhwc" : " nchw"); }
 
  private:
   ukernels::Conv2d g_;
   std::string op_;
   ukernels::PoolKind kind_;
+  Layout layout_;
 };
 
 // Softmax / LogSoftmax / LayerNormalization over the trailing dims from `axis`.
@@ -206,25 +222,35 @@ std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Va
     if (perm.size() != xs.size()) return fail(why, "Transpose perm does not match the rank");
     return std::make_unique<TransposeKernel>(xs, perm);
   }
+  // Window ops: in a convert-layout region NHWC, on their own NCHW.
+  static const std::set<std::string> windowOps = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool"};
   auto region = FusedRegion::of(node);
-  if (!region || region->kind() == RegionKind::Reduction) return matchRows(node, outer, why);
-  const Node* op = region->nhwcOp();
+  if (!region)
+    if (auto k = matchTensorOp(node, outer)) return k;
+  if ((!region && !windowOps.count(node.op())) || (region && region->kind() == RegionKind::Reduction))
+    return matchRows(node, outer, why);
+  const Node* op = region ? region->nhwcOp() : &node;
   if (!op) return fail(why, "not a convert-layout nhwc region");
-  static const std::set<std::string> supported = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool"};
-  if (!supported.count(op->op())) return fail(why, op->op() + " has no native nhwc kernel");
+  const Layout layout = region ? Layout::Nhwc : Layout::Nchw;
+  if (!windowOps.count(op->op())) return fail(why, op->op() + " has no native nhwc kernel");
   const Value* x = outer.empty() ? nullptr : outer[0];
   const Value* y = node.output(0);
-  if (!isStaticF32(x) || !isStaticF32(y) || x->shape().rank() != 4) return fail(why, "nhwc region not f32/static/4-D");
+  if (!isStaticF32(x) || !isStaticF32(y) || x->shape().rank() != 4 || y->shape().rank() != 4)
+    return fail(why, op->op() + " not f32, static and 4-D");
   std::vector<int64_t> xs = x->shape().staticDims(), ys = y->shape().staticDims();
   ukernels::Conv2d g;
-  g.N = xs[0], g.H = xs[1], g.W = xs[2], g.C = xs[3];
-  g.OH = ys[1], g.OW = ys[2], g.K = ys[3];
-  if (op->op() == "GlobalAveragePool") return std::make_unique<PoolKernel>(g, op->op(), ukernels::PoolKind::Average);
-  std::vector<int64_t> kernel;
+  if (layout == Layout::Nhwc)
+    g.N = xs[0], g.H = xs[1], g.W = xs[2], g.C = xs[3], g.OH = ys[1], g.OW = ys[2], g.K = ys[3];
+  else
+    g.N = xs[0], g.C = xs[1], g.H = xs[2], g.W = xs[3], g.K = ys[1], g.OH = ys[2], g.OW = ys[3];
+  if (op->op() == "GlobalAveragePool")
+    return std::make_unique<PoolKernel>(g, op->op(), ukernels::PoolKind::Average, layout);
+  std::vector<int64_t> kernel, ws;  // ws: the Conv's OIHW weight shape
   if (op->op() == "Conv") {
     if (outer.size() < 2 || !isStaticF32(outer[1]) || (outer.size() > 2 && outer[2] && !isStaticF32(outer[2])))
       return fail(why, "conv weights not f32/static");
-    std::vector<int64_t> ws = outer[1]->shape().staticDims();
+    ws = outer[1]->shape().staticDims();
+    if (ws.size() != 4) return fail(why, "conv weights not 4-D");
     kernel = {ws[2], ws[3]};
   }
   Window w;
@@ -238,18 +264,19 @@ std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Va
   g.padTop = w.pads[0], g.padLeft = w.pads[1];
   if (op->op() == "Conv") {
     g.group = op->attrInt("group", 1);
-    if (g.group != 1 && !g.depthwise()) return fail(why, "grouped conv (not depthwise)");
-    return std::make_unique<ConvKernel>(g, outer[1]);
+    if (g.group < 1 || g.C % g.group || g.K % g.group || ws[0] != g.K || ws[1] * g.group != g.C)
+      return fail(why, "Conv weights do not match the channels and group");
+    return std::make_unique<ConvKernel>(g, outer[1], layout);
   }
   if (op->op() == "MaxPool") {
     if (op->numOutputs() > 1 && op->output(1)) return fail(why, "MaxPool with indices");
-    return std::make_unique<PoolKernel>(g, op->op(), ukernels::PoolKind::Max);
+    return std::make_unique<PoolKernel>(g, op->op(), ukernels::PoolKind::Max, layout);
   }
   if (op->op() == "AveragePool") {
     bool countPad = op->attrInt("count_include_pad", 0) != 0;
     if (countPad && w.ceilMode) return fail(why, "AveragePool count_include_pad with ceil_mode");
-    return std::make_unique<PoolKernel>(g, op->op(),
-                                        countPad ? ukernels::PoolKind::AverageCountPad : ukernels::PoolKind::Average);
+    return std::make_unique<PoolKernel>(
+        g, op->op(), countPad ? ukernels::PoolKind::AverageCountPad : ukernels::PoolKind::Average, layout);
   }
   return fail(why, op->op() + " has no native nhwc kernel");  // not reached: `supported` above
 }

@@ -1,8 +1,10 @@
 // Ops the cpu backend runs as direct microkernel calls (runtime/ukernels, no
-// MLIR): the NHWC regions convert-layout makes around Conv (group 1 or
-// depthwise), MaxPool, AveragePool and GlobalAveragePool; Transpose; Softmax,
-// LogSoftmax (last axis) and LayerNormalization, alone or as the single node
-// of a fuse-reductions region. A Fused "epilogue"
+// MLIR): 2-D Conv (any group count), MaxPool, AveragePool and
+// GlobalAveragePool, NHWC in the regions convert-layout makes around them and
+// NCHW on their own (so all-off runs compiled kernels of the same class);
+// Transpose; Softmax, LogSoftmax (last axis) and LayerNormalization, alone or
+// as the single node of a fuse-reductions region; the data-movement and
+// per-axis ops of matchTensorOp. A Fused "epilogue"
 // region anchored on one of them runs the native op into the region's output
 // buffer, then ONE compiled elementwise kernel updates that buffer in place
 // (KernelKind::NativeEpilogue in KernelAnalysis.h) -- unless the epilogue is one the
@@ -48,6 +50,12 @@ class NativeKernel {
 // level (where constant Clip bounds are constants).
 std::optional<FusedEpilogue> matchFusedEpilogue(const Node& region, const Node& anchor,
                                                 const std::function<const Value*(const Value*)>& resolve);
+
+// The native kernel of a data-movement or per-axis op (NativeTensorOps.cpp:
+// Slice, Concat, Pad, Gather, Expand, BatchNormalization, ReduceSum/Mean/
+// Max/Min), or nullptr with the reason in `why`.
+std::unique_ptr<NativeKernel> matchTensorOp(const Node& node, const std::vector<const Value*>& outer,
+                                            std::string* why = nullptr);
 
 // The native kernel of `node`, or nullptr with the reason in `why`. `outer`
 // are the values feeding node's inputs as the caller sees them (for a node in

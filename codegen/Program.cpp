@@ -58,6 +58,7 @@ std::string stepLabel(const Step& s) {
     case Step::Native: return s.native->describe() + (s.kernel ? " + compiled epilogue" : "");
     case Step::Compiled: return "compiled " + what;
     case Step::Interp: return "interp " + what;
+    case Step::View: return "view " + what;
     case Step::Sub: return what;
   }
   return what;
@@ -81,6 +82,8 @@ void Program::runStep(const Step& s, std::vector<Tensor>& env, std::vector<Tenso
     outs.assign(1, output0());
     s.native->run(args, outs[0]);
     if (s.kernel) callKernel(s, env, outs, true);
+  } else if (s.kind == Step::View) {
+    outs.assign(1, env[size_t(s.in[0])].reshaped(s.node->output(0)->shape().staticDims()));
   } else {
     for (int slot : s.in) args.push_back(slot < 0 ? Tensor() : env[size_t(slot)]);
     outs = s.kind == Step::Sub ? s.sub->run(args) : (*s.interpKernel)(*s.node, args);

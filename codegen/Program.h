@@ -1,7 +1,7 @@
 // A compiled model as the code generators run it: a list of steps over a
 // slot table (runtime/SlotProgram.h), each a call of a compiled kernel, of a
-// native microkernel, of the reference interpreter's kernel, or a nested
-// program for a Fused region's body. Outputs of compiled and native steps may
+// native microkernel, a zero-copy view (Reshape & co.), of the reference
+// interpreter's kernel, or a nested program for a Fused region's body. Outputs of compiled and native steps may
 // live in one arena that plan-memory laid out. ProgramBuilder.h makes them.
 #pragma once
 #include <map>
@@ -27,7 +27,7 @@ struct KernelEntry {
 struct Program;
 
 struct Step : SlotStep {
-  enum Kind { Compiled, Interp, Sub, Native } kind = Interp;
+  enum Kind { Compiled, Interp, Sub, Native, View } kind = Interp;
   const Node* node = nullptr;
   std::shared_ptr<KernelEntry> kernel;   // Compiled; Native with a compiled epilogue
   std::vector<bool> rowArgs;             // a row-split kernel (KernelView::rowSplit): the arguments cut by rows
@@ -39,6 +39,9 @@ struct Step : SlotStep {
 };
 
 struct Program : SlotProgram<Step> {
+  // The graph the steps point into when the builder resolved a copy of the
+  // one it was given (ProgramBuilder::build), else null.
+  std::shared_ptr<const Graph> resolved;
   // One buffer for the intermediates plan-memory placed (top level only); a
   // model therefore runs one inference at a time.
   std::shared_ptr<void> arena;
@@ -77,6 +80,8 @@ struct ProgramStats {
   int64_t kernelsReused = 0;     // calls served by a kernel made earlier (cache hits)
   int64_t nativeCalls = 0;       // direct microkernel calls (NHWC conv/pool, transpose, softmax, layernorm)
   std::map<std::string, int64_t> nativeOps;    // NativeKernel::describe() -> count
+  int64_t shapeNodesFolded = 0; // integer/bool nodes evaluated when the program was built (foldShapeArithmetic)
+  int64_t views = 0;             // View-trait ops run as a new shape on the same buffer
   int64_t fallbackNodes = 0;     // nodes on the interpreter's kernels
   std::map<std::string, int64_t> fallbackOps;  // op -> count
   int64_t arenaValues = 0;       // intermediates in the plan-memory arena

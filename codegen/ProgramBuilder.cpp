@@ -7,11 +7,53 @@
 #include "codegen/KernelAnalysis.h"
 #include "ir/Error.h"
 #include "ir/FusedRegion.h"
+#include "ir/OpRegistry.h"
+#include "passes/Pass.h"
 
 namespace friction::codegen {
+namespace {
 
-std::unique_ptr<Program> ProgramBuilder::build(const Graph& g,
-                                               const std::unordered_map<const Value*, const Value*>& outerOf) {
+// A View-trait op (Reshape, Flatten, Squeeze, Unsqueeze, Identity), or a Cast
+// to the type it already has, whose result type is known: at run time, its
+// input's buffer under a new shape.
+bool isZeroCopyView(const Node& n) {
+  const Value* x = n.numInputs() > 0 ? n.input(0) : nullptr;
+  const Value* y = n.numOutputs() == 1 ? n.output(0) : nullptr;
+  return (hasTrait(n, OpTrait::View) || n.op() == "Cast") && x && y && y->shape().isStatic() &&
+         x->dtype() == y->dtype() &&
+         (!x->shape().isStatic() || x->shape().numel() == y->shape().numel());
+}
+
+bool hasShapeArithmetic(const Graph& g) {
+  return std::any_of(g.nodes().begin(), g.nodes().end(), [](const auto& n) { return isShapeArithmetic(*n); });
+}
+
+}  // namespace
+
+std::unique_ptr<Program> ProgramBuilder::build(const Graph& g) { return buildResolved(g, {}); }
+
+std::unique_ptr<Program> ProgramBuilder::buildResolved(const Graph& g, const OuterMap& outerOf) {
+  if (!hasShapeArithmetic(g)) return build(g, outerOf);
+  std::shared_ptr<Graph> resolved = cloneGraph(g);
+  OuterMap outer;  // outerOf over the copy's inputs
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    auto it = outerOf.find(g.inputs()[i]);
+    if (it == outerOf.end()) continue;
+    outer[resolved->inputs()[i]] = it->second;
+    // A region operand that is a constant shape value (folded outside) is one inside the body too.
+    const Value* v = it->second;
+    if (v->isConstant() && (isInteger(v->dtype()) || v->dtype() == DType::Bool))
+      resolved->inputs()[i]->setConstant(v->constant());
+  }
+  int64_t folded = foldShapeArithmetic(*resolved);
+  if (folded == 0) return build(g, outerOf);
+  stats_.shapeNodesFolded += folded;
+  auto p = build(*resolved, outer);
+  p->resolved = std::move(resolved);
+  return p;
+}
+
+std::unique_ptr<Program> ProgramBuilder::build(const Graph& g, const OuterMap& outerOf) {
   auto p = std::make_unique<Program>();
   auto resolve = [&](const Value* v) {
     auto it = outerOf.find(v);
@@ -37,7 +79,10 @@ std::unique_ptr<Program> ProgramBuilder::build(const Graph& g,
     }
     std::vector<const Value*> outer;
     for (const Value* v : n.inputs()) outer.push_back(resolve(v));
-    if (auto native = matchNative(n, outer)) {
+    if (isZeroCopyView(n)) {
+      s.kind = Step::View;
+      stats_.views++;
+    } else if (auto native = matchNative(n, outer)) {
       s.kind = Step::Native;
       native->prepare();
       s.native = std::move(native);
@@ -51,7 +96,7 @@ std::unique_ptr<Program> ProgramBuilder::build(const Graph& g,
       const Graph& body = region->body();
       std::unordered_map<const Value*, const Value*> inner;
       for (size_t i = 0; i < body.inputs().size() && i < n.numInputs(); ++i) inner[body.inputs()[i]] = resolve(n.input(i));
-      s.sub = build(body, inner);
+      s.sub = buildResolved(body, inner);  // pattern bodies hold shape arithmetic too
     } else {
       s.kind = Step::Interp;
       s.interpKernel = registry.find(n.op());
@@ -159,7 +204,7 @@ void ProgramBuilder::demoteFailed(Program& p) {
 namespace {
 
 // True when every output of `p` is a buffer `p` allocated itself, never a
-// view of one of its inputs (the interpreter's Reshape & co. return views).
+// view of one of its inputs (View steps, and the interpreter's Reshape & co.).
 bool freshOutputs(const Program& p) {
   for (int o : p.outputSlots) {
     const Step* producer = nullptr;
@@ -177,7 +222,8 @@ bool freshOutputs(const Program& p) {
 // Gives the outputs plan-memory placed (graph metadata memory.*) their arena
 // slots: only single-output compiled/native steps, and only values whose
 // every consumer cannot hand a view of them past the slot's lifetime
-// (compiled/native steps, or regions whose outputs are fresh buffers).
+// (compiled/native steps, or regions whose outputs are fresh buffers; not
+// views, whose result lives on in the same bytes).
 void ProgramBuilder::placeInArena(Program& p, const Graph& g) {
   const auto& md = g.metadata();
   auto values = md.find("memory.values"), offsets = md.find("memory.offsets"), bytes = md.find("memory.arena_bytes");
@@ -189,7 +235,7 @@ void ProgramBuilder::placeInArena(Program& p, const Graph& g) {
   std::vector<bool> eligible(size_t(p.numSlots), true);
   for (int o : p.outputSlots) eligible[size_t(o)] = false;
   for (const Step& s : p.steps)
-    if (s.kind == Step::Interp || (s.kind == Step::Sub && !freshOutputs(*s.sub)))
+    if (s.kind == Step::Interp || s.kind == Step::View || (s.kind == Step::Sub && !freshOutputs(*s.sub)))
       for (int in : s.in)
         if (in >= 0) eligible[size_t(in)] = false;
   int64_t arenaBytes = std::get<int64_t>(bytes->second);

@@ -1,6 +1,7 @@
 // Builds the Program of a graph for a code generator: walks the graph once,
-// deciding per node what runs how (native microkernel, compiled kernel, the
-// body of a region as a nested program, or the interpreter's kernel), keeps
+// deciding per node what runs how (native microkernel, compiled kernel, a
+// zero-copy view, the body of a region as a nested program, or the
+// interpreter's kernel), keeps
 // one compiled kernel per structural key (a cache shared across compiles of
 // one backend), takes the kernels new to the cache from a KernelSource in one
 // request, sends nodes whose kernel failed to the interpreter, and places
@@ -25,8 +26,10 @@ class ProgramBuilder {
  public:
   ProgramBuilder(KernelCache& cache, ProgramStats& stats) : cache_(cache), stats_(stats) {}
 
-  // The steps of `g`; kernels it needs that are not in the cache become pending.
-  std::unique_ptr<Program> build(const Graph& g) { return build(g, {}); }
+  // The steps of `g`; kernels it needs that are not in the cache become
+  // pending. Shape arithmetic left in `g` (fold-constants off) is evaluated
+  // first, on a copy the program keeps, so that its shapes are static.
+  std::unique_ptr<Program> build(const Graph& g);
   // The distinct kernels build() found missing: structural key and a node
   // computing it, in the order they were met.
   const std::vector<std::pair<std::string, const Node*>>& pending() const { return pending_; }
@@ -49,7 +52,10 @@ class ProgramBuilder {
   // `outerOf` maps the inputs of a region body to the values feeding them at
   // the top level, so constant weights are seen as constants (and packed
   // once) inside regions too, e.g. in every instance of a dedup pattern.
-  std::unique_ptr<Program> build(const Graph& g, const std::unordered_map<const Value*, const Value*>& outerOf);
+  using OuterMap = std::unordered_map<const Value*, const Value*>;
+  std::unique_ptr<Program> build(const Graph& g, const OuterMap& outerOf);
+  // build() of `g` after folding its shape arithmetic, on a copy the program keeps.
+  std::unique_ptr<Program> buildResolved(const Graph& g, const OuterMap& outerOf);
   // The step of a node or region that analyzeKernel accepts; false when it needs nothing compiled.
   bool compiledStep(Step& s, Program& p, const std::function<const Value*(const Value*)>& resolve);
   void useKernel(Step& s);

@@ -221,4 +221,28 @@ size_t Graph::parameterBytes() const {
   return b;
 }
 
+std::unique_ptr<Graph> cloneGraph(const Graph& g) {
+  auto c = std::make_unique<Graph>(g.name());
+  c->setOpset(g.opset());
+  std::unordered_map<const Value*, Value*> copyOf;
+  auto copyValue = [&](const Value* from, Value* to) {
+    to->setType(from->type());
+    to->setKnownContents(from->knownContents());
+    copyOf[from] = to;
+  };
+  for (const Value* v : g.inputs()) copyValue(v, c->addInput(v->name(), v->type()));
+  for (const Value* v : g.initializers()) copyValue(v, c->addInitializer(v->name(), v->constant()));
+  for (const auto& n : g.nodes()) {
+    std::vector<Value*> inputs;
+    for (const Value* v : n->inputs()) inputs.push_back(v ? copyOf.at(v) : nullptr);
+    std::vector<std::string> names;
+    for (const Value* v : n->outputs()) names.push_back(v->name());
+    Node* m = c->addNode(n->op(), std::move(inputs), std::move(names), n->attrs(), n->name());
+    for (size_t i = 0; i < n->numOutputs(); ++i) copyValue(n->output(i), m->output(i));
+  }
+  for (const Value* v : g.outputs()) c->addOutput(copyOf.at(v));
+  c->metadata() = g.metadata();
+  return c;
+}
+
 }  // namespace friction

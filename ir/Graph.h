@@ -105,6 +105,11 @@ class Node {
   std::map<std::string, Attribute> attrs_;
 };
 
+// A copy of `g` with values, nodes, attributes and metadata of the same names
+// and types; tensors share their storage, region bodies are shared (they are
+// immutable once built).
+std::unique_ptr<Graph> cloneGraph(const Graph& g);
+
 // The data of `v` when it is an initializer or a Constant node's output, else nullptr.
 const Tensor* constantData(const Value* v);
 // True when `v` is an f32 tensor of static shape: what the compiled backends' kernels take.

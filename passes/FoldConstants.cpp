@@ -5,6 +5,7 @@
 // Shape -> Gather -> Concat arithmetic PyTorch exports), so Reshape targets
 // become constants and consumers, re-inferred, get static shapes.
 // Folded values keep their names.
+#include <algorithm>
 #include <unordered_set>
 
 #include "ir/Error.h"
@@ -39,8 +40,9 @@ std::optional<Tensor> trackedConstant(const Value* v) {
 }
 
 // The node's results when it can be folded, else nullopt.
-std::optional<std::vector<Tensor>> evaluate(const Node& n, const UseIndex& uses) {
+std::optional<std::vector<Tensor>> evaluate(const Node& n, const UseIndex& uses, bool shapeValuesOnly) {
   if (hasTrait(n, OpTrait::Nondeterministic) || hasRegion(n) || uses.unused(n)) return std::nullopt;
+  if (shapeValuesOnly && !isShapeArithmetic(n)) return std::nullopt;
   const auto* kernel = interp::KernelRegistry::instance().find(n.op());
   bool allConstant = n.op() == "Constant";  // no size limit: its data is already in the model
   size_t inBytes = 0;
@@ -91,9 +93,8 @@ std::optional<std::vector<Tensor>> evaluate(const Node& n, const UseIndex& uses)
   return results;
 }
 
-}  // namespace
-
-void foldConstants(Graph& g, PassContext& ctx) {
+// Folds what evaluate() can, re-inferring the users of what changed.
+void fold(Graph& g, PassContext& ctx, bool shapeValuesOnly) {
   UseIndex uses(g);
   std::unordered_set<const Value*> changed;  // values whose type or constness changed: re-infer their users
   std::unordered_set<const Node*> folded;
@@ -106,7 +107,7 @@ void foldConstants(Graph& g, PassContext& ctx) {
     for (const Value* in : n->inputs()) inputsChanged |= in && changed.count(in) > 0;
     if (inputsChanged && reinferNode(*n))
       for (const Value* out : n->outputs()) changed.insert(out);
-    auto results = evaluate(*n, uses);
+    auto results = evaluate(*n, uses, shapeValuesOnly);
     if (!results) continue;
     for (size_t i = 0; i < results->size(); ++i) {
       Value* old = n->output(i);
@@ -140,6 +141,22 @@ void foldConstants(Graph& g, PassContext& ctx) {
     renamed.insert(c);
   }
   g.eraseInitializers([&](const Value* v) { return renamed.count(v) > 0; });
+}
+
+}  // namespace
+
+bool isShapeArithmetic(const Node& n) {
+  auto shapeValue = [](const Value* v) { return !v || isInteger(v->dtype()) || v->dtype() == DType::Bool; };
+  return (n.numOutputs() > 0 && std::all_of(n.outputs().begin(), n.outputs().end(), shapeValue)) ||
+         (n.numInputs() > 0 && std::all_of(n.inputs().begin(), n.inputs().end(), shapeValue));
+}
+
+void foldConstants(Graph& g, PassContext& ctx) { fold(g, ctx, /*shapeValuesOnly=*/false); }
+
+int64_t foldShapeArithmetic(Graph& g) {
+  PassContext ctx;
+  fold(g, ctx, /*shapeValuesOnly=*/true);
+  return ctx.stats["nodes folded"];
 }
 
 }  // namespace friction

@@ -33,4 +33,16 @@ const PassInfo* findPass(const std::string& name);  // nullptr when unknown
 #include "passes/PassRegistry.def"
 #undef FRICTION_PASS
 
+// fold-constants restricted to shape arithmetic: nodes with integer or
+// boolean results, or computed from integers and booleans alone (Shape ->
+// Gather -> Concat -> Reshape, Range, Equal/Where on dims, a dim cast to
+// float, ConstantOfShape). A compiled backend evaluates these when it builds
+// a program, so that shapes are static with every pass off; f32 computation
+// on constants stays fold-constants' business.
+// Returns the number of nodes folded.
+int64_t foldShapeArithmetic(Graph& g);
+// What foldShapeArithmetic may fold: a node with integer or boolean results,
+// or with integer or boolean operands only.
+bool isShapeArithmetic(const Node& n);
+
 }  // namespace friction

@@ -13,6 +13,7 @@ class InterpModel : public CompiledModel {
  public:
   explicit InterpModel(const Graph& g) : graph_(g) {}
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) override { return interp::run(graph_, inputs); }
+  int64_t interpNodes() const override { return int64_t(graph_.nodes().size()); }
 
  private:
   const Graph& graph_;

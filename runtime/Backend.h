@@ -36,6 +36,11 @@ class CompiledModel {
   virtual TimedRuns timeRuns(const std::vector<Tensor>& inputs, int n);
   // Versions and settings of what executes the model (recorded with results).
   virtual std::string description() const { return ""; }
+  // Nodes run by the reference interpreter's kernels rather than the
+  // executor's own code: a compiled backend's fallbacks (0 when everything is
+  // compiled), every node for `interp`; -1 when the executor does not say (a
+  // vendor bridge runs the model its own way).
+  virtual int64_t interpNodes() const { return -1; }
   // Where the run time went, per kind of step, over the runs so far; empty
   // unless the backend was asked to profile (runtime/StepProfile.h).
   virtual std::string profile() const { return ""; }

@@ -91,6 +91,7 @@ class AotModel : public CompiledModel {
     return inner_->run(inputs);
   }
   std::string description() const override { return inner_->description(); }
+  int64_t interpNodes() const override { return inner_->interpNodes(); }
   const CpuStats* stats() const { return cpuStats(*inner_); }
 
  private:

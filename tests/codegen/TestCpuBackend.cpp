@@ -74,7 +74,7 @@ std::vector<std::string> unaryScalarOps() {
   return ops;
 }
 
-TEST_F(CpuBackendTest, UnaryOpsMatchInterp) {
+TEST_F(CpuBackendTest, UnaryOpsMatchInterp) {  // Identity is a view, every other op one kernel
   for (const std::string& op : unaryScalarOps()) {
     SCOPED_TRACE(op);
     bool positive = op == "Sqrt" || op == "Log" || op == "Reciprocal";
@@ -84,7 +84,8 @@ TEST_F(CpuBackendTest, UnaryOpsMatchInterp) {
     b.output(b.op(op, {x}));
     Tensor in = positive ? randomTensor({3, 7}, 1, 0.1f, 4) : randomTensor({3, 7}, 1, -6, 6);
     auto r = expectMatchesInterp(g, {in});
-    EXPECT_EQ(r.stats.kernelCalls, 1);
+    EXPECT_EQ(r.stats.kernelCalls, op == "Identity" ? 0 : 1);
+    EXPECT_EQ(r.stats.views, op == "Identity" ? 1 : 0);
     EXPECT_EQ(r.stats.fallbackNodes, 0);
   }
 }
@@ -285,9 +286,9 @@ int64_t nativeCallsOf(const codegen::CpuStats& stats, const std::string& what) {
   return n;
 }
 
-// Runs `g` after convert-layout alone and after the default pipeline; both on
-// cpu must match interp on the unoptimized graph.
-CpuRun expectNhwcMatches(const std::function<void(GraphBuilder&, Value*)>& body, const Shape_& in,
+// Runs the graph `body` makes after the pipeline of `options`; on cpu it must
+// match interp on the unoptimized graph.
+CpuRun expectOptimizedMatches(const std::function<void(GraphBuilder&, Value*)>& body, const Shape_& in,
                          const PipelineOptions& options) {
   auto make = [&] {
     auto g = std::make_unique<Graph>();
@@ -302,11 +303,19 @@ CpuRun expectNhwcMatches(const std::function<void(GraphBuilder&, Value*)>& body,
   auto want = interp::run(*reference, inputs);
   CpuRun r = runCpu(*g, inputs);
   EXPECT_EQ(r.outputs.size(), want.size());
-  for (size_t i = 0; i < want.size() && i < r.outputs.size(); ++i) expectClose(r.outputs[i], want[i], 1e-4, "nhwc");
+  for (size_t i = 0; i < want.size() && i < r.outputs.size(); ++i) expectClose(r.outputs[i], want[i], 1e-4, "optimized");
   return r;
 }
 
-TEST_F(CpuBackendTest, NhwcConvVariantsRunNativeKernels) {
+// The two layouts a window op runs in: NHWC in convert-layout's region, NCHW with no pass.
+std::vector<std::pair<std::string, PipelineOptions>> bothLayouts() {
+  PipelineOptions layoutOnly, none;
+  layoutOnly.only = {"convert-layout"};
+  none.passes = {"none"};
+  return {{"nhwc", layoutOnly}, {"nchw", none}};
+}
+
+TEST_F(CpuBackendTest, ConvVariantsRunNativeKernelsInBothLayouts) {
   struct ConvCase {
     int64_t cin, cout, k, stride, pad, dilation, group;
     bool bias;
@@ -317,14 +326,15 @@ TEST_F(CpuBackendTest, NhwcConvVariantsRunNativeKernels) {
                                  {5, 7, 3, 1, 2, 2, 1, true},   {4, 4, 7, 1, 3, 1, 4, true},
                                  // depthwise in 16-channel vector blocks: whole, with a leftover, strided, dilated
                                  {32, 32, 3, 1, 1, 1, 32, true}, {20, 20, 3, 2, 1, 1, 20, true},
-                                 {16, 16, 5, 1, 2, 2, 16, false}, {17, 17, 3, 1, 0, 1, 17, true}};
-  PipelineOptions layoutOnly;
-  layoutOnly.only = {"convert-layout"};
+                                 {16, 16, 5, 1, 2, 2, 16, false}, {17, 17, 3, 1, 0, 1, 17, true},
+                                 // grouped: 3 groups, 1x1 in 4 groups, depthwise with a channel multiplier
+                                 {6, 9, 3, 1, 1, 1, 3, true}, {8, 8, 1, 1, 0, 1, 4, false}, {4, 8, 3, 2, 1, 1, 4, true}};
+  for (const auto& [layout, options] : bothLayouts())
   for (const auto& c : cases) {
-    SCOPED_TRACE("conv " + std::to_string(c.cin) + "->" + std::to_string(c.cout) + " k" + std::to_string(c.k) + " s" +
+    SCOPED_TRACE(layout + " conv " + std::to_string(c.cin) + "->" + std::to_string(c.cout) + " k" + std::to_string(c.k) + " s" +
                  std::to_string(c.stride) + " p" + std::to_string(c.pad) + " d" + std::to_string(c.dilation) + " g" +
                  std::to_string(c.group));
-    auto r = expectNhwcMatches(
+    auto r = expectOptimizedMatches(
         [&](GraphBuilder& b, Value* x) {
           std::vector<Value*> ins = {x, b.constant(randomTensor({c.cout, c.cin / c.group, c.k, c.k}, 61))};
           if (c.bias) ins.push_back(b.constant(randomTensor({c.cout}, 62)));
@@ -335,14 +345,13 @@ TEST_F(CpuBackendTest, NhwcConvVariantsRunNativeKernels) {
                          {"dilations", std::vector<int64_t>{c.dilation, c.dilation}},
                          {"group", c.group}}));
         },
-        {2, c.cin, 9, 11}, layoutOnly);
-    EXPECT_EQ(nativeCallsOf(r.stats, "conv"), 1) << r.description;
+        {2, c.cin, 9, 11}, options);
+    EXPECT_EQ(nativeCallsOf(r.stats, "conv " + layout), 1) << r.description;
+    EXPECT_EQ(r.stats.fallbackNodes, 0) << r.description;
   }
 }
 
-TEST_F(CpuBackendTest, NhwcPoolingRunsNativeKernels) {
-  PipelineOptions layoutOnly;
-  layoutOnly.only = {"convert-layout"};
+TEST_F(CpuBackendTest, PoolingRunsNativeKernelsInBothLayouts) {
   using Attrs = std::map<std::string, Attribute>;
   std::vector<std::pair<std::string, Attrs>> pools = {
       {"MaxPool", {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}},
@@ -353,11 +362,12 @@ TEST_F(CpuBackendTest, NhwcPoolingRunsNativeKernels) {
       {"AveragePool", {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}},
                        {"count_include_pad", int64_t(1)}}},
       {"GlobalAveragePool", {}}};
+  for (const auto& [layout, options] : bothLayouts())
   for (const auto& [op, attrs] : pools) {
-    SCOPED_TRACE(op);
-    auto r = expectNhwcMatches([&](GraphBuilder& b, Value* x) { b.output(b.op(op, {x}, attrs)); }, {2, 5, 9, 11},
-                               layoutOnly);
-    EXPECT_EQ(nativeCallsOf(r.stats, "Pool"), 1) << r.description;
+    SCOPED_TRACE(layout + " " + op);
+    auto r = expectOptimizedMatches([&](GraphBuilder& b, Value* x) { b.output(b.op(op, {x}, attrs)); },
+                                    {2, 5, 9, 11}, options);
+    EXPECT_EQ(nativeCallsOf(r.stats, "Pool " + layout), 1) << r.description;
     EXPECT_EQ(r.stats.fallbackNodes, 0) << "the boundary transposes are native too: " << r.description;
   }
 }
@@ -368,7 +378,7 @@ TEST_F(CpuBackendTest, ConvEpiloguesOfAddAndClampRunInsideTheMicrokernel) {
   // itself: no compiled kernel at all.
   using Ints = std::vector<int64_t>;
   std::map<std::string, Attribute> attrs = {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}};
-  auto r = expectNhwcMatches(
+  auto r = expectOptimizedMatches(
       [&](GraphBuilder& b, Value* x) {
         Value* y1 = b.op("Relu", {b.op("Conv", {x, b.constant(randomTensor({8, 8, 3, 3}, 63)),
                                                  b.constant(randomTensor({8}, 64))}, attrs)});
@@ -389,7 +399,7 @@ TEST_F(CpuBackendTest, OtherConvEpiloguesAreOneCompiledInPlaceKernel) {
   // the region's output, then ONE compiled generic updates it in place.
   using Ints = std::vector<int64_t>;
   std::map<std::string, Attribute> attrs = {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}};
-  auto r = expectNhwcMatches(
+  auto r = expectOptimizedMatches(
       [&](GraphBuilder& b, Value* x) {
         Value* y1 = b.op("Sigmoid", {b.op("Conv", {x, b.constant(randomTensor({8, 8, 3, 3}, 67)),
                                                     b.constant(randomTensor({8}, 68))}, attrs)});
@@ -606,7 +616,8 @@ INSTANTIATE_TEST_SUITE_P(Zoo, CpuZoo,
                          });
 
 // Issue-level check: every archetype, every leave-one-out configuration (and
-// all passes, none), batch 1 and 2, matches the interpreter within 1e-4. One
+// all passes, none), batch 1 and 2, matches the interpreter within 1e-4, and
+// nothing runs on the interpreter's kernels. One
 // backend per archetype, so identical kernels across configurations compile once.
 class CpuLeaveOneOut : public CpuBackendTest, public ::testing::WithParamInterface<std::string> {};
 
@@ -637,6 +648,7 @@ TEST_P(CpuLeaveOneOut, EveryConfigurationMatchesInterp) {
       auto got = model->run(inputs);
       ASSERT_EQ(got.size(), want.size());
       for (size_t i = 0; i < want.size(); ++i) expectClose(got[i], want[i], 1e-4, label);
+      EXPECT_EQ(model->interpNodes(), 0) << "every node compiled or native: " << model->description();
     }
   }
 }

@@ -5,6 +5,7 @@
 // their reasons (docs/conformance.md explains the known ones).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -53,9 +54,23 @@ TEST(Conformance, TorchvisionExports) {
   EXPECT_EQ(r.skipped, 0);
 }
 
+// The one known exception to "nothing on the interpreter" among the torch
+// exports (docs/codegen.md, "What still runs on the interpreter"): Swin's
+// attention mask is f32 arithmetic on constants (ScatterND, Equal, Not,
+// Where, Cast to bool) that only fold-constants removes; those ops have no
+// compiled non-f32 kernels yet.
+bool knownFallback(const std::string& caseName, const PipelineOptions& config) {
+  bool foldConstants = config.passes.empty() ? std::find(config.disable.begin(), config.disable.end(),
+                                                         "fold-constants") == config.disable.end()
+                                             : std::find(config.passes.begin(), config.passes.end(),
+                                                         "fold-constants") != config.passes.end();
+  return caseName == "swin" && !foldConstants;
+}
+
 // Issue 5's correctness bar on real architectures: the torchvision exports on
 // `cpu`, batch 1 and 2, after the default pipeline, no pass, and every
-// leave-one-out configuration, within 1e-4 of PyTorch's outputs.
+// leave-one-out configuration, within 1e-4 of PyTorch's outputs; and every
+// node compiled or native (issue 14), but for knownFallback.
 TEST(Conformance, TorchvisionExportsOnCpuUnderEveryLeaveOneOut) {
   codegen::registerCpuBackend();
   std::vector<PipelineOptions> configs(2);
@@ -70,6 +85,13 @@ TEST(Conformance, TorchvisionExportsOnCpuUnderEveryLeaveOneOut) {
     ConformanceReport r = runDir(FRICTION_SOURCE_DIR "/tests/models/torch", "torchvision on cpu, " + label, o);
     EXPECT_GE(r.passed, 7) << label;
     EXPECT_EQ(r.failed, 0) << label;
+    for (const auto& c : r.cases) {
+      if (knownFallback(c.name, config)) {
+        std::cout << c.name << " (" << label << "): " << c.interpNodes << " nodes on the interpreter (known)\n";
+        continue;
+      }
+      EXPECT_EQ(c.interpNodes, 0) << c.name << " (" << label << ") runs nodes on the interpreter";
+    }
   }
 }
 

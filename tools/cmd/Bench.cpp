@@ -44,6 +44,7 @@ void benchModel(BenchArgs a) {
                      {"stop", m.stopReason},
                      {"peak_rss_kb", m.peakRssKb},
                      {"executor", m.executor},
+                     {"interp_nodes", m.interpNodes >= 0 ? nlohmann::json(m.interpNodes) : nlohmann::json()},
                      {"internal_timing", m.internalTiming},
                      {"overhead_ms_per_rep", m.overheadMsPerRep}};
     if (m.maxAbsError >= 0) j["max_abs_error"] = m.maxAbsError, j["max_rel_error"] = m.maxRelError;

@@ -133,6 +133,7 @@ ConformanceCase runCase(const fs::path& caseDir, const ConformanceOptions& opt) 
         model = backend->compile(*optimized);
       }
       std::vector<Tensor> outputs = model->run(inputs);
+      c.interpNodes = std::max(c.interpNodes, model->interpNodes());
       FRICTION_CHECK(outputs.size() == expected.size(), "produced " + std::to_string(outputs.size()) +
                                                             " outputs, expected " + std::to_string(expected.size()));
       for (size_t i = 0; i < outputs.size(); ++i) {

@@ -15,6 +15,7 @@ struct ConformanceCase {
   std::string name;
   Status status = Status::Skipped;
   std::string reason;  // why it failed or was skipped
+  int64_t interpNodes = -1;  // the most nodes any of its runs left to the interpreter (CompiledModel::interpNodes)
 };
 
 struct ConformanceReport {

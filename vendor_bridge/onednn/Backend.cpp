@@ -405,6 +405,7 @@ class OnednnModel : public CompiledModel {
   }
   std::string description() const override { return description_; }
   const OnednnStats& stats() const { return stats_; }
+  int64_t interpNodes() const override { return stats_.fallbackNodes; }
 
  private:
   std::shared_ptr<Context> ctx_;

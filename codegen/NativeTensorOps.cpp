@@ -1,0 +1,294 @@
+// Native kernels of the data-movement and per-axis ops (NativeKernels.h):
+// Slice, Concat, Pad (constant mode), Gather (constant indices) and Expand as
+// strided copies (runtime/ukernels/Copy.h), BatchNormalization as one
+// per-channel scale and shift, ReduceSum/Mean/Max/Min over consecutive axes.
+// Each matcher reads what the op's constant inputs say at build time; a
+// non-constant one (a shape computed at run time) leaves the node to the
+// interpreter.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <numeric>
+
+#include "codegen/NativeKernels.h"
+#include "ir/Error.h"
+#include "ir/ops/TensorShapes.h"
+#include "runtime/ukernels/Copy.h"
+
+namespace friction::codegen {
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+std::unique_ptr<NativeKernel> fail(std::string* why, const std::string& msg) {
+  if (why) *why = msg;
+  return nullptr;
+}
+
+// The integers of a constant input (absent: nullopt, as a missing optional input).
+std::optional<Ints> constantInts(const std::vector<const Value*>& in, size_t i) {
+  if (i >= in.size() || !in[i]) return std::nullopt;
+  const Tensor* t = constantData(in[i]);
+  if (!t || !isInteger(t->dtype())) return std::nullopt;
+  return t->toInt64Vector();
+}
+bool absent(const std::vector<const Value*>& in, size_t i) { return i >= in.size() || !in[i]; }
+
+int64_t normalized(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
+// One strided copy from input `input` into the output (runtime/ukernels/Copy.h).
+struct CopyPiece {
+  size_t input = 0;
+  int64_t xOffset = 0, yOffset = 0;
+  Ints xStrides, yStrides, shape;
+};
+
+class CopyKernel : public NativeKernel {
+ public:
+  CopyKernel(std::string op, std::vector<CopyPiece> pieces, std::optional<float> fill = std::nullopt)
+      : op_(std::move(op)), pieces_(std::move(pieces)), fill_(fill) {}
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    float* y = out.data<float>();
+    if (fill_) std::fill(y, y + out.numel(), *fill_);
+    for (const CopyPiece& p : pieces_)
+      ukernels::copyStrided(in[p.input].data<float>() + p.xOffset, p.xStrides, y + p.yOffset, p.yStrides, p.shape);
+  }
+  std::string describe() const override { return op_ + " (strided copy)"; }
+
+ private:
+  std::string op_;
+  std::vector<CopyPiece> pieces_;
+  std::optional<float> fill_;
+};
+
+// The whole of input 0 read densely, written at `yOffset` with the output's strides.
+CopyPiece denseInto(size_t input, const Ints& xShape, const Ints& yShape, int64_t yOffset) {
+  return {input, 0, yOffset, ukernels::denseStrides(xShape), ukernels::denseStrides(yShape), xShape};
+}
+
+using Matcher = std::function<std::unique_ptr<NativeKernel>(const Node&, const std::vector<const Value*>&, const Ints&,
+                                                            const Ints&, std::string*)>;
+
+std::unique_ptr<NativeKernel> matchSlice(const Node& n, const std::vector<const Value*>& in, const Ints& xs,
+                                         const Ints& ys, std::string* why) {
+  auto starts = constantInts(in, 1), ends = constantInts(in, 2), axes = constantInts(in, 3), steps = constantInts(in, 4);
+  if (!starts || !ends || (!axes && !absent(in, 3)) || (!steps && !absent(in, 4)))
+    return fail(why, "Slice bounds are not constants");
+  CopyPiece p{0, 0, 0, ukernels::denseStrides(xs), ukernels::denseStrides(ys), ys};
+  Ints dense = p.xStrides;
+  try {
+    for (SliceAxis s : sliceAxes(int64_t(xs.size()), *starts, *ends, axes, steps)) {
+      size_t a = size_t(s.axis);
+      if (clampSlice(xs[a], s) != ys[a]) return fail(why, "Slice result disagrees with its type");
+      p.xOffset += s.start * dense[a];
+      p.xStrides[a] = dense[a] * s.step;
+    }
+  } catch (const Error& e) {
+    return fail(why, e.what());
+  }
+  return std::make_unique<CopyKernel>("Slice", std::vector<CopyPiece>{p});
+}
+
+std::unique_ptr<NativeKernel> matchConcat(const Node& n, const std::vector<const Value*>& in, const Ints&,
+                                          const Ints& ys, std::string* why) {
+  const int64_t axis = normalized(n.attrInt("axis", 0), int64_t(ys.size()));
+  if (axis < 0 || axis >= int64_t(ys.size())) return fail(why, "Concat axis out of range");
+  const Ints yStrides = ukernels::denseStrides(ys);
+  std::vector<CopyPiece> pieces;
+  int64_t at = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!isStaticF32(in[i])) return fail(why, "Concat input not f32/static");
+    Ints s = in[i]->shape().staticDims();
+    if (s.size() != ys.size()) return fail(why, "Concat input rank differs");
+    pieces.push_back(denseInto(i, s, ys, at * yStrides[size_t(axis)]));
+    at += s[size_t(axis)];
+  }
+  if (at != ys[size_t(axis)]) return fail(why, "Concat inputs do not add up to the result");
+  return std::make_unique<CopyKernel>("Concat", std::move(pieces));
+}
+
+std::unique_ptr<NativeKernel> matchPad(const Node& n, const std::vector<const Value*>& in, const Ints& xs,
+                                       const Ints& ys, std::string* why) {
+  if (n.attrString("mode", "constant") != "constant") return fail(why, "Pad mode other than constant");
+  auto pads = constantInts(in, 1), axes = constantInts(in, 3);
+  if (!pads || (!axes && !absent(in, 3))) return fail(why, "Pad pads are not constants");
+  float value = 0.f;
+  if (!absent(in, 2)) {
+    const Tensor* v = constantData(in[2]);
+    if (!v || v->numel() > 1) return fail(why, "Pad value is not a constant scalar");
+    if (v->numel() == 1) value = float(v->elementAsDouble(0));
+  }
+  Ints all;
+  try {
+    all = padsForAllAxes(int64_t(xs.size()), *pads, axes);
+  } catch (const Error& e) {
+    return fail(why, e.what());
+  }
+  const int64_t r = int64_t(xs.size());
+  const Ints yStrides = ukernels::denseStrides(ys);
+  int64_t offset = 0;
+  for (int64_t d = 0; d < r; ++d) {
+    if (all[size_t(d)] < 0 || all[size_t(d + r)] < 0) return fail(why, "Pad with negative pads (a crop)");
+    offset += all[size_t(d)] * yStrides[size_t(d)];
+  }
+  return std::make_unique<CopyKernel>("Pad", std::vector<CopyPiece>{denseInto(0, xs, ys, offset)}, value);
+}
+
+std::unique_ptr<NativeKernel> matchExpand(const Node&, const std::vector<const Value*>&, const Ints& xs,
+                                          const Ints& ys, std::string* why) {
+  if (xs.size() > ys.size()) return fail(why, "Expand to a lower rank");
+  // x right-aligned in y; broadcast dims read the same element again (stride 0).
+  const Ints dense = ukernels::denseStrides(xs);
+  CopyPiece p{0, 0, 0, Ints(ys.size(), 0), ukernels::denseStrides(ys), ys};
+  const size_t lead = ys.size() - xs.size();
+  for (size_t d = 0; d < xs.size(); ++d) {
+    if (xs[d] != ys[lead + d] && xs[d] != 1) return fail(why, "Expand does not broadcast");
+    if (xs[d] == ys[lead + d]) p.xStrides[lead + d] = dense[d];
+  }
+  return std::make_unique<CopyKernel>("Expand", std::vector<CopyPiece>{p});
+}
+
+// Gather along `axis` with constant indices: one strided copy per index.
+std::unique_ptr<NativeKernel> matchGather(const Node& n, const std::vector<const Value*>& in, const Ints& xs,
+                                          const Ints& ys, std::string* why) {
+  constexpr size_t kMaxIndices = 1024;  // beyond this a copy per index is the wrong kernel
+  auto indices = constantInts(in, 1);
+  if (!indices) return fail(why, "Gather indices are not constants");
+  if (indices->size() > kMaxIndices) return fail(why, "Gather of more than 1024 indices");
+  const int64_t rank = int64_t(xs.size()), axis = normalized(n.attrInt("axis", 0), rank);
+  if (axis < 0 || axis >= rank) return fail(why, "Gather axis out of range");
+  const int64_t q = int64_t(in[1]->shape().rank());
+  if (int64_t(ys.size()) != rank + q - 1) return fail(why, "Gather result rank disagrees with its type");
+  const Ints xDense = ukernels::denseStrides(xs), yDense = ukernels::denseStrides(ys);
+  CopyPiece base;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d == axis) continue;
+    base.shape.push_back(xs[size_t(d)]);
+    base.xStrides.push_back(xDense[size_t(d)]);
+    base.yStrides.push_back(yDense[size_t(d < axis ? d : d + q - 1)]);
+  }
+  std::vector<CopyPiece> pieces;
+  for (size_t j = 0; j < indices->size(); ++j) {
+    int64_t i = (*indices)[j];
+    if (i < -xs[size_t(axis)] || i >= xs[size_t(axis)]) return fail(why, "Gather index out of range");
+    CopyPiece p = base;
+    p.xOffset = (i < 0 ? i + xs[size_t(axis)] : i) * xDense[size_t(axis)];
+    p.yOffset = q > 0 ? int64_t(j) * yDense[size_t(axis + q - 1)] : 0;
+    pieces.push_back(std::move(p));
+  }
+  return std::make_unique<CopyKernel>("Gather", std::move(pieces));
+}
+
+class BatchNormKernel : public NativeKernel {
+ public:
+  BatchNormKernel(int64_t outer, int64_t channels, int64_t inner, float eps, std::vector<const Value*> params)
+      : outer_(outer), channels_(channels), inner_(inner), eps_(eps), params_(std::move(params)) {}
+  void prepare() override {
+    std::vector<const float*> p;
+    for (const Value* v : params_) {
+      const Tensor* t = constantData(v);
+      if (!t) return;  // computed at run time
+      p.push_back(t->data<float>());
+    }
+    fold(p[0], p[1], p[2], p[3], scale_, shift_);
+  }
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    if (!scale_.empty())
+      return ukernels::channelAffine(outer_, channels_, inner_, in[0].data<float>(), scale_.data(), shift_.data(),
+                                     out.data<float>());
+    std::vector<float> scale, shift;
+    fold(in[1].data<float>(), in[2].data<float>(), in[3].data<float>(), in[4].data<float>(), scale, shift);
+    ukernels::channelAffine(outer_, channels_, inner_, in[0].data<float>(), scale.data(), shift.data(),
+                            out.data<float>());
+  }
+  std::string describe() const override { return "BatchNormalization (channel scale and shift)"; }
+
+ private:
+  // y = (x - mean) / sqrt(var + eps) * gamma + beta = x * scale + shift.
+  void fold(const float* gamma, const float* beta, const float* mean, const float* var, std::vector<float>& scale,
+            std::vector<float>& shift) const {
+    scale.resize(size_t(channels_)), shift.resize(size_t(channels_));
+    for (int64_t c = 0; c < channels_; ++c) {
+      double s = double(gamma[c]) / std::sqrt(double(var[c]) + double(eps_));
+      scale[size_t(c)] = float(s);
+      shift[size_t(c)] = float(double(beta[c]) - double(mean[c]) * s);
+    }
+  }
+  int64_t outer_, channels_, inner_;
+  float eps_;
+  std::vector<const Value*> params_;  // scale, B, mean, var
+  std::vector<float> scale_, shift_;  // folded at prepare() when the parameters are constants
+};
+
+std::unique_ptr<NativeKernel> matchBatchNorm(const Node& n, const std::vector<const Value*>& in, const Ints& xs,
+                                             const Ints& ys, std::string* why) {
+  if (n.attrInt("training_mode", 0) != 0 || n.numOutputs() > 1) return fail(why, "BatchNormalization in training mode");
+  if (xs.size() < 2 || in.size() != 5) return fail(why, "BatchNormalization without a channel axis or parameters");
+  for (size_t i = 1; i < 5; ++i)
+    if (!isStaticF32(in[i]) || in[i]->shape().numel() != std::optional<int64_t>(xs[1]))
+      return fail(why, "BatchNormalization parameters are not one f32 per channel");
+  int64_t inner = 1;
+  for (size_t d = 2; d < xs.size(); ++d) inner *= xs[d];
+  return std::make_unique<BatchNormKernel>(xs[0], xs[1], inner, n.attrFloat("epsilon", 1e-5f),
+                                           std::vector<const Value*>(in.begin() + 1, in.end()));
+}
+
+class ReduceKernel : public NativeKernel {
+ public:
+  ReduceKernel(std::string op, ukernels::ReduceKind kind, int64_t outer, int64_t reduced, int64_t inner)
+      : op_(std::move(op)), kind_(kind), outer_(outer), reduced_(reduced), inner_(inner) {}
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    ukernels::reduceMiddle(kind_, outer_, reduced_, inner_, in[0].data<float>(), out.data<float>());
+  }
+  std::string describe() const override { return op_ + " (consecutive axes)"; }
+
+ private:
+  std::string op_;
+  ukernels::ReduceKind kind_;
+  int64_t outer_, reduced_, inner_;
+};
+
+std::unique_ptr<NativeKernel> matchReduce(const Node& n, const std::vector<const Value*>& in, const Ints& xs,
+                                          const Ints&, std::string* why) {
+  static const std::map<std::string, ukernels::ReduceKind> kinds = {{"ReduceSum", ukernels::ReduceKind::Sum},
+                                                                     {"ReduceMean", ukernels::ReduceKind::Mean},
+                                                                     {"ReduceMax", ukernels::ReduceKind::Max},
+                                                                     {"ReduceMin", ukernels::ReduceKind::Min}};
+  std::optional<Ints> axes = n.op() == "ReduceSum" ? (absent(in, 1) ? Ints{} : constantInts(in, 1))
+                                                   : std::optional<Ints>(n.attrInts("axes"));
+  if (!axes) return fail(why, n.op() + " axes are not constants");
+  const int64_t rank = int64_t(xs.size());
+  if (axes->empty()) {
+    if (n.attrInt("noop_with_empty_axes", 0)) return fail(why, n.op() + " that reduces nothing");
+    axes->resize(size_t(rank));
+    std::iota(axes->begin(), axes->end(), 0);
+  }
+  for (int64_t& a : *axes) a = normalized(a, rank);
+  std::sort(axes->begin(), axes->end());
+  for (size_t i = 0; i < axes->size(); ++i)
+    if ((*axes)[i] < 0 || (*axes)[i] >= rank || (i > 0 && (*axes)[i] != (*axes)[i - 1] + 1))
+      return fail(why, n.op() + " over axes that are not consecutive");
+  int64_t outer = 1, reduced = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    (d < axes->front() ? outer : d <= axes->back() ? reduced : inner) *= xs[size_t(d)];
+  return std::make_unique<ReduceKernel>(n.op(), kinds.at(n.op()), outer, reduced, inner);
+}
+
+}  // namespace
+
+std::unique_ptr<NativeKernel> matchTensorOp(const Node& node, const std::vector<const Value*>& outer, std::string* why) {
+  static const std::map<std::string, Matcher> matchers = {
+      {"Slice", matchSlice},         {"Concat", matchConcat},    {"Pad", matchPad},
+      {"Expand", matchExpand},       {"Gather", matchGather},    {"BatchNormalization", matchBatchNorm},
+      {"ReduceSum", matchReduce},    {"ReduceMean", matchReduce}, {"ReduceMax", matchReduce},
+      {"ReduceMin", matchReduce}};
+  auto it = matchers.find(node.op());
+  if (it == matchers.end()) return fail(why, node.op() + " has no native kernel");
+  const Value* x = outer.empty() ? nullptr : outer[0];
+  if (node.numOutputs() != 1 || !isStaticF32(x) || !isStaticF32(node.output(0)))
+    return fail(why, node.op() + " not f32 with static shapes");
+  return it->second(node, outer, x->shape().staticDims(), node.output(0)->shape().staticDims(), why);
+}
+
+}  // namespace friction::codegen

@@ -1,0 +1,95 @@
+#include "runtime/ukernels/Copy.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+namespace friction::ukernels {
+namespace {
+
+constexpr int64_t kParallelElements = int64_t(1) << 16;
+
+}  // namespace
+
+std::vector<int64_t> denseStrides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
+  return s;
+}
+
+void copyStrided(const float* x, const std::vector<int64_t>& xStrides, float* y, const std::vector<int64_t>& yStrides,
+                 const std::vector<int64_t>& shape) {
+  // Drop unit dims, then merge each dim into the next when both sides step over it contiguously.
+  std::vector<int64_t> dims, xs, ys;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0) return;
+    if (shape[d] == 1) continue;
+    if (!dims.empty() && xs.back() == xStrides[d] * shape[d] && ys.back() == yStrides[d] * shape[d]) {
+      dims.back() *= shape[d], xs.back() = xStrides[d], ys.back() = yStrides[d];
+      continue;
+    }
+    dims.push_back(shape[d]), xs.push_back(xStrides[d]), ys.push_back(yStrides[d]);
+  }
+  if (dims.empty()) {
+    *y = *x;
+    return;
+  }
+  const size_t r = dims.size();
+  const int64_t inner = dims[r - 1], xInner = xs[r - 1], yInner = ys[r - 1];
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < r; ++d) rows *= dims[d];
+#pragma omp parallel for schedule(static) if (rows * inner > kParallelElements)
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t xo = 0, yo = 0;
+    for (int64_t rem = row, d = int64_t(r) - 2; d >= 0; --d) {
+      const int64_t i = rem % dims[size_t(d)];
+      rem /= dims[size_t(d)];
+      xo += i * xs[size_t(d)], yo += i * ys[size_t(d)];
+    }
+    const float* in = x + xo;
+    float* out = y + yo;
+    if (xInner == 1 && yInner == 1) {
+      std::memcpy(out, in, size_t(inner) * sizeof(float));
+    } else {
+      for (int64_t j = 0; j < inner; ++j) out[j * yInner] = in[j * xInner];
+    }
+  }
+}
+
+void channelAffine(int64_t outer, int64_t channels, int64_t inner, const float* x, const float* scale,
+                   const float* shift, float* y) {
+#pragma omp parallel for collapse(2) schedule(static) if (outer * channels * inner > kParallelElements)
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t c = 0; c < channels; ++c) {
+      const float a = scale[c], b = shift[c];
+      const float* in = x + (o * channels + c) * inner;
+      float* out = y + (o * channels + c) * inner;
+#pragma omp simd
+      for (int64_t i = 0; i < inner; ++i) out[i] = in[i] * a + b;
+    }
+}
+
+void reduceMiddle(ReduceKind kind, int64_t outer, int64_t reduced, int64_t inner, const float* x, float* y) {
+#pragma omp parallel for schedule(static) if (outer * reduced * inner > kParallelElements)
+  for (int64_t o = 0; o < outer; ++o) {
+    const float* in = x + o * reduced * inner;
+    float* out = y + o * inner;
+    if (kind == ReduceKind::Max || kind == ReduceKind::Min) {
+      const bool max = kind == ReduceKind::Max;
+      std::fill(out, out + inner, max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity());
+      for (int64_t r = 0; r < reduced; ++r)
+        for (int64_t i = 0; i < inner; ++i) {
+          const float v = in[r * inner + i];
+          out[i] = max ? std::max(out[i], v) : std::min(out[i], v);
+        }
+      continue;
+    }
+    std::vector<double> acc(size_t(inner), 0.0);
+    for (int64_t r = 0; r < reduced; ++r)
+      for (int64_t i = 0; i < inner; ++i) acc[size_t(i)] += double(in[r * inner + i]);
+    const double scale = kind == ReduceKind::Mean ? 1.0 / double(std::max<int64_t>(reduced, 1)) : 1.0;
+    for (int64_t i = 0; i < inner; ++i) out[i] = float(acc[size_t(i)] * scale);
+  }
+}
+
+}  // namespace friction::ukernels

@@ -1,0 +1,32 @@
+// Data movement for the compiled `cpu` backend: one strided copy that Slice,
+// Concat, Pad, Gather and Expand reduce to (each a view of the source with
+// other strides written into a region of the destination), plus the two
+// per-channel and per-axis loops that BatchNormalization and the Reduce ops
+// need. f32; rows of the copy spread over OpenMP threads.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace friction::ukernels {
+
+// y[i] = x[i] for every index i of `shape`, where x's element i lies at
+// x + sum(i_d * xStrides[d]) and y's at y + sum(i_d * yStrides[d]) (strides in
+// elements; 0 repeats an element, negative walks backwards). Dimensions that
+// are contiguous in both are merged; contiguous innermost rows are memcpy'd.
+void copyStrided(const float* x, const std::vector<int64_t>& xStrides, float* y, const std::vector<int64_t>& yStrides,
+                 const std::vector<int64_t>& shape);
+
+// Row-major strides of a dense tensor of `shape`.
+std::vector<int64_t> denseStrides(const std::vector<int64_t>& shape);
+
+// y[o, c, i] = x[o, c, i] * scale[c] + shift[c] over [outer, channels, inner]
+// (BatchNormalization at inference, with scale and shift precomputed).
+void channelAffine(int64_t outer, int64_t channels, int64_t inner, const float* x, const float* scale,
+                   const float* shift, float* y);
+
+enum class ReduceKind { Sum, Mean, Max, Min };
+// y[o, i] = reduce over r of x[o, r, i], x viewed as [outer, reduced, inner]
+// (sums in double, like the interpreter).
+void reduceMiddle(ReduceKind kind, int64_t outer, int64_t reduced, int64_t inner, const float* x, float* y);
+
+}  // namespace friction::ukernels

@@ -1,0 +1,182 @@
+// The native steps of the program builder, which need no code generator:
+// data-movement and per-axis ops (codegen/NativeTensorOps.cpp), zero-copy
+// views, window ops in NCHW, and the shape arithmetic folded at build time.
+// Each graph runs through the builder with a source that compiles nothing
+// (FakeKernelSource.h), so any node without a native path would show up as an
+// interpreter fallback; outputs are checked against the interpreter.
+#include <gtest/gtest.h>
+
+#include "codegen/CpuBackend.h"
+#include "ir/Builder.h"
+#include "runtime/interp/Interpreter.h"
+#include "tests/codegen/FakeKernelSource.h"
+#include "tests/common/BackendTestUtil.h"
+
+namespace friction {
+namespace {
+
+using test::expectClose;
+using test::FakeSource;
+using test::randomTensor;
+using Ints = std::vector<int64_t>;
+
+Value* ints(GraphBuilder& b, const Ints& v) { return b.constant(Tensor::vectorI64(v)); }
+
+// Builds a graph of one f32 input `x` of `shape` and the body; runs it
+// natively and on the interpreter; returns the program's statistics.
+codegen::CpuStats expectNativeMatches(const Ints& shape, const std::function<Value*(GraphBuilder&, Value*)>& body,
+                                      const std::string& what) {
+  SCOPED_TRACE(what);
+  Graph g;
+  GraphBuilder b(g);
+  b.output(body(b, b.input("x", {DType::F32, Shape::fromStatic(shape)})));
+  FakeSource source;
+  auto model = codegen::compileCpuModel(g, source, "native only");
+  std::vector<Tensor> in = {randomTensor(shape, 11)};
+  auto want = interp::run(g, in);
+  auto got = model->run(in);
+  EXPECT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) expectClose(got[i], want[i], 1e-6, what);
+  EXPECT_EQ(model->interpNodes(), 0) << model->description();
+  return *codegen::cpuStats(*model);
+}
+
+TEST(NativeTensorOps, SliceWithStepsNegativeBoundsAndReversal) {
+  struct Case {
+    Ints starts, ends, axes, steps;
+  };
+  for (const Case& c : std::vector<Case>{{{1, 0}, {3, 6}, {0, 1}, {1, 1}},
+                                         {{0}, {5}, {2}, {2}},
+                                         {{-1}, {-7}, {1}, {-2}},
+                                         {{-3, 1}, {INT64_MAX, -1}, {-1, 0}, {1, 1}}}) {
+    auto stats = expectNativeMatches(
+        {4, 6, 5}, [&](GraphBuilder& b, Value* x) {
+          return b.op("Slice", {x, ints(b, c.starts), ints(b, c.ends), ints(b, c.axes), ints(b, c.steps)});
+        },
+        "Slice");
+    EXPECT_EQ(stats.nativeOps["Slice (strided copy)"], 1);
+  }
+}
+
+TEST(NativeTensorOps, ConcatAlongEveryAxisOfInputsAndConstants) {
+  for (int64_t axis : {0, 1, -1}) {
+    auto stats = expectNativeMatches(
+        {2, 3, 4}, [&](GraphBuilder& b, Value* x) {
+          Ints other = {2, 3, 4};
+          other[size_t(axis < 0 ? 2 : axis)] = 5;
+          return b.op("Concat", {x, b.constant(randomTensor(other, 12)), x}, {{"axis", axis}});
+        },
+        "Concat axis " + std::to_string(axis));
+    EXPECT_EQ(stats.nativeOps["Concat (strided copy)"], 1);
+  }
+}
+
+TEST(NativeTensorOps, PadWithAndWithoutAValue) {
+  for (bool value : {false, true}) {
+    expectNativeMatches(
+        {2, 3, 4, 5}, [&](GraphBuilder& b, Value* x) {
+          std::vector<Value*> in = {x, ints(b, {0, 1, 2, 0, 0, 2, 1, 3})};
+          if (value) in.push_back(b.constant(Tensor::scalarF32(0.5f)));
+          return b.op("Pad", in);
+        },
+        value ? "Pad 0.5" : "Pad");
+  }
+}
+
+TEST(NativeTensorOps, GatherOfScalarVectorAndMatrixIndices) {
+  std::vector<Tensor> indices = {Tensor::scalarI64(-1), Tensor::vectorI64({2, 0, 2}),
+                                 Tensor::vectorI64({1, 0, 3, 3}).reshaped({2, 2})};
+  for (const Tensor& idx : indices)
+    for (int64_t axis : {0, 1}) {
+      auto stats = expectNativeMatches(
+          {4, 5, 3}, [&](GraphBuilder& b, Value* x) { return b.op("Gather", {x, b.constant(idx)}, {{"axis", axis}}); },
+          "Gather axis " + std::to_string(axis) + " of " + std::to_string(idx.numel()) + " indices");
+      EXPECT_EQ(stats.nativeOps["Gather (strided copy)"], 1);
+    }
+}
+
+TEST(NativeTensorOps, ExpandBroadcastsByRepeatingElements) {
+  expectNativeMatches({3, 1}, [](GraphBuilder& b, Value* x) { return b.op("Expand", {x, ints(b, {2, 3, 4})}); },
+                      "Expand");
+}
+
+TEST(NativeTensorOps, BatchNormalizationWithConstantAndComputedParameters) {
+  for (bool constant : {true, false}) {
+    expectNativeMatches(
+        {2, 3, 4, 5}, [&](GraphBuilder& b, Value* x) {
+          auto param = [&](uint64_t seed, float lo) { return b.constant(randomTensor({3}, seed, lo, 2)); };
+          Value* scale = param(21, -2);
+          // A scale computed at run time (a view of a constant) cannot be folded at build.
+          if (!constant) scale = b.op("Reshape", {scale, ints(b, {3})});
+          return b.op("BatchNormalization", {x, scale, param(22, -2), param(23, -2), param(24, 0.1f)},
+                      {{"epsilon", 1e-3f}});
+        },
+        constant ? "BatchNormalization" : "BatchNormalization, scale computed");
+  }
+}
+
+TEST(NativeTensorOps, ReductionsOverConsecutiveAxes) {
+  using Attrs = std::map<std::string, Attribute>;
+  struct Case {
+    std::string op;
+    Attrs attrs;
+    std::optional<Ints> axesInput;
+  };
+  std::vector<Case> cases = {{"ReduceMean", {{"axes", Ints{1}}, {"keepdims", int64_t(0)}}, std::nullopt},
+                             {"ReduceSum", {}, Ints{2, 3}},
+                             {"ReduceSum", {{"keepdims", int64_t(0)}}, std::nullopt},
+                             {"ReduceMax", {}, std::nullopt},
+                             {"ReduceMin", {{"axes", Ints{-1}}}, std::nullopt},
+                             {"ReduceMean", {{"axes", Ints{2, 1}}}, std::nullopt}};
+  for (const Case& c : cases)
+    expectNativeMatches(
+        {2, 3, 4, 5}, [&](GraphBuilder& b, Value* x) {
+          std::vector<Value*> in = {x};
+          if (c.axesInput) in.push_back(ints(b, *c.axesInput));
+          return b.op(c.op, in, c.attrs);
+        },
+        c.op);
+}
+
+TEST(NativeTensorOps, ShapeOpsAreZeroCopyViews) {
+  auto stats = expectNativeMatches(
+      {2, 3, 4}, [](GraphBuilder& b, Value* x) {
+        Value* y = b.op("Reshape", {x, ints(b, {6, 4})});
+        y = b.op("Unsqueeze", {y, ints(b, {0})});
+        y = b.op("Squeeze", {y, ints(b, {0})});
+        y = b.op("Cast", {y}, {{"to", int64_t(1)}});  // to f32: what it already is
+        return b.op("Flatten", {y}, {{"axis", int64_t(0)}});
+      },
+      "views");
+  EXPECT_EQ(stats.views, 5);
+  EXPECT_EQ(stats.nativeCalls, 0);
+}
+
+// PyTorch's shape arithmetic (Shape -> Gather -> Unsqueeze -> Concat ->
+// Reshape), as exported, with no pass run: evaluated when the program is
+// built, so the Reshape is a view and nothing runs on the interpreter.
+TEST(NativeTensorOps, ShapeArithmeticIsEvaluatedAtBuild) {
+  auto stats = expectNativeMatches(
+      {2, 3, 4}, [](GraphBuilder& b, Value* x) {
+        Value* batch = b.op("Gather", {b.op("Shape", {x}), b.constant(Tensor::scalarI64(0))}, {{"axis", int64_t(0)}});
+        Value* target = b.op("Concat", {b.op("Unsqueeze", {batch, ints(b, {0})}), ints(b, {-1})}, {{"axis", int64_t(0)}});
+        return b.op("Reshape", {x, target});
+      },
+      "shape arithmetic");
+  EXPECT_EQ(stats.shapeNodesFolded, 4);
+  EXPECT_EQ(stats.views, 1);
+}
+
+TEST(NativeTensorOps, BoundsComputedFromTheInputFallBackToTheInterpreter) {
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F32, {4, 6}});
+  Value* starts = b.input("starts", {DType::I64, {1}});
+  b.output(b.op("Slice", {x, starts, ints(b, {3}), ints(b, {0})}));
+  FakeSource source;
+  auto model = codegen::compileCpuModel(g, source, "native only");
+  EXPECT_EQ(model->interpNodes(), 1) << model->description();
+}
+
+}  // namespace
+}  // namespace friction
