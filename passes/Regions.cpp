@@ -36,6 +36,18 @@ bool isConvex(const UseIndex& u, const std::unordered_set<const Node*>& region) 
 
 namespace {
 
+// True when some value of the region is used after it or returned: a region
+// of dead nodes (eliminate-dead-code off) would have no outputs.
+bool hasResult(const UseIndex& u, const std::unordered_set<const Node*>& inRegion) {
+  for (const Node* n : inRegion)
+    for (const Value* v : n->outputs()) {
+      if (u.isGraphOutput(v)) return true;
+      for (const Node* c : u.users(v))
+        if (!inRegion.count(c)) return true;
+    }
+  return false;
+}
+
 // Builds the Fused node for `nodes` (appended to `g`), recording in `replace`
 // which old values its outputs stand for. Consumers are rewired later.
 Node* buildRegion(Graph& g, const UseIndex& u, const std::vector<Node*>& nodes, RegionKind kind,
@@ -103,6 +115,10 @@ void finishRegions(Graph& g, const std::unordered_set<const Node*>& fusedAway,
 Node* fuseRegion(Graph& g, const std::vector<Node*>& nodes, RegionKind kind, PassContext& ctx) {
   UseIndex u(g);
   std::unordered_set<const Node*> inRegion(nodes.begin(), nodes.end());
+  if (!hasResult(u, inRegion)) {
+    ctx.count("regions left alone (dead)");
+    return nullptr;
+  }
   if (!isConvex(u, inRegion)) {
     ctx.count("regions rejected (cycle)");
     return nullptr;
@@ -124,6 +140,10 @@ void fuseSingleOutputRegions(Graph& g, const std::vector<std::vector<Node*>>& re
   std::unordered_map<const Value*, Value*> replace;
   for (const auto& nodes : regions) {
     std::unordered_set<const Node*> inRegion(nodes.begin(), nodes.end());
+    if (!hasResult(u, inRegion)) {
+      ctx.count("regions left alone (dead)");
+      continue;
+    }
     if (!isConvex(u, inRegion)) {
       ctx.count("regions rejected (cycle)");
       continue;

@@ -39,7 +39,8 @@ bool isConvex(const UseIndex& u, const std::unordered_set<const Node*>& region);
 // Region inputs are the values they use but do not define (in first-use
 // order); region outputs are the values used after the region or returned
 // by the graph. Returns nullptr (and counts "regions rejected (cycle)") when
-// the region is not convex in the current graph. Counts "regions" and
+// the region is not convex in the current graph, or (counting "regions left
+// alone (dead)") when none of its values is used after it. Counts "regions" and
 // "nodes fused"; re-sorts `g`. Other nodes of `g` stay valid.
 Node* fuseRegion(Graph& g, const std::vector<Node*>& nodes, RegionKind kind, PassContext& ctx);
 // The same for many disjoint regions with exactly one output each (chains),

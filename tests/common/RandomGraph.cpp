@@ -1,0 +1,276 @@
+#include "tests/common/RandomGraph.h"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <random>
+
+#include "ir/Builder.h"
+#include "ir/Error.h"
+#include "ir/OpRegistry.h"
+
+namespace friction::test {
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+class Generator {
+ public:
+  explicit Generator(uint64_t seed, Graph& g) : rng_(seed), b_(g) {}
+
+  int64_t uniform(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng_); }
+  bool coin(double p = 0.5) { return std::bernoulli_distribution(p)(rng_); }
+  template <typename T>
+  T pick(const std::vector<T>& v) { return v[size_t(uniform(0, int64_t(v.size()) - 1))]; }
+
+  Tensor randomData(const Ints& shape, float lo, float hi) {
+    Tensor t(DType::F32, shape);
+    std::uniform_real_distribution<float> d(lo, hi);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng_);
+    return t;
+  }
+  Value* constant(const Ints& shape, float lo = -1, float hi = 1) { return b_.constant(randomData(shape, lo, hi)); }
+  Value* ints(const Ints& v) { return b_.constant(Tensor::vectorI64(v)); }
+  Value* op(const std::string& op, std::vector<Value*> in, std::map<std::string, Attribute> attrs = {}) {
+    return b_.op(op, std::move(in), std::move(attrs));
+  }
+
+  // A value of the pool, most often one of the newest (so ops chain).
+  Value* operand() {
+    size_t n = pool_.size();
+    return coin(0.7) ? pool_[n - 1 - size_t(uniform(0, std::min<int64_t>(2, int64_t(n) - 1)))] : pick(pool_);
+  }
+  // Another pool value of exactly `shape`, if any.
+  Value* sameShape(const Ints& shape, const Value* not_) {
+    std::vector<Value*> same;
+    for (Value* v : pool_)
+      if (v != not_ && v->shape().staticDims() == shape) same.push_back(v);
+    return same.empty() ? nullptr : pick(same);
+  }
+
+  std::vector<Value*> pool_;
+  std::mt19937_64 rng_;
+  GraphBuilder b_;
+};
+
+Ints dims(const Value* v) { return v->shape().staticDims(); }
+
+// An op family: makes one op on `x` (and whatever else it draws), or returns
+// nullptr when x does not suit it.
+using Family = std::function<Value*(Generator&, Value*)>;
+
+Value* activation(Generator& g, Value* x) {
+  static const std::vector<std::string> ops = opsWithTrait(OpTrait::Activation);
+  const std::string& op = g.pick(ops);
+  if (op == "Clip" && g.coin())
+    return g.op(op, {x, g.b_.constant(Tensor::scalarF32(-0.5f)), g.b_.constant(Tensor::scalarF32(0.75f))});
+  return g.op(op, {x});
+}
+
+Value* binary(Generator& g, Value* x) {
+  static const std::vector<std::string> ops = {"Add", "Sub", "Mul", "Max", "Min", "Div"};
+  const std::string& op = g.pick(ops);
+  Ints s = dims(x);
+  Value* other = op == "Div" ? nullptr : g.sameShape(s, x);
+  if (!other || g.coin(0.4)) {
+    // A constant that broadcasts: the whole shape, the last dim, one per channel, or a scalar.
+    std::vector<Ints> shapes = {s, {s.back()}, {}};
+    if (s.size() == 4) shapes.push_back({s[1], 1, 1});
+    other = op == "Div" ? g.constant(g.pick(shapes), 0.5f, 2.f) : g.constant(g.pick(shapes));
+  }
+  return op == "Div" || g.coin() ? g.op(op, {x, other}) : g.op(op, {other, x});
+}
+
+Value* conv(Generator& g, Value* x) {
+  Ints s = dims(x);
+  if (s.size() != 4) return nullptr;
+  const int64_t c = s[1];
+  Ints groups = {1};
+  for (int64_t d = 2; d <= c; ++d)
+    if (c % d == 0) groups.push_back(d);
+  const int64_t group = g.pick(groups), k = g.pick(Ints{1, 3}), stride = g.pick(Ints{1, 2});
+  const int64_t dilation = k == 3 && g.coin(0.2) ? 2 : 1, pad = g.coin(0.7) ? dilation * (k / 2) : 0;
+  const int64_t span = dilation * (k - 1) + 1;
+  if (s[2] + 2 * pad < span || s[3] + 2 * pad < span) return nullptr;
+  const int64_t out = group * g.uniform(1, std::max<int64_t>(1, 12 / group));
+  std::vector<Value*> in = {x, g.constant({out, c / group, k, k}, -0.5f, 0.5f)};
+  if (g.coin(0.7)) in.push_back(g.constant({out}));
+  return g.op("Conv", in,
+              {{"kernel_shape", Ints{k, k}}, {"strides", Ints{stride, stride}}, {"pads", Ints{pad, pad, pad, pad}},
+               {"dilations", Ints{dilation, dilation}}, {"group", group}});
+}
+
+Value* pool(Generator& g, Value* x) {
+  Ints s = dims(x);
+  if (s.size() != 4) return nullptr;
+  if (g.coin(0.25)) return g.op("GlobalAveragePool", {x});
+  const int64_t k = g.pick(Ints{2, 3}), stride = g.pick(Ints{1, 2}), pad = g.coin() ? k / 2 : 0;
+  if (s[2] + 2 * pad < k || s[3] + 2 * pad < k) return nullptr;
+  std::map<std::string, Attribute> attrs = {
+      {"kernel_shape", Ints{k, k}}, {"strides", Ints{stride, stride}}, {"pads", Ints{pad, pad, pad, pad}}};
+  bool max = g.coin();
+  if (!max && pad > 0 && g.coin()) attrs["count_include_pad"] = int64_t(1);
+  return g.op(max ? "MaxPool" : "AveragePool", {x}, attrs);
+}
+
+Value* batchNorm(Generator& g, Value* x) {
+  Ints s = dims(x);
+  if (s.size() < 2) return nullptr;
+  const int64_t c = s[1];
+  return g.op("BatchNormalization",
+              {x, g.constant({c}, 0.5f, 1.5f), g.constant({c}), g.constant({c}), g.constant({c}, 0.5f, 2.f)});
+}
+
+Value* matmul(Generator& g, Value* x) {
+  Ints s = dims(x);
+  if (s.size() < 2 || s.back() > 64) return nullptr;
+  const int64_t n = g.uniform(1, 12);
+  if (s.size() == 2 && g.coin()) {
+    std::vector<Value*> in = {x, g.constant({n, s.back()}, -0.5f, 0.5f)};
+    if (g.coin()) in.push_back(g.constant({n}));
+    return g.op("Gemm", in, {{"transB", int64_t(1)}});
+  }
+  return g.op("MatMul", {x, g.constant({s.back(), n}, -0.5f, 0.5f)});
+}
+
+Value* transpose(Generator& g, Value* x) {
+  Ints perm(dims(x).size());
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), g.rng_);
+  return g.op("Transpose", {x}, {{"perm", perm}});
+}
+
+Value* reshape(Generator& g, Value* x) {
+  Ints s = dims(x);
+  if (s.size() < 2) return g.op("Unsqueeze", {x, g.ints({0})});
+  switch (g.uniform(0, 3)) {
+    case 0: return g.op("Flatten", {x}, {{"axis", int64_t(1)}});
+    case 1: return g.op("Reshape", {x, g.ints({s[0], -1})});
+    case 2: {
+      Value* u = g.op("Unsqueeze", {x, g.ints({1})});
+      return g.op("Squeeze", {u, g.ints({1})});
+    }
+    default: {  // merge the two trailing dims
+      Ints t(s.begin(), s.end() - 2);
+      t.push_back(s[s.size() - 2] * s.back());
+      return g.op("Reshape", {x, g.ints(t)});
+    }
+  }
+}
+
+Value* concat(Generator& g, Value* x) {
+  Ints s = dims(x);
+  const int64_t axis = g.uniform(0, int64_t(s.size()) - 1);
+  Value* other = g.sameShape(s, x);
+  if (!other) other = g.op("Relu", {x});
+  return g.op("Concat", {x, other, g.coin(0.3) ? x : other}, {{"axis", g.coin(0.3) ? axis - int64_t(s.size()) : axis}});
+}
+
+Value* slice(Generator& g, Value* x) {
+  Ints s = dims(x);
+  const int64_t axis = g.uniform(0, int64_t(s.size()) - 1), d = s[size_t(axis)];
+  if (g.coin(0.25)) return g.op("Slice", {x, g.ints({d - 1}), g.ints({-d - 1}), g.ints({axis}), g.ints({-1})});
+  const int64_t start = g.uniform(0, d - 1), end = g.uniform(start + 1, d), step = g.pick(Ints{1, 1, 2});
+  return g.op("Slice", {x, g.ints({start}), g.ints({end}), g.ints({axis}), g.ints({step})});
+}
+
+Value* rows(Generator& g, Value* x) {
+  Ints s = dims(x);
+  switch (g.uniform(0, 2)) {
+    case 0: return g.op("Softmax", {x}, {{"axis", int64_t(-1)}});
+    case 1: return g.op("LogSoftmax", {x}, {{"axis", int64_t(-1)}});
+    default:
+      return g.op("LayerNormalization", {x, g.constant({s.back()}, 0.5f, 1.5f), g.constant({s.back()})},
+                  {{"axis", int64_t(-1)}});
+  }
+}
+
+Value* reduce(Generator& g, Value* x) {
+  Ints s = dims(x);
+  const int64_t rank = int64_t(s.size()), first = g.uniform(0, rank - 1), last = g.uniform(first, rank - 1);
+  Ints axes(size_t(last - first + 1));
+  std::iota(axes.begin(), axes.end(), first);
+  const int64_t keep = g.coin(0.6) ? 1 : 0;
+  const std::string& op = g.pick(std::vector<std::string>{"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"});
+  if (op == "ReduceSum") return g.op(op, {x, g.ints(axes)}, {{"keepdims", keep}});
+  return g.op(op, {x}, {{"axes", axes}, {"keepdims", keep}});
+}
+
+Value* pad(Generator& g, Value* x) {
+  Ints s = dims(x);
+  Ints pads(2 * s.size(), 0);
+  for (size_t d = s.size() >= 3 ? s.size() - 2 : 0; d < s.size(); ++d)
+    pads[d] = g.uniform(0, 2), pads[d + s.size()] = g.uniform(0, 2);
+  std::vector<Value*> in = {x, g.ints(pads)};
+  if (g.coin()) in.push_back(g.b_.constant(Tensor::scalarF32(0.25f)));
+  return g.op("Pad", in);
+}
+
+Value* gather(Generator& g, Value* x) {
+  Ints s = dims(x);
+  const int64_t axis = g.uniform(0, int64_t(s.size()) - 1), d = s[size_t(axis)];
+  if (g.coin(0.3)) return g.op("Gather", {x, g.b_.constant(Tensor::scalarI64(g.uniform(-d, d - 1)))}, {{"axis", axis}});
+  Ints idx(size_t(g.uniform(1, 4)));
+  for (int64_t& i : idx) i = g.uniform(-d, d - 1);
+  return g.op("Gather", {x, g.ints(idx)}, {{"axis", axis}});
+}
+
+Value* expand(Generator& g, Value* x) {
+  Ints s = dims(x), t = s;
+  bool any = false;
+  for (int64_t& d : t)
+    if (d == 1) d = g.uniform(2, 3), any = true;
+  if (!any) return nullptr;
+  return g.op("Expand", {x, g.ints(t)});
+}
+
+const std::vector<std::pair<std::string, Family>>& families() {
+  static const std::vector<std::pair<std::string, Family>> f = {
+      {"activation", activation}, {"binary", binary},   {"conv", conv},     {"pool", pool},
+      {"batchnorm", batchNorm},   {"matmul", matmul},   {"transpose", transpose}, {"reshape", reshape},
+      {"concat", concat},         {"slice", slice},     {"rows", rows},     {"reduce", reduce},
+      {"pad", pad},               {"gather", gather},   {"expand", expand}};
+  return f;
+}
+
+// Conv and its epilogue patterns are drawn more often: they are what the passes rewrite most.
+const std::vector<int>& weights() {
+  static const std::vector<int> w = {4, 4, 4, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 1, 1};
+  return w;
+}
+
+}  // namespace
+
+std::vector<std::string> randomGraphFamilies() {
+  std::vector<std::string> names;
+  for (const auto& [name, f] : families()) names.push_back(name);
+  return names;
+}
+
+std::unique_ptr<Graph> randomGraph(uint64_t seed, const RandomGraphOptions& options) {
+  auto graph = std::make_unique<Graph>("random_" + std::to_string(seed));
+  Generator g(seed, *graph);
+  const Ints input = {g.uniform(1, 2), g.uniform(1, 8), g.uniform(3, 9), g.uniform(3, 9)};
+  g.pool_.push_back(g.b_.input("x", {DType::F32, Shape::fromStatic(input)}));
+  std::discrete_distribution<size_t> family(weights().begin(), weights().end());
+  const int64_t ops = g.uniform(options.minOps, options.maxOps);
+  for (int64_t made = 0, tries = 0; made < ops && tries < 20 * ops; ++tries) {
+    Value* x = g.operand();
+    Value* y = families()[family(g.rng_)].second(g, x);
+    if (!y) continue;
+    FRICTION_CHECK(y->shape().isStatic() && y->dtype() == DType::F32, "randomGraph: a non-static or non-f32 result");
+    // Keep the graph small, and scalars out of the pool (the families index a last dim).
+    if (y->shape().rank() == 0 || *y->shape().numel() == 0 || *y->shape().numel() > 4096) continue;
+    g.pool_.push_back(y);
+    ++made;
+  }
+  // The newest value is an output; now and then an earlier one too.
+  g.b_.output(g.pool_.back());
+  if (g.pool_.size() > 2 && g.coin(0.4)) {
+    Value* extra = g.pool_[size_t(g.uniform(1, int64_t(g.pool_.size()) - 2))];
+    g.b_.output(extra);
+  }
+  return graph;
+}
+
+}  // namespace friction::test
