@@ -28,8 +28,9 @@ count() {  # BINARY MODEL -> instructions per run
   valgrind --tool=callgrind --callgrind-out-file="$out" "$1" bench "$model" --backend cpu --batch 1 --warmup 1 \
     --reps 3 --min-reps 3 --max-seconds 1000000 --no-check --threads 1 "${FLAGS[@]}" > /dev/null 2> "$tmp/log" ||
     { cat "$tmp/log" >&2; exit 1; }
-  callgrind_annotate --inclusive=yes "$out" 2> /dev/null | awk -v runs=$RUNS '/CpuModel::run\(/ {
-      gsub(",", "", $1); printf "%.0f\n", $1 / runs; exit }'
+  # awk reads to the end: leaving early would fail the pipeline (pipefail) with SIGPIPE.
+  callgrind_annotate --inclusive=yes "$out" 2> /dev/null | awk -v runs=$RUNS '!done && /CpuModel::run\(/ {
+      gsub(",", "", $1); printf "%.0f\n", $1 / runs; done = 1 }'
 }
 
 printf '%-22s %-8s %16s%s\n' model config instr/run "${BASELINE:+       baseline    ratio}"
