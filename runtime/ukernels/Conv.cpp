@@ -65,19 +65,45 @@ void gatherPatch(const Conv2d& g, const float* x, int64_t n, int64_t oh, int64_t
   }
 }
 
+// The output columns [lo, hi) whose input column iw = ow * strideW + shift
+// lies inside the input row (shift = s * dilW - padLeft for window column s).
+void insideColumns(const Conv2d& g, int64_t shift, int64_t& lo, int64_t& hi) {
+  lo = std::min(g.OW, shift >= 0 ? 0 : (-shift + g.strideW - 1) / g.strideW);
+  hi = std::max(lo, std::min(g.OW, g.W - 1 - shift < 0 ? 0 : (g.W - 1 - shift) / g.strideW + 1));
+}
+
 // Rows of the NCHW im2col matrix [C/g*R*S, P] for the output pixels [p0, p0 + np)
-// of image n, group gi: row (c, r, s) holds x[n, c, ih, iw] of each pixel, zeros outside the input.
+// of image n, group gi: row (c, r, s) holds x[n, c, ih, iw] of each pixel, zeros
+// outside the input. Walked one output row at a time: zeros, the inside run
+// (one copy at stride 1), zeros.
 void gatherColumns(const Conv2d& g, const float* x, int64_t n, int64_t gi, int64_t p0, int64_t np, float* cols) {
   const int64_t cg = g.C / g.group, rows = cg * g.R * g.S;
 #pragma omp parallel for schedule(static) if (rows * np > (1 << 16))
   for (int64_t row = 0; row < rows; ++row) {
     const int64_t c = row / (g.R * g.S), r = row / g.S % g.R, s = row % g.S;
     const float* plane = x + (n * g.C + gi * cg + c) * g.H * g.W;
+    const int64_t shift = s * g.dilW - g.padLeft;
+    int64_t lo, hi;
+    insideColumns(g, shift, lo, hi);
     float* out = cols + row * np;
-    for (int64_t j = 0; j < np; ++j) {
-      const int64_t p = p0 + j, oh = p / g.OW, ow = p % g.OW;
-      const int64_t ih = oh * g.strideH - g.padTop + r * g.dilH, iw = ow * g.strideW - g.padLeft + s * g.dilW;
-      out[j] = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W ? plane[ih * g.W + iw] : 0.f;
+    for (int64_t p = p0; p < p0 + np;) {
+      const int64_t oh = p / g.OW, ow0 = p % g.OW, ow1 = std::min(g.OW, ow0 + (p0 + np - p));
+      const int64_t ih = oh * g.strideH - g.padTop + r * g.dilH;
+      float* o = out + (p - p0);  // o[k] is pixel (oh, ow0 + k)
+      if (ih < 0 || ih >= g.H) {
+        std::fill(o, o + (ow1 - ow0), 0.f);
+      } else {
+        const float* src = plane + ih * g.W + shift;  // src[ow * strideW] is the input under (oh, ow)
+        const int64_t a = std::clamp(lo, ow0, ow1), b = std::clamp(hi, a, ow1);
+        std::fill(o, o + (a - ow0), 0.f);
+        if (g.strideW == 1) {
+          std::copy(src + a, src + b, o + (a - ow0));
+        } else {
+          for (int64_t ow = a; ow < b; ++ow) o[ow - ow0] = src[ow * g.strideW];
+        }
+        std::fill(o + (b - ow0), o + (ow1 - ow0), 0.f);
+      }
+      p += ow1 - ow0;
     }
   }
 }
@@ -330,10 +356,9 @@ void depthwisePlane(const Conv2d& g, const float* x, const float* w, const ConvE
       if (ih < 0 || ih >= g.H) continue;
       const float* __restrict src = in + ih * g.W;
       for (int64_t s = 0; s < g.S; ++s) {
-        // Output columns whose input column iw = ow*stride - pad + s*dil lies in [0, W).
         const int64_t shift = s * g.dilW - g.padLeft;
-        const int64_t lo = shift >= 0 ? 0 : (-shift + g.strideW - 1) / g.strideW;
-        const int64_t hi = std::min(g.OW, g.W - 1 - shift < 0 ? 0 : (g.W - 1 - shift) / g.strideW + 1);
+        int64_t lo, hi;
+        insideColumns(g, shift, lo, hi);
         const float wv = wc[r * g.S + s];
         if (g.strideW == 1) {
 #pragma omp simd

@@ -149,6 +149,18 @@ TEST(Conv, BothLayoutsAnyGroupWithEpiloguesOfBiasResidualAndClamp) {
   }
 }
 
+// A deep NCHW convolution gathers its im2col matrix in bands of pixels
+// (4M floats): with 9216-deep columns a band is 455 pixels, which splits the
+// 24-pixel output rows, so bands start and end mid-row.
+TEST(Conv, NchwIm2colInBandsThatSplitOutputRows) {
+  Conv2d g;
+  g.N = 1, g.C = 1024, g.K = 3, g.H = g.W = 24, g.R = g.S = 3, g.padTop = g.padLeft = 1, g.OH = g.OW = 24;
+  auto x = randoms(size_t(g.C * g.H * g.W), 16), w = randoms(size_t(g.K * g.C * 9), 17);
+  std::vector<float> y(size_t(g.K * g.OH * g.OW));
+  convNchw(g, x.data(), w.data(), ConvEpilogue{}, y.data());
+  expectNear(y, naiveConv(g, x, w, ConvEpilogue{}, /*nchw=*/true), 1e-4, "banded nchw im2col");
+}
+
 TEST(SoftmaxRows, MatchesDoubleExpIncludingMaskedAndUnderflowingEntries) {
   // Row lengths around the 16-lane vector body; masked (-inf) entries, entries 100 below the row max
   // (their exp underflows to 0), and a fully masked row (NaN, as exp(-inf - -inf) is).
