@@ -32,13 +32,13 @@ PackedArgs::PackedArgs(const std::vector<const Tensor*>& tensors) {
   }
 }
 
-void PackedArgs::sliceRows(size_t i, int64_t r0, int64_t r1) {
-  int64_t* d = words_.data() + at_[i];
+void PackedArgs::slice(size_t i, size_t dim, int64_t r0, int64_t r1) {
+  int64_t* d = words_.data() + at_[i];  // allocated, aligned, offset, sizes[rank], strides[rank]
   char* aligned = nullptr;
   std::memcpy(&aligned, &d[1], sizeof aligned);
-  aligned += r0 * d[3 + rank_[i]] * int64_t(elementBytes_[i]);
+  aligned += r0 * d[3 + rank_[i] + dim] * int64_t(elementBytes_[i]);
   std::memcpy(&d[1], &aligned, sizeof aligned);
-  d[3] = r1 - r0;
+  d[3 + dim] = r1 - r0;
 }
 
 void PackedArgs::call(PackedFn fn) {

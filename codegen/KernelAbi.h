@@ -39,9 +39,10 @@ std::string packedSymbol(const std::string& kernelName);
 class PackedArgs {
  public:
   explicit PackedArgs(const std::vector<const Tensor*>& tensors);
-  // Narrows argument `i` to rows [r0, r1) of its dim 0: the aligned pointer
-  // moves r0 rows on and size 0 becomes r1 - r0 (a row-split kernel's slab).
-  void sliceRows(size_t i, int64_t r0, int64_t r1);
+  // Narrows argument `i` to [r0, r1) of its dim `dim`: the aligned pointer
+  // moves r0 strides of that dim on and its size becomes r1 - r0 (a split
+  // kernel's slab; contiguous when every dim before `dim` has extent 1).
+  void slice(size_t i, size_t dim, int64_t r0, int64_t r1);
   void call(PackedFn fn);
 
  private:

@@ -125,11 +125,16 @@ std::unique_ptr<KernelView> analyzeKernel(const Node& node, std::string* why) {
     elementwise.erase(elementwise.begin());
   }
   if (!checkElementwise(elementwise, view->domain, why)) return nullptr;
-  if (view->kind == KernelKind::Elementwise && view->domain.size() >= 1 && view->domain[0] >= 2) {
-    view->rowSplit = true;
-    for (const Value* v : view->inputs) {
-      std::vector<int64_t> s = v->shape().staticDims();
-      view->rowInputs.push_back(s.size() == view->domain.size() && s[0] == view->domain[0]);
+  if (view->kind == KernelKind::Elementwise) {
+    const auto& domain = view->domain;
+    auto split = std::find_if(domain.begin(), domain.end(), [](int64_t d) { return d >= 2; });
+    if (split != domain.end()) {
+      view->splitDim = int(split - domain.begin());
+      for (const Value* v : view->inputs) {
+        std::vector<int64_t> s = v->shape().staticDims();
+        int own = view->splitDim - int(domain.size() - s.size());  // inputs align to the domain's right
+        view->inputSplitDims.push_back(own >= 0 && s[size_t(own)] == *split ? own : -1);
+      }
     }
   }
   return view;

@@ -35,13 +35,16 @@ struct KernelView {
   std::vector<const Value*> inputs;   // kernel arguments, in order
   std::vector<const Value*> outputs;  // kernel results, in order
   std::vector<int64_t> domain;        // iteration space of the elementwise part (= output shape)
-  // Elementwise kernels over at least 2 rows are compiled with dim 0 of the
-  // domain dynamic on the outputs and on the inputs that span it (rowInputs[i];
-  // the others broadcast along it), so the runtime calls them on slabs of rows
-  // from several threads: generated code runs parallel without an OpenMP
-  // runtime in the JIT. A function of the node's types, hence of its key.
-  bool rowSplit = false;
-  std::vector<bool> rowInputs;
+  // Elementwise kernels are compiled with one dim of the domain dynamic, the
+  // split dim (the first of extent 2 or more: dim 0, or the channels of a
+  // batch-1 [1, C, H, W]), on the outputs and on the inputs that span it, so
+  // the runtime calls them on slabs of it from several threads: generated
+  // code runs parallel without an OpenMP runtime in the JIT. Every dim before
+  // it has extent 1, so a slab is contiguous. inputSplitDims[i] is the split
+  // dim in input i's own shape, -1 when the input broadcasts along it. A
+  // function of the node's types, hence of its key. -1: not split.
+  int splitDim = -1;
+  std::vector<int> inputSplitDims;
 };
 
 // Ops the elementwise payload emitter handles (codegen/ScalarOps.def).

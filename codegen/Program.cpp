@@ -10,12 +10,13 @@
 namespace friction::codegen {
 namespace {
 
-// Elements below which a row-split kernel runs on one thread.
+// Elements below which a split kernel runs on one thread.
 constexpr int64_t kParallelElements = int64_t(1) << 15;
 
 // Calls a compiled kernel over friction tensors. With `outputsReady`, `outs`
-// already hold the buffers the kernel updates in place.
-void callKernel(const Step& s, const std::vector<Tensor>& env, std::vector<Tensor>& outs, bool outputsReady) {
+// already hold the buffers the kernel updates in place; else they come from `buffers`.
+void callKernel(const Step& s, const std::vector<Tensor>& env, std::vector<Tensor>& outs, bool outputsReady,
+                BufferPool& buffers) {
   const Node& n = *s.node;
   std::vector<const Tensor*> args;
   for (size_t i = 0; i < s.in.size(); ++i) {
@@ -30,22 +31,22 @@ void callKernel(const Step& s, const std::vector<Tensor>& env, std::vector<Tenso
   if (!outputsReady) {
     outs.clear();
     for (size_t i = 0; i < n.numOutputs(); ++i)
-      outs.push_back(Tensor::uninitialized(DType::F32, n.output(i)->shape().staticDims()));
+      outs.push_back(buffers.acquire(DType::F32, n.output(i)->shape().staticDims()));
   }
   for (Tensor& t : outs) args.push_back(&t);
   PackedArgs packed(args);
-  const int64_t rows = outs[0].rank() > 0 ? outs[0].shape()[0] : 1;
-  if (s.rowArgs.empty() || rows < 2 || outs[0].numel() < kParallelElements || omp_get_max_threads() < 2) {
+  const int64_t rows = s.splitDim >= 0 ? outs[0].shape()[size_t(s.splitDim)] : 1;
+  if (s.splitDim < 0 || rows < 2 || outs[0].numel() < kParallelElements || omp_get_max_threads() < 2) {
     packed.call(s.kernel->code.fn);
     return;
   }
-  // Generated loops are sequential: slabs of rows on the OpenMP threads.
+  // Generated loops are sequential: slabs of the split dim on the OpenMP threads.
   const int64_t chunks = std::min<int64_t>(rows, 4 * omp_get_max_threads());
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < chunks; ++c) {
     PackedArgs slab = packed;
     for (size_t i = 0; i < args.size(); ++i)
-      if (s.rowArgs[i]) slab.sliceRows(i, rows * c / chunks, rows * (c + 1) / chunks);
+      if (s.argSplitDims[i] >= 0) slab.slice(i, size_t(s.argSplitDims[i]), rows * c / chunks, rows * (c + 1) / chunks);
     slab.call(s.kernel->code.fn);
   }
 }
@@ -71,17 +72,17 @@ void Program::runStep(const Step& s, std::vector<Tensor>& env, std::vector<Tenso
   args.clear();
   auto output0 = [&] {
     std::vector<int64_t> shape = s.node->output(0)->shape().staticDims();
-    if (s.arenaOffset < 0) return Tensor::uninitialized(DType::F32, shape);
+    if (s.arenaOffset < 0) return buffers->acquire(DType::F32, shape);
     return Tensor::view(DType::F32, shape, std::shared_ptr<void>(arena, static_cast<char*>(arena.get()) + s.arenaOffset));
   };
   if (s.kind == Step::Compiled) {
     if (s.arenaOffset >= 0) outs.assign(1, output0());
-    callKernel(s, env, outs, s.arenaOffset >= 0);
+    callKernel(s, env, outs, s.arenaOffset >= 0, *buffers);
   } else if (s.kind == Step::Native) {
     for (int slot : s.nativeIn) args.push_back(slot < 0 ? Tensor() : env[size_t(slot)]);
     outs.assign(1, output0());
     s.native->run(args, outs[0]);
-    if (s.kernel) callKernel(s, env, outs, true);
+    if (s.kernel) callKernel(s, env, outs, true, *buffers);
   } else if (s.kind == Step::View) {
     outs.assign(1, env[size_t(s.in[0])].reshaped(s.node->output(0)->shape().staticDims()));
   } else {

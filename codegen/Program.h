@@ -11,6 +11,7 @@
 
 #include "codegen/KernelSource.h"
 #include "codegen/NativeKernels.h"
+#include "runtime/BufferPool.h"
 #include "runtime/SlotProgram.h"
 #include "runtime/StepProfile.h"
 #include "runtime/interp/KernelRegistry.h"
@@ -30,7 +31,8 @@ struct Step : SlotStep {
   enum Kind { Compiled, Interp, Sub, Native, View } kind = Interp;
   const Node* node = nullptr;
   std::shared_ptr<KernelEntry> kernel;   // Compiled; Native with a compiled epilogue
-  std::vector<bool> rowArgs;             // a row-split kernel (KernelView::rowSplit): the arguments cut by rows
+  int splitDim = -1;                     // a split kernel (KernelView::splitDim): the dim cut into slabs,
+  std::vector<int> argSplitDims;         // and each argument's own dim to cut (-1: passed whole)
   std::unique_ptr<NativeKernel> native;  // Native: the node itself, or the region's anchor
   std::vector<int> nativeIn;             // slots of the native op's inputs
   const interp::Kernel* interpKernel = nullptr;
@@ -45,6 +47,8 @@ struct Program : SlotProgram<Step> {
   // One buffer for the intermediates plan-memory placed (top level only); a
   // model therefore runs one inference at a time.
   std::shared_ptr<void> arena;
+  // Where the other outputs of compiled and native steps come from.
+  std::shared_ptr<BufferPool> buffers = BufferPool::create();
   // Profiling: wall time of every step, summed over runs (leaf steps of
   // regions are timed in their own program).
   bool profiling = false;

@@ -116,9 +116,10 @@ bool ProgramBuilder::compiledStep(Step& s, Program& p, const std::function<const
   auto view = analyzeKernel(n);
   if (!view) return false;
   s.kind = Step::Compiled;
-  if (view->rowSplit) {
-    s.rowArgs = view->rowInputs;
-    s.rowArgs.resize(view->inputs.size() + view->outputs.size(), true);
+  if (view->splitDim >= 0) {
+    s.splitDim = view->splitDim;
+    s.argSplitDims = view->inputSplitDims;
+    s.argSplitDims.resize(view->inputs.size() + view->outputs.size(), view->splitDim);  // outputs span the domain
   }
   if (view->kind == KernelKind::NativeEpilogue) {
     // The anchor's microkernel writes the region's output buffer; the epilogue

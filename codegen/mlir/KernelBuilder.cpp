@@ -176,18 +176,18 @@ class KernelBuilder {
   KernelBuilder(mlir::OpBuilder& b, const KernelView& view) : b_(b), view_(view), loc_(b.getUnknownLoc()) {}
 
   void build(const std::string& name) {
-    // Row-split kernels (KernelView::rowSplit) take dim 0 as a dynamic size where it spans the domain.
-    auto argType = [&](const Value* v, bool rows) {
+    // Split kernels (KernelView::splitDim) take the split dim as a dynamic size where it spans the domain.
+    auto argType = [&](const Value* v, int dynamicDim) {
       std::vector<int64_t> shape = v->shape().staticDims();
-      if (rows) shape[0] = mlir::ShapedType::kDynamic;
+      if (dynamicDim >= 0) shape[size_t(dynamicDim)] = mlir::ShapedType::kDynamic;
       return tensorType(b_, shape);
     };
     llvm::SmallVector<mlir::Type> argTypes, resultTypes;
     for (size_t i = 0; i < view_.inputs.size(); ++i)
-      argTypes.push_back(argType(view_.inputs[i], view_.rowSplit && view_.rowInputs[i]));
+      argTypes.push_back(argType(view_.inputs[i], view_.splitDim >= 0 ? view_.inputSplitDims[i] : -1));
     for (const Value* v : view_.outputs) {
-      argTypes.push_back(argType(v, view_.rowSplit));
-      resultTypes.push_back(argType(v, view_.rowSplit));
+      argTypes.push_back(argType(v, view_.splitDim));
+      resultTypes.push_back(argType(v, view_.splitDim));
     }
     auto fn = b_.create<mlir::func::FuncOp>(loc_, name, b_.getFunctionType(argTypes, resultTypes));
     fn->setAttr("llvm.emit_c_interface", b_.getUnitAttr());

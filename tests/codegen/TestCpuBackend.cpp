@@ -413,19 +413,27 @@ TEST_F(CpuBackendTest, OtherConvEpiloguesAreOneCompiledInPlaceKernel) {
   EXPECT_EQ(r.stats.kernelCalls, 2) << r.description;
 }
 
-TEST_F(CpuBackendTest, ElementwiseKernelsRunOnSlabsOfRows) {
-  // Elementwise kernels take dim 0 as a dynamic size and run on slabs of rows from several threads: row
-  // counts that do not divide evenly, operands spanning the rows or broadcast along them (a row vector, a
-  // column of the same rank, a scalar), one region of several ops, and a tensor below the threshold.
-  for (std::vector<int64_t> shape : {std::vector<int64_t>{37, 1031}, {5, 3, 4099}, {3, 5}}) {
+TEST_F(CpuBackendTest, ElementwiseKernelsRunOnSlabsOfTheirSplitDim) {
+  // Elementwise kernels take their split dim (the first of extent 2 or more: dim 0, or the channels of a
+  // batch-1 tensor) as a dynamic size and run on slabs of it from several threads: extents that do not
+  // divide evenly, operands spanning the split dim or broadcast along it (a row vector, a column of the same
+  // rank, a per-channel operand of lower rank, a scalar), one region of several ops, and a tensor below the
+  // threshold.
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{37, 1031}, {5, 3, 4099}, {3, 5}, {1, 97, 41, 13},
+                                     {1, 1, 3, 20011}}) {
     SCOPED_TRACE(Shape::fromStatic(shape).str());
     Graph g;
     GraphBuilder b(g);
     std::vector<int64_t> column = shape, row(shape.begin() + 1, shape.end());
     for (size_t i = 1; i < column.size(); ++i) column[i] = 1;
+    // [extent of the split dim, 1, ...]: a lower-rank operand cut along its own dim 0.
+    auto split = std::find_if(shape.begin(), shape.end(), [](int64_t d) { return d >= 2; });
+    std::vector<int64_t> channel(split, shape.end());
+    std::fill(channel.begin() + 1, channel.end(), 1);
     Value* x = b.input("x", {DType::F32, Shape::fromStatic(shape)});
     Value* y = b.input("y", {DType::F32, Shape::fromStatic(shape)});
     Value* t = b.op("Mul", {b.op("Add", {x, b.constant(randomTensor(row, 81))}), b.constant(randomTensor(column, 82))});
+    t = b.op("Mul", {t, b.constant(randomTensor(channel, 85))});
     Value* u = b.op("Tanh", {b.op("Sub", {t, y})});
     b.output(b.op("Add", {u, b.constant(Tensor::scalarF32(0.5f))}));
     PipelineOptions fuse;
@@ -434,7 +442,8 @@ TEST_F(CpuBackendTest, ElementwiseKernelsRunOnSlabsOfRows) {
     for (bool fused : {false, true}) {  // one kernel per op, then one region
       if (fused) runPipeline(g, buildPipeline(fuse));
       auto r = expectMatchesInterp(g, in, 1e-5);
-      EXPECT_EQ(r.stats.kernelCalls, fused ? 1 : 5) << r.description;
+      EXPECT_EQ(r.stats.kernelCalls, fused ? 1 : 6) << r.description;
+      EXPECT_EQ(codegen::analyzeKernel(*g.nodes().back())->splitDim, split - shape.begin());
       EXPECT_EQ(r.stats.fallbackNodes, 0) << r.description;
     }
   }

@@ -67,10 +67,10 @@ TEST(ProgramBuilder, CompiledKernelsAreCalledThroughDescriptors) {
   expectClose(model->run(in)[0], interp::run(*g, in)[0], 0, "Relu through the packed entry");
 }
 
-TEST(PackedArgs, SlicesRowsOfRowMajorTensors) {
+TEST(PackedArgs, SlicesOneDimOfRowMajorTensors) {
   Tensor t = randomTensor({4, 3}, 3);
   codegen::PackedArgs args({&t});
-  args.sliceRows(0, 1, 3);
+  args.slice(0, 0, 1, 3);
   static const float* seen = nullptr;
   static int64_t rows = 0, stride = 0;
   args.call([](void** a) {
@@ -80,6 +80,17 @@ TEST(PackedArgs, SlicesRowsOfRowMajorTensors) {
   EXPECT_EQ(seen, t.data<float>() + 3);
   EXPECT_EQ(rows, 2);
   EXPECT_EQ(stride, 3);
+  // The channels of a batch-1 tensor: dim 1, after a dim of extent 1.
+  Tensor c = randomTensor({1, 4, 3}, 4);
+  codegen::PackedArgs channels({&c});
+  channels.slice(0, 1, 2, 4);
+  static int64_t size1 = 0;
+  channels.call([](void** a) {
+    auto* d = *static_cast<codegen::StridedMemRef<float, 3>**>(a[0]);
+    seen = d->aligned, size1 = d->sizes[1];
+  });
+  EXPECT_EQ(seen, c.data<float>() + 6);
+  EXPECT_EQ(size1, 2);
 }
 
 }  // namespace
