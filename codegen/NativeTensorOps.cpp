@@ -26,7 +26,8 @@ std::unique_ptr<NativeKernel> fail(std::string* why, const std::string& msg) {
   return nullptr;
 }
 
-// The integers of a constant input (absent: nullopt, as a missing optional input).
+// The integers of a constant input of any rank (Gather's indices may be 2-D,
+// which PassUtil's staticInts does not take); absent: nullopt.
 std::optional<Ints> constantInts(const std::vector<const Value*>& in, size_t i) {
   if (i >= in.size() || !in[i]) return std::nullopt;
   const Tensor* t = constantData(in[i]);

@@ -36,15 +36,19 @@ bool isConvex(const UseIndex& u, const std::unordered_set<const Node*>& region) 
 
 namespace {
 
-// True when some value of the region is used after it or returned: a region
-// of dead nodes (eliminate-dead-code off) would have no outputs.
+// True when `v`, made inside the region, is used after it or returned: one of its outputs.
+bool usedOutside(const UseIndex& u, const std::unordered_set<const Node*>& inRegion, const Value* v) {
+  if (u.isGraphOutput(v)) return true;
+  for (const Node* c : u.users(v))
+    if (!inRegion.count(c)) return true;
+  return false;
+}
+
+// False for a region of dead nodes (eliminate-dead-code off): it would have no outputs.
 bool hasResult(const UseIndex& u, const std::unordered_set<const Node*>& inRegion) {
   for (const Node* n : inRegion)
-    for (const Value* v : n->outputs()) {
-      if (u.isGraphOutput(v)) return true;
-      for (const Node* c : u.users(v))
-        if (!inRegion.count(c)) return true;
-    }
+    for (const Value* v : n->outputs())
+      if (usedOutside(u, inRegion, v)) return true;
   return false;
 }
 
@@ -80,9 +84,7 @@ Node* buildRegion(Graph& g, const UseIndex& u, const std::vector<Node*>& nodes, 
       copy->output(i)->setType(v->type());
       copy->output(i)->setKnownContents(v->knownContents());
       inner[v] = copy->output(i);
-      bool usedOutside = u.isGraphOutput(v);
-      for (Node* c : u.users(v)) usedOutside |= !inRegion.count(c);
-      if (usedOutside) regionOutputs.push_back(v);
+      if (usedOutside(u, inRegion, v)) regionOutputs.push_back(v);
     }
     provenance.push_back(n->name());
   }

@@ -1,5 +1,7 @@
 #include "runtime/ukernels/Rows.h"
 
+#include "runtime/ukernels/Copy.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -158,8 +160,7 @@ void transposeF32(const float* x, float* y, const std::vector<int64_t>& shape, c
   }
   if (r == 2) return transposeBatched2d(x, y, 1, inShape[0], inShape[1]);
   if (r == 3 && perm == std::vector<int64_t>{0, 2, 1}) return transposeBatched2d(x, y, inShape[0], inShape[1], inShape[2]);
-  std::vector<int64_t> inStride(r, 1), outShape(r), stride(r);
-  for (size_t i = r - 1; i-- > 0;) inStride[i] = inStride[i + 1] * inShape[i + 1];
+  std::vector<int64_t> inStride = denseStrides(inShape), outShape(r), stride(r);
   for (size_t i = 0; i < r; ++i) outShape[i] = inShape[size_t(perm[i])], stride[i] = inStride[size_t(perm[i])];
   int64_t inner = outShape[r - 1], innerStride = stride[r - 1], rows = 1;
   for (size_t i = 0; i + 1 < r; ++i) rows *= outShape[i];

@@ -8,6 +8,7 @@
 #include "ir/Error.h"
 #include "ir/Graph.h"
 #include "runtime/interp/KernelRegistry.h"
+#include "runtime/ukernels/Copy.h"
 
 namespace friction::interp {
 
@@ -61,11 +62,7 @@ std::vector<Tensor> upcastHalf(const Node& node, const std::vector<Tensor>& in, 
 }
 
 // Row-major strides.
-inline std::vector<int64_t> stridesOf(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (int i = int(shape.size()) - 2; i >= 0; --i) s[size_t(i)] = s[size_t(i) + 1] * shape[size_t(i) + 1];
-  return s;
-}
+inline std::vector<int64_t> stridesOf(const std::vector<int64_t>& shape) { return ukernels::denseStrides(shape); }
 
 // For every element of `outShape`, the flat index of the element of an input
 // of shape `inShape` that broadcasts to it (numpy rules).
