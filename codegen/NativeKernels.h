@@ -52,8 +52,8 @@ std::optional<FusedEpilogue> matchFusedEpilogue(const Node& region, const Node& 
                                                 const std::function<const Value*(const Value*)>& resolve);
 
 // The native kernel of a data-movement or per-axis op (NativeTensorOps.cpp:
-// Slice, Concat, Pad, Gather, Expand, BatchNormalization, ReduceSum/Mean/
-// Max/Min), or nullptr with the reason in `why`.
+// Slice, Concat, Pad, Gather, Expand, BatchNormalization, the Reduce ops,
+// Cast), or nullptr with the reason in `why`.
 std::unique_ptr<NativeKernel> matchTensorOp(const Node& node, const std::vector<const Value*>& outer,
                                             std::string* why = nullptr);
 

@@ -1,7 +1,8 @@
 // Native kernels of the data-movement and per-axis ops (NativeKernels.h):
 // Slice, Concat, Pad (constant mode), Gather (constant indices) and Expand as
-// strided copies (runtime/ukernels/Copy.h), BatchNormalization as one
-// per-channel scale and shift, ReduceSum/Mean/Max/Min over consecutive axes.
+// strided copies (runtime/ukernels/Copy.h), Gather of run-time indices as row
+// copies, BatchNormalization as one per-channel scale and shift, the Reduce
+// ops over consecutive axes, Cast between element types.
 // Each matcher reads what the op's constant inputs say at build time; a
 // non-constant one (a shape computed at run time) leaves the node to the
 // interpreter.
@@ -10,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <type_traits>
 
 #include "codegen/NativeKernels.h"
 #include "ir/Error.h"
@@ -150,17 +152,46 @@ std::unique_ptr<NativeKernel> matchExpand(const Node&, const std::vector<const V
   return std::make_unique<CopyKernel>("Expand", std::vector<CopyPiece>{p});
 }
 
-// Gather along `axis` with constant indices: one strided copy per index.
+// Gather whose indices arrive at run time (an Embedding's token ids): x as
+// [outer, axis, inner], one row copy per (outer, index); indices checked on every run.
+class GatherKernel : public NativeKernel {
+ public:
+  GatherKernel(std::string node, int64_t outer, int64_t axis, int64_t inner)
+      : node_(std::move(node)), outer_(outer), axis_(axis), inner_(inner) {}
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    std::vector<int64_t> indices = in[1].toInt64Vector();
+    for (int64_t& i : indices) {
+      FRICTION_CHECK(i >= -axis_ && i < axis_, "Gather '" + node_ + "': index " + std::to_string(i) +
+                                                   " out of range for an axis of " + std::to_string(axis_));
+      if (i < 0) i += axis_;
+    }
+    ukernels::gatherRows(in[0].data<float>(), outer_, axis_, inner_, indices.data(), int64_t(indices.size()),
+                         out.data<float>());
+  }
+  std::string describe() const override { return "Gather (rows)"; }
+
+ private:
+  std::string node_;
+  int64_t outer_, axis_, inner_;
+};
+
+// Gather along `axis`: with constant indices one strided copy per index,
+// otherwise a GatherKernel.
 std::unique_ptr<NativeKernel> matchGather(const Node& n, const std::vector<const Value*>& in, const Ints& xs,
                                           const Ints& ys, std::string* why) {
   constexpr size_t kMaxIndices = 1024;  // beyond this a copy per index is the wrong kernel
-  auto indices = constantInts(in, 1);
-  if (!indices) return fail(why, "Gather indices are not constants");
-  if (indices->size() > kMaxIndices) return fail(why, "Gather of more than 1024 indices");
   const int64_t rank = int64_t(xs.size()), axis = normalized(n.attrInt("axis", 0), rank);
   if (axis < 0 || axis >= rank) return fail(why, "Gather axis out of range");
+  if (!in[1]->shape().isStatic() || !isInteger(in[1]->dtype())) return fail(why, "Gather indices not static integers");
   const int64_t q = int64_t(in[1]->shape().rank());
   if (int64_t(ys.size()) != rank + q - 1) return fail(why, "Gather result rank disagrees with its type");
+  auto indices = constantInts(in, 1);
+  if (!indices || indices->size() > kMaxIndices) {
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= xs[size_t(d)];
+    for (int64_t d = axis + 1; d < rank; ++d) inner *= xs[size_t(d)];
+    return std::make_unique<GatherKernel>(n.name(), outer, xs[size_t(axis)], inner);
+  }
   const Ints xDense = ukernels::denseStrides(xs), yDense = ukernels::denseStrides(ys);
   CopyPiece base;
   for (int64_t d = 0; d < rank; ++d) {
@@ -252,12 +283,13 @@ class ReduceKernel : public NativeKernel {
 
 std::unique_ptr<NativeKernel> matchReduce(const Node& n, const std::vector<const Value*>& in, const Ints& xs,
                                           const Ints&, std::string* why) {
-  static const std::map<std::string, ukernels::ReduceKind> kinds = {{"ReduceSum", ukernels::ReduceKind::Sum},
-                                                                     {"ReduceMean", ukernels::ReduceKind::Mean},
-                                                                     {"ReduceMax", ukernels::ReduceKind::Max},
-                                                                     {"ReduceMin", ukernels::ReduceKind::Min}};
-  std::optional<Ints> axes = n.op() == "ReduceSum" ? (absent(in, 1) ? Ints{} : constantInts(in, 1))
-                                                   : std::optional<Ints>(n.attrInts("axes"));
+  using K = ukernels::ReduceKind;
+  static const std::map<std::string, K> kinds = {
+      {"ReduceSum", K::Sum},        {"ReduceMean", K::Mean}, {"ReduceMax", K::Max},       {"ReduceMin", K::Min},
+      {"ReduceSumSquare", K::SumSquare}, {"ReduceL1", K::L1}, {"ReduceL2", K::L2},        {"ReduceLogSum", K::LogSum},
+      {"ReduceLogSumExp", K::LogSumExp}};
+  // Axes: an input (ReduceSum from opset 13, every Reduce op from 18) or an attribute.
+  std::optional<Ints> axes = !absent(in, 1) ? constantInts(in, 1) : std::optional<Ints>(n.attrInts("axes"));
   if (!axes) return fail(why, n.op() + " axes are not constants");
   const int64_t rank = int64_t(xs.size());
   if (axes->empty()) {
@@ -276,6 +308,42 @@ std::unique_ptr<NativeKernel> matchReduce(const Node& n, const std::vector<const
   return std::make_unique<ReduceKernel>(n.op(), kinds.at(n.op()), outer, reduced, inner);
 }
 
+// Cast between any two element types with a C++ type (not f16/bf16), with
+// Tensor::castTo's semantics: floats to integers truncate and saturate, to
+// bool compare with zero, integers wrap.
+class CastKernel : public NativeKernel {
+ public:
+  CastKernel(DType from, DType to) : from_(from), to_(to) {}
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    const int64_t n = out.numel();
+    withElementType(from_, [&](auto fromType) {
+      withElementType(to_, [&](auto toType) {
+        using From = decltype(fromType);
+        using To = decltype(toType);
+        const From* x = in[0].data<From>();
+        To* y = out.data<To>();
+        for (int64_t i = 0; i < n; ++i) {
+          if constexpr (std::is_same_v<To, bool>) y[i] = x[i] != From(0);
+          else if constexpr (std::is_floating_point_v<From> && !std::is_floating_point_v<To>) y[i] = floatToInt<To>(double(x[i]));
+          else y[i] = To(x[i]);
+        }
+      });
+    });
+  }
+  std::string describe() const override { return "Cast " + std::string(dtypeName(from_)) + " to " + std::string(dtypeName(to_)); }
+
+ private:
+  DType from_, to_;
+};
+
+std::unique_ptr<NativeKernel> matchCast(const Node& n, const std::vector<const Value*>& in, std::string* why) {
+  const Value *x = in.empty() ? nullptr : in[0], *y = n.output(0);
+  if (!x || !x->shape().isStatic() || !y->shape().isStatic()) return fail(why, "Cast of a dynamic shape");
+  auto hasCType = [](DType t) { return withElementType(t, [](auto) {}); };
+  if (!hasCType(x->dtype()) || !hasCType(y->dtype())) return fail(why, "Cast from or to f16/bf16");
+  return std::make_unique<CastKernel>(x->dtype(), y->dtype());
+}
+
 }  // namespace
 
 std::unique_ptr<NativeKernel> matchTensorOp(const Node& node, const std::vector<const Value*>& outer, std::string* why) {
@@ -283,7 +351,9 @@ std::unique_ptr<NativeKernel> matchTensorOp(const Node& node, const std::vector<
       {"Slice", matchSlice},         {"Concat", matchConcat},    {"Pad", matchPad},
       {"Expand", matchExpand},       {"Gather", matchGather},    {"BatchNormalization", matchBatchNorm},
       {"ReduceSum", matchReduce},    {"ReduceMean", matchReduce}, {"ReduceMax", matchReduce},
-      {"ReduceMin", matchReduce}};
+      {"ReduceMin", matchReduce},    {"ReduceSumSquare", matchReduce}, {"ReduceL1", matchReduce},
+      {"ReduceL2", matchReduce},     {"ReduceLogSum", matchReduce},    {"ReduceLogSumExp", matchReduce}};
+  if (node.op() == "Cast" && node.numOutputs() == 1) return matchCast(node, outer, why);  // any element types
   auto it = matchers.find(node.op());
   if (it == matchers.end()) return fail(why, node.op() + " has no native kernel");
   const Value* x = outer.empty() ? nullptr : outer[0];

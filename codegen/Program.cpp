@@ -71,9 +71,10 @@ void Program::runStep(const Step& s, std::vector<Tensor>& env, std::vector<Tenso
                       std::vector<Tensor>& outs) const {
   args.clear();
   auto output0 = [&] {
-    std::vector<int64_t> shape = s.node->output(0)->shape().staticDims();
-    if (s.arenaOffset < 0) return buffers->acquire(DType::F32, shape);
-    return Tensor::view(DType::F32, shape, std::shared_ptr<void>(arena, static_cast<char*>(arena.get()) + s.arenaOffset));
+    const Value* y = s.node->output(0);  // f32 but for a native Cast's
+    std::vector<int64_t> shape = y->shape().staticDims();
+    if (s.arenaOffset < 0) return buffers->acquire(y->dtype(), shape);
+    return Tensor::view(y->dtype(), shape, std::shared_ptr<void>(arena, static_cast<char*>(arena.get()) + s.arenaOffset));
   };
   if (s.kind == Step::Compiled) {
     if (s.arenaOffset >= 0) outs.assign(1, output0());

@@ -84,7 +84,8 @@ struct ProgramStats {
   int64_t kernelsReused = 0;     // calls served by a kernel made earlier (cache hits)
   int64_t nativeCalls = 0;       // direct microkernel calls (NHWC conv/pool, transpose, softmax, layernorm)
   std::map<std::string, int64_t> nativeOps;    // NativeKernel::describe() -> count
-  int64_t shapeNodesFolded = 0; // integer/bool nodes evaluated when the program was built (foldShapeArithmetic)
+  int64_t shapeNodesFolded = 0;  // integer/bool nodes evaluated when the program was built (foldShapeArithmetic)
+  int64_t legalized = 0;         // Split and Einsum nodes rewritten into ops with kernels (Legalize.h)
   int64_t views = 0;             // View-trait ops run as a new shape on the same buffer
   int64_t fallbackNodes = 0;     // nodes on the interpreter's kernels
   std::map<std::string, int64_t> fallbackOps;  // op -> count

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "codegen/KernelAnalysis.h"
+#include "codegen/Legalize.h"
 #include "ir/Error.h"
 #include "ir/FusedRegion.h"
 #include "ir/OpRegistry.h"
@@ -33,7 +34,7 @@ bool hasShapeArithmetic(const Graph& g) {
 std::unique_ptr<Program> ProgramBuilder::build(const Graph& g) { return buildResolved(g, {}); }
 
 std::unique_ptr<Program> ProgramBuilder::buildResolved(const Graph& g, const OuterMap& outerOf) {
-  if (!hasShapeArithmetic(g)) return build(g, outerOf);
+  if (!hasShapeArithmetic(g) && !needsLegalizing(g)) return build(g, outerOf);
   std::shared_ptr<Graph> resolved = cloneGraph(g);
   OuterMap outer;  // outerOf over the copy's inputs
   for (size_t i = 0; i < g.inputs().size(); ++i) {
@@ -45,9 +46,11 @@ std::unique_ptr<Program> ProgramBuilder::buildResolved(const Graph& g, const Out
     if (v->isConstant() && (isInteger(v->dtype()) || v->dtype() == DType::Bool))
       resolved->inputs()[i]->setConstant(v->constant());
   }
-  int64_t folded = foldShapeArithmetic(*resolved);
-  if (folded == 0) return build(g, outerOf);
+  const int64_t folded = foldShapeArithmetic(*resolved);
+  const int64_t legalized = legalize(*resolved);  // after folding, which makes split sizes and shapes static
+  if (folded + legalized == 0) return build(g, outerOf);
   stats_.shapeNodesFolded += folded;
+  stats_.legalized += legalized;
   auto p = build(*resolved, outer);
   p->resolved = std::move(resolved);
   return p;

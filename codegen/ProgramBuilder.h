@@ -28,7 +28,8 @@ class ProgramBuilder {
 
   // The steps of `g`; kernels it needs that are not in the cache become
   // pending. Shape arithmetic left in `g` (fold-constants off) is evaluated
-  // first, on a copy the program keeps, so that its shapes are static.
+  // first, on a copy the program keeps, so that its shapes are static; ops
+  // without kernels of their own are rewritten there too (Legalize.h).
   std::unique_ptr<Program> build(const Graph& g);
   // The distinct kernels build() found missing: structural key and a node
   // computing it, in the order they were met.
@@ -54,7 +55,7 @@ class ProgramBuilder {
   // once) inside regions too, e.g. in every instance of a dedup pattern.
   using OuterMap = std::unordered_map<const Value*, const Value*>;
   std::unique_ptr<Program> build(const Graph& g, const OuterMap& outerOf);
-  // build() of `g` after folding its shape arithmetic, on a copy the program keeps.
+  // build() of `g` after folding its shape arithmetic and legalizing, on a copy the program keeps.
   std::unique_ptr<Program> buildResolved(const Graph& g, const OuterMap& outerOf);
   // The step of a node or region that analyzeKernel accepts; false when it needs nothing compiled.
   bool compiledStep(Step& s, Program& p, const std::function<const Value*(const Value*)>& resolve);

@@ -1,7 +1,9 @@
 // Element types of tensors in the IR.
 #pragma once
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -33,5 +35,37 @@ inline float bf16ToFloat(uint16_t b) {
   return f;
 }
 uint16_t floatToBf16(float f);
+
+// Float to integer as every friction cast does it: truncate toward zero; NaN
+// gives 0 and out-of-range values saturate (C++ leaves those undefined, ONNX
+// unspecified).
+template <typename T>
+T floatToInt(double d) {
+  if (std::isnan(d)) return T(0);
+  if (d <= double(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+  if (d >= double(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return T(d);
+}
+
+// Calls f(T{}) with the C++ element type of `t`; false for F16 and BF16, which have none.
+template <typename F>
+bool withElementType(DType t, F&& f) {
+  switch (t) {
+    case DType::F32: f(float{}); return true;
+    case DType::F64: f(double{}); return true;
+    case DType::I8: f(int8_t{}); return true;
+    case DType::I16: f(int16_t{}); return true;
+    case DType::I32: f(int32_t{}); return true;
+    case DType::I64: f(int64_t{}); return true;
+    case DType::U8: f(uint8_t{}); return true;
+    case DType::U16: f(uint16_t{}); return true;
+    case DType::U32: f(uint32_t{}); return true;
+    case DType::U64: f(uint64_t{}); return true;
+    case DType::Bool: f(bool{}); return true;
+    case DType::F16:
+    case DType::BF16: return false;
+  }
+  return false;
+}
 
 }  // namespace friction

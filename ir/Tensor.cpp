@@ -128,16 +128,6 @@ std::vector<double> Tensor::toDoubleVector() const {
 }
 
 namespace {
-// Float to integer: truncate toward zero; NaN gives 0 and out-of-range values
-// saturate (C++ leaves those undefined; ONNX leaves them unspecified).
-template <typename T>
-T floatToInt(double d) {
-  if (std::isnan(d)) return T(0);
-  if (d <= double(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
-  if (d >= double(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
-  return T(d);
-}
-
 template <typename T>
 void storeElement(void* base, int64_t i, double f, int64_t s, uint64_t u, int kind) {
   T* p = static_cast<T*>(base) + i;

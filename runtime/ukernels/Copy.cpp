@@ -1,6 +1,7 @@
 #include "runtime/ukernels/Copy.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -56,6 +57,14 @@ void copyStrided(const float* x, const std::vector<int64_t>& xStrides, float* y,
   }
 }
 
+void gatherRows(const float* x, int64_t outer, int64_t axis, int64_t inner, const int64_t* indices, int64_t count,
+                float* y) {
+#pragma omp parallel for collapse(2) schedule(static) if (outer * count * inner > kParallelElements)
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < count; ++j)
+      std::memcpy(y + (o * count + j) * inner, x + (o * axis + indices[j]) * inner, size_t(inner) * sizeof(float));
+}
+
 void channelAffine(int64_t outer, int64_t channels, int64_t inner, const float* x, const float* scale,
                    const float* shift, float* y) {
 #pragma omp parallel for collapse(2) schedule(static) if (outer * channels * inner > kParallelElements)
@@ -84,11 +93,27 @@ void reduceMiddle(ReduceKind kind, int64_t outer, int64_t reduced, int64_t inner
         }
       continue;
     }
+    // A sum of a function of x, then a function of the sum.
     std::vector<double> acc(size_t(inner), 0.0);
-    for (int64_t r = 0; r < reduced; ++r)
-      for (int64_t i = 0; i < inner; ++i) acc[size_t(i)] += double(in[r * inner + i]);
-    const double scale = kind == ReduceKind::Mean ? 1.0 / double(std::max<int64_t>(reduced, 1)) : 1.0;
-    for (int64_t i = 0; i < inner; ++i) out[i] = float(acc[size_t(i)] * scale);
+    auto sum = [&](auto term) {
+      for (int64_t r = 0; r < reduced; ++r)
+        for (int64_t i = 0; i < inner; ++i) acc[size_t(i)] += term(double(in[r * inner + i]));
+    };
+    switch (kind) {
+      case ReduceKind::SumSquare:
+      case ReduceKind::L2: sum([](double v) { return v * v; }); break;
+      case ReduceKind::L1: sum([](double v) { return std::abs(v); }); break;
+      case ReduceKind::LogSumExp: sum([](double v) { return std::exp(v); }); break;
+      default: sum([](double v) { return v; }); break;
+    }
+    const double count = double(std::max<int64_t>(reduced, 1));
+    for (int64_t i = 0; i < inner; ++i) {
+      const double a = acc[size_t(i)];
+      out[i] = float(kind == ReduceKind::Mean ? a / count
+                     : kind == ReduceKind::L2 ? std::sqrt(a)
+                     : kind == ReduceKind::LogSum || kind == ReduceKind::LogSumExp ? std::log(a)
+                                                                                      : a);
+    }
   }
 }
 

@@ -16,6 +16,12 @@ namespace friction::ukernels {
 void copyStrided(const float* x, const std::vector<int64_t>& xStrides, float* y, const std::vector<int64_t>& yStrides,
                  const std::vector<int64_t>& shape);
 
+// y[o, j, :] = x[o, indices[j], :] over x as [outer, axis, inner] and y as
+// [outer, count, inner] (Gather with indices known only at run time, already
+// checked and made non-negative by the caller).
+void gatherRows(const float* x, int64_t outer, int64_t axis, int64_t inner, const int64_t* indices, int64_t count,
+                float* y);
+
 // Row-major strides of a dense tensor of `shape`.
 std::vector<int64_t> denseStrides(const std::vector<int64_t>& shape);
 
@@ -24,7 +30,8 @@ std::vector<int64_t> denseStrides(const std::vector<int64_t>& shape);
 void channelAffine(int64_t outer, int64_t channels, int64_t inner, const float* x, const float* scale,
                    const float* shift, float* y);
 
-enum class ReduceKind { Sum, Mean, Max, Min };
+// ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp.
+enum class ReduceKind { Sum, Mean, Max, Min, SumSquare, L1, L2, LogSum, LogSumExp };
 // y[o, i] = reduce over r of x[o, r, i], x viewed as [outer, reduced, inner]
 // (sums in double, like the interpreter).
 void reduceMiddle(ReduceKind kind, int64_t outer, int64_t reduced, int64_t inner, const float* x, float* y);

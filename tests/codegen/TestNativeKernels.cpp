@@ -95,6 +95,43 @@ TEST(NativeTensorOps, GatherOfScalarVectorAndMatrixIndices) {
     }
 }
 
+// An Embedding: indices known only at run time, checked on every run.
+TEST(NativeTensorOps, GatherOfRunTimeIndicesCopiesRowsAndChecksBounds) {
+  for (DType indexType : {DType::I64, DType::I32}) {
+    Graph g;
+    GraphBuilder b(g);
+    Value* ids = b.input("ids", {indexType, Shape::fromStatic({2, 3})});
+    b.output(b.op("Gather", {b.constant(randomTensor({10, 4}, 3)), ids}, {}, "embedding"));
+    FakeSource source;
+    auto model = codegen::compileCpuModel(g, source, "native only");
+    EXPECT_EQ(model->interpNodes(), 0) << model->description();
+    EXPECT_EQ(codegen::cpuStats(*model)->nativeOps.at("Gather (rows)"), 1);
+    std::vector<Tensor> in = {Tensor::fromVector<int64_t>(DType::I64, {2, 3}, {0, 9, -1, 3, 3, 5}).castTo(indexType)};
+    expectClose(model->run(in)[0], interp::run(g, in)[0], 0, "Gather rows");
+    in = {Tensor::fromVector<int64_t>(DType::I64, {2, 3}, {0, 1, 2, 10, 0, 0}).castTo(indexType)};
+    try {
+      model->run(in);
+      ADD_FAILURE() << "index 10 of an axis of 10 was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("'embedding': index 10 out of range"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(NativeTensorOps, CastBetweenElementTypes) {
+  auto stats = expectNativeMatches(
+      {3, 7}, [](GraphBuilder& b, Value* x) {
+        auto cast = [&](Value* v, DType to) { return b.op("Cast", {v}, {{"to", int64_t(dtypeToOnnxCode(to))}}); };
+        Value* i32 = cast(cast(x, DType::I32), DType::F32);            // truncates toward zero
+        Value* boolean = cast(cast(x, DType::Bool), DType::F32);
+        Value* u8 = cast(cast(cast(x, DType::I64), DType::U8), DType::F64);  // negatives wrap
+        return b.op("Concat", {i32, boolean, cast(u8, DType::F32)}, {{"axis", int64_t(0)}});
+      },
+      "Cast");
+  EXPECT_EQ(stats.nativeOps["Cast f32 to i32"], 1);
+  EXPECT_EQ(stats.nativeOps["Cast u8 to f64"], 1);
+}
+
 TEST(NativeTensorOps, ExpandBroadcastsByRepeatingElements) {
   expectNativeMatches({3, 1}, [](GraphBuilder& b, Value* x) { return b.op("Expand", {x, ints(b, {2, 3, 4})}); },
                       "Expand");
@@ -127,7 +164,11 @@ TEST(NativeTensorOps, ReductionsOverConsecutiveAxes) {
                              {"ReduceSum", {{"keepdims", int64_t(0)}}, std::nullopt},
                              {"ReduceMax", {}, std::nullopt},
                              {"ReduceMin", {{"axes", Ints{-1}}}, std::nullopt},
-                             {"ReduceMean", {{"axes", Ints{2, 1}}}, std::nullopt}};
+                             {"ReduceMean", {{"axes", Ints{2, 1}}}, std::nullopt},
+                             {"ReduceL2", {{"axes", Ints{-1}}}, std::nullopt},
+                             {"ReduceL1", {{"axes", Ints{1, 2}}, {"keepdims", int64_t(0)}}, std::nullopt},
+                             {"ReduceSumSquare", {}, std::nullopt},
+                             {"ReduceLogSumExp", {{"axes", Ints{0}}}, std::nullopt}};
   for (const Case& c : cases)
     expectNativeMatches(
         {2, 3, 4, 5}, [&](GraphBuilder& b, Value* x) {

@@ -108,7 +108,7 @@ ConformanceCase runCase(const fs::path& caseDir, const ConformanceOptions& opt) 
     onnx::ModelProto pristine;  // the importer moves weights out of the proto it is given
     if (opt.pipeline) pristine = proto;
     auto graph = onnxio::importOnnxModel(proto, caseDir.string(), modelPath.string());
-    auto backend = createBackend(opt.backend);
+    std::shared_ptr<Backend> backend = opt.sharedBackend ? opt.sharedBackend : createBackend(opt.backend);
     std::unique_ptr<CompiledModel> model;
     if (!opt.pipeline) model = backend->compile(*graph);
     std::vector<fs::path> sets;

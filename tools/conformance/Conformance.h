@@ -2,11 +2,13 @@
 // input_*.pb and output_*.pb) on a backend and compares outputs.
 #pragma once
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "passes/PassManager.h"
+#include "runtime/Backend.h"
 
 namespace friction {
 
@@ -38,6 +40,10 @@ struct ConformanceOptions {
   // as `friction run` would: passes and compiled backends are checked against
   // the expected outputs, not just the plain graph.
   std::optional<PipelineOptions> pipeline;
+  // When set, every case compiles on this backend (so a compiled backend's
+  // kernel cache serves all cases and runs); else each case creates its own
+  // from `backend`.
+  std::shared_ptr<Backend> sharedBackend;
 };
 
 // Walks `dir` recursively for folders holding model.onnx.

@@ -1,0 +1,97 @@
+// codegen/Legalize.cpp: Split and matmul-form Einsum rewritten into ops with
+// kernels. Each rewrite is checked for structure (the ops after) and for
+// numerics (the rewritten graph against the original on the interpreter).
+#include <gtest/gtest.h>
+
+#include "codegen/Legalize.h"
+#include "ir/Builder.h"
+#include "ir/Verifier.h"
+#include "runtime/interp/Interpreter.h"
+#include "tests/common/BackendTestUtil.h"
+
+namespace friction {
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+std::vector<std::string> ops(const Graph& g) {
+  std::vector<std::string> o;
+  for (const auto& n : g.nodes()) o.push_back(n->op());
+  return o;
+}
+
+// Legalizes a copy of `g`; checks it verifies and computes what `g` does.
+std::shared_ptr<Graph> legalizedMatches(const Graph& g, const std::vector<Tensor>& in, int64_t expectRewrites) {
+  std::shared_ptr<Graph> copy = cloneGraph(g);
+  EXPECT_EQ(codegen::legalize(*copy), expectRewrites);
+  verify(*copy);
+  auto want = interp::run(g, in), got = interp::run(*copy, in);
+  EXPECT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) test::expectClose(got[i], want[i], 1e-6, "legalized");
+  return copy;
+}
+
+TEST(Legalize, SplitBecomesOneSlicePerOutput) {
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F32, Shape::fromStatic({2, 7, 3})});
+  auto parts = b.opN("Split", {x, b.constant(Tensor::vectorI64({2, 4, 1}))}, 3, {{"axis", int64_t(-2)}});
+  b.output(parts[0]);
+  b.output(b.op("Relu", {parts[1]}));
+  b.output(parts[2]);
+  EXPECT_TRUE(codegen::needsLegalizing(g));
+  auto after = legalizedMatches(g, {test::randomTensor({2, 7, 3}, 5)}, 1);
+  EXPECT_EQ(ops(*after), (std::vector<std::string>{"Slice", "Slice", "Relu", "Slice"}));
+  EXPECT_FALSE(codegen::needsLegalizing(*after));
+}
+
+TEST(Legalize, EinsumOfMatmulFormBecomesTransposesAroundAMatMul) {
+  struct Case {
+    std::string equation;
+    Ints a, b;
+    std::vector<std::string> expect;
+  };
+  std::vector<Case> cases = {
+      {"bgid,bgjd->bgij", {2, 3, 4, 5}, {2, 3, 6, 5}, {"Transpose", "MatMul"}},        // q @ k^T (MaxViT)
+      {"B G I J, B G J D -> B G I D", {2, 3, 4, 6}, {2, 3, 6, 5}, {"MatMul"}},       // attn @ v, spaces
+      {"ik,kj->ji", {4, 5}, {5, 3}, {"MatMul", "Transpose"}},                         // transposed result
+      {"kbi,bjk->bij", {5, 2, 4}, {2, 3, 5}, {"Transpose", "Transpose", "MatMul"}}};  // both operands permuted
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.equation);
+    Graph g;
+    GraphBuilder b(g);
+    Value* x = b.input("a", {DType::F32, Shape::fromStatic(c.a)});
+    Value* y = b.input("b", {DType::F32, Shape::fromStatic(c.b)});
+    b.output(b.op("Einsum", {x, y}, {{"equation", c.equation}}));
+    auto after = legalizedMatches(g, {test::randomTensor(c.a, 1), test::randomTensor(c.b, 2)}, 1);
+    EXPECT_EQ(ops(*after), c.expect);
+  }
+}
+
+// A sum over one operand's letter, a repeated letter (a trace), an outer
+// product (two row letters), an implicit output, a dynamic batch: not one
+// static matmul, so left to the Einsum kernel.
+TEST(Legalize, OtherEinsumsAreLeftAlone) {
+  struct Case {
+    std::string equation;
+    Shape a, b;
+  };
+  const Dim n = Dim::sym("N");
+  std::vector<Case> cases = {{"ij,jk->i", {3, 4}, {4, 5}},
+                             {"ii,ij->ij", {3, 3}, {3, 4}},
+                             {"ab,cd->abcd", {2, 3}, {4, 5}},
+                             {"bij,bjk", {2, 3, 4}, {2, 4, 5}},
+                             {"bik,bkj->bij", {n, 3, 4}, {n, 4, 3}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.equation);
+    Graph g;
+    GraphBuilder b(g);
+    Value* x = b.input("a", {DType::F32, c.a});
+    Value* y = b.input("b", {DType::F32, c.b});
+    b.output(b.op("Einsum", {x, y}, {{"equation", c.equation}}));
+    EXPECT_FALSE(codegen::needsLegalizing(g));
+  }
+}
+
+}  // namespace
+}  // namespace friction
