@@ -10,9 +10,15 @@
 # benchmarks/report/e2e_summary.py).
 # MODE=all-off compares the unoptimized sides instead: friction with every
 # pass off (--passes none) against ORT with its graph optimizations disabled.
+# MODELS=families runs the real architectures at their published sizes (every torchvision
+# classification family, GPT-2 small, BERT-base: scripts/torch_models.py), exported on first use
+# into FAMILY_DIR by scripts/make_torch_fixtures.py --full (PyTorch from scripts/setup_torch.sh);
+# a family's name alone (resnet18 densenet121 ...) runs that one.
 # Usage: benchmarks/e2e_vs_ort.sh [FRICTION_BINARY]
-#   env: MODELS (resnet50 mobilenetv2 vit_b, or any model paths / zoo specs), BATCHES (1 8), THREADS (2),
-#        REPS (10), ROUNDS (6), MODE (default | all-off), BASELINE (path to another friction binary; optional)
+#   env: MODELS (resnet50 mobilenetv2 vit_b, families, or any model paths / zoo specs / family names),
+#        BATCHES (1 8), THREADS (2), REPS (10), ROUNDS (6), MODE (default | all-off),
+#        BASELINE (path to another friction binary; optional), FAMILY_DIR (out/families),
+#        SAMPLES (keep the per-round samples in this file)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 F=${1:-$ROOT/build/bin/friction}
@@ -27,7 +33,26 @@ esac
 declare -A SPEC=([resnet50]="zoo:resnet?preset=resnet50&resolution=224" [mobilenetv2]="zoo:mobilenetv2?preset=mobilenetv2"
                  [vit_b]="zoo:vit?preset=vit_b")
 
-spec() { echo "${SPEC[$1]:-$1}"; }  # a short name above, or the model as given
+FAMILY_DIR=${FAMILY_DIR:-$ROOT/out/families}
+TORCH_PY=$ROOT/.venv-torch/bin/python
+family_names() {
+  bash "$ROOT/scripts/setup_torch.sh"
+  "$TORCH_PY" -c "import sys; sys.path.insert(0, '$ROOT/scripts'); import torch_models; print(*torch_models.FULL_NAMES)"
+}
+[[ $MODELS == families ]] && MODELS=$(family_names)
+
+# A short name above, a family exported into FAMILY_DIR (on first use), or the model as given.
+spec() {
+  if [[ -n ${SPEC[$1]:-} ]]; then echo "${SPEC[$1]}"; return; fi
+  if [[ $1 == */* || $1 == *:* || $1 == *.onnx || $1 == *.fir ]]; then echo "$1"; return; fi
+  if [[ ! -f $FAMILY_DIR/$1/model.onnx ]]; then
+    bash "$ROOT/scripts/setup_torch.sh"
+    echo "exporting $1 into $FAMILY_DIR" >&2
+    "$TORCH_PY" "$ROOT/scripts/make_torch_fixtures.py" --full --batches 1 --out "$FAMILY_DIR" "$1" >&2
+  fi
+  echo "$FAMILY_DIR/$1/model.onnx"
+}
+for m in $MODELS; do spec "$m" >/dev/null; done  # export everything before the first timed round
 
 median() {  # BINARY MODEL BATCH BACKEND [friction flags...] -> median ms
   local bin=$1 model=$2 batch=$3 backend=$4
@@ -37,8 +62,13 @@ median() {  # BINARY MODEL BATCH BACKEND [friction flags...] -> median ms
 }
 
 executors="cpu ort${BASELINE:+ baseline}"
-samples=$(mktemp)
-trap 'rm -f "$samples"' EXIT
+if [[ -n ${SAMPLES:-} ]]; then
+  samples=$SAMPLES
+  : > "$samples"
+else
+  samples=$(mktemp)
+  trap 'rm -f "$samples"' EXIT
+fi
 for ((r = 0; r < ROUNDS; r++)); do
   for m in $MODELS; do
     for b in $BATCHES; do

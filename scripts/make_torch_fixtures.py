@@ -6,14 +6,16 @@ reference outputs computed by PyTorch, in the ONNX backend-test layout:
     tests/models/torch/<name>/test_data_set_<k>/input_0.pb, output_0.pb
 
 Set k=0 holds batch 1, k=1 batch 2 (the batch dim is exported as symbolic "N").
-The architectures are torchvision's own classes (ResNet, MobileNetV2/V3,
-VisionTransformer, SwinTransformer, ConvNeXt) at reduced width and depth so
-the fixtures stay small enough to commit. Weights are random with a fixed
+The architectures (scripts/torch_models.py) are torchvision's own classes of
+every classification family at reduced width and depth, so the fixtures stay
+small enough to commit, and a GPT-style decoder and a BERT-style encoder in
+plain PyTorch. `--full` exports the published sizes instead (for
+benchmarks/e2e_vs_ort.sh; not committed). Weights are random with a fixed
 seed; BatchNorm running statistics are randomized so they matter.
 
-Needs torch, torchvision and onnx (a venv: python3 -m venv v && v/bin/pip
-install torch torchvision onnx). The committed fixtures were made with this
-script; friction's tests only read them.
+Needs torch, torchvision and onnx: scripts/setup_torch.sh installs them in
+.venv-torch. The committed fixtures were made with this script; friction's
+tests only read them.
 """
 import argparse
 import os
@@ -23,39 +25,8 @@ import onnx
 import torch
 import torchvision
 from onnx import numpy_helper
-from torchvision.models import resnet, mobilenetv2, mobilenetv3, vision_transformer, swin_transformer, convnext
 
-
-def slim_resnet(block, layers, divisor=8):
-    """torchvision's ResNet with every stage's planes divided by `divisor` (its
-    widths are hard-coded; full width would make multi-MB fixtures)."""
-    original = resnet.ResNet._make_layer
-    resnet.ResNet._make_layer = lambda self, b, planes, *a, **k: original(self, b, planes // divisor, *a, **k)
-    try:
-        model = resnet.ResNet(block, layers, num_classes=10)
-    finally:
-        resnet.ResNet._make_layer = original
-    model.fc = torch.nn.Linear(512 // divisor * block.expansion, 10)
-    return model
-
-
-def models():
-    yield "resnet_basic", slim_resnet(resnet.BasicBlock, [2, 1, 1, 1]), 32
-    yield "resnet_bottleneck", slim_resnet(resnet.Bottleneck, [1, 2, 1, 1]), 32
-    yield "mobilenet_v2", mobilenetv2.MobileNetV2(num_classes=10, width_mult=0.25), 32
-    yield "mobilenet_v3_small", mobilenetv3.mobilenet_v3_small(num_classes=10, width_mult=0.25), 32
-    yield "vit", vision_transformer.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
-                                                      hidden_dim=32, mlp_dim=64, num_classes=10), 32
-    yield "swin", swin_transformer.SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 2],
-                                                   window_size=[4, 4], num_classes=10), 32
-    block = convnext.CNBlockConfig
-    yield "convnext", convnext.ConvNeXt([block(16, 32, 1), block(32, None, 1)], num_classes=10), 32
-
-
-def full_models():
-    """Full-size torchvision models (too large to commit; for manual checks)."""
-    for name in ["resnet50", "mobilenet_v2", "vit_b_16"]:
-        yield name, getattr(torchvision.models, name)(weights=None), 224
+import torch_models
 
 
 def randomize_batchnorm(model, gen):
@@ -76,9 +47,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "models", "torch"))
     ap.add_argument("--opset", type=int, default=17)
-    ap.add_argument("--full", action="store_true", help="full-size ResNet-50, MobileNetV2, ViT-B/16 instead")
+    ap.add_argument("--full", action="store_true", help="the published sizes (torch_models.full) instead")
+    ap.add_argument("--batches", default="1,2", help="batch of each test_data_set_<k>")
+    ap.add_argument("names", nargs="*", help="only these cases (default: all)")
     args = ap.parse_args()
-    for name, model, res in (full_models() if args.full else models()):
+    cases = torch_models.full(args.names) if args.full else torch_models.reduced()
+    for case in cases:
+        if args.names and case.name not in args.names:
+            continue
+        model = case.model
         torch.manual_seed(0)
         gen = torch.Generator().manual_seed(1)
         for p in model.parameters():
@@ -86,23 +63,26 @@ def main():
         with torch.no_grad():
             randomize_batchnorm(model, gen)
         model.eval()
-        folder = os.path.join(args.out, name)
+        folder = os.path.join(args.out, case.name)
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, "model.onnx")
-        example = torch.randn(1, 3, res, res, generator=gen)
-        torch.onnx.export(model, (example,), path, input_names=["input"], output_names=["logits"],
-                          dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}}, opset_version=args.opset,
+        example = case.inputs(1, gen)
+        names = list(example)
+        torch.onnx.export(model, tuple(example.values()), path, input_names=names, output_names=["logits"],
+                          dynamic_axes={**{k: {0: "N"} for k in names}, "logits": {0: "N"}}, opset_version=args.opset,
                           dynamo=False)
         onnx.checker.check_model(onnx.load(path))
-        for k, batch in enumerate([1, 2]):
-            x = torch.randn(batch, 3, res, res, generator=gen)
+        for k, batch in enumerate(int(b) for b in args.batches.split(",")):
+            inputs = case.inputs(batch, gen)
             with torch.no_grad():
-                y = model(x)
+                y = model(*inputs.values())
             data = os.path.join(folder, f"test_data_set_{k}")
             os.makedirs(data, exist_ok=True)
-            save(x, os.path.join(data, "input_0.pb"))
+            for i, x in enumerate(inputs.values()):
+                save(x, os.path.join(data, f"input_{i}.pb"))
             save(y, os.path.join(data, "output_0.pb"))
-        print(f"{name}: {os.path.getsize(path) / 1e6:.2f} MB, torch {torch.__version__}, torchvision {torchvision.__version__}")
+        print(f"{case.name}: {os.path.getsize(path) / 1e6:.2f} MB, torch {torch.__version__}, "
+              f"torchvision {torchvision.__version__}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """The table of benchmarks/e2e_vs_ort.sh: per cell (model, batch), friction cpu's median latency and the
 median of its per-round ratios to ONNX Runtime (and to a baseline friction build, when measured), each
-with the order-statistic 95% interval of paired_ratio.py.
+with the order-statistic 95% interval of paired_ratio.py; then, per batch, the geometric mean of the
+cells' ratios and the worst cell.
 Usage: e2e_summary.py SAMPLES.tsv   (rows: round, model, batch, executor, median_ms)
 """
 import collections
+import math
 import os
 import statistics
 import sys
@@ -25,18 +27,26 @@ def main(path):
         r, model, batch, executor, value = line.split()
         ms[(model, int(batch))][(int(r), executor)] = float(value)
     baseline = any(e == "baseline" for cell in ms.values() for (_, e) in cell)
-    header = f"{'model':<12} {'batch':>5} {'cpu ms':>9} {'cpu/ort (95% CI)':>24}"
+    header = f"{'model':<20} {'batch':>5} {'cpu ms':>9} {'cpu/ort (95% CI)':>24}"
     if baseline:
         header += f" {'cpu/baseline (95% CI)':>24}"
     print(header)
+    by_batch = collections.defaultdict(list)  # batch -> [(median cpu/ort, model)]
     for (model, batch), cell in ms.items():
         rounds = sorted({r for (r, _) in cell})
         cpu = [cell[(r, "cpu")] for r in rounds]
-        row = f"{model:<12} {batch:>5} {statistics.median(cpu):9.2f} "
-        row += ratio_cell([cell[(r, "cpu")] / cell[(r, "ort")] for r in rounds])
+        row = f"{model:<20} {batch:>5} {statistics.median(cpu):9.2f} "
+        ratios = [cell[(r, "cpu")] / cell[(r, "ort")] for r in rounds]
+        by_batch[batch].append((statistics.median(ratios), model))
+        row += ratio_cell(ratios)
         if baseline:
             row += " " + ratio_cell([cell[(r, "cpu")] / cell[(r, "baseline")] for r in rounds])
         print(row)
+    for batch, cells in sorted(by_batch.items()):
+        geomean = math.exp(statistics.mean(math.log(r) for r, _ in cells))
+        worst = max(cells)
+        print(f"batch {batch}: geometric mean cpu/ort {geomean:.3f} over {len(cells)} models, "
+              f"worst {worst[0]:.3f} ({worst[1]})")
 
 
 if __name__ == "__main__":

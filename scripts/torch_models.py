@@ -1,0 +1,212 @@
+"""The real architectures friction is tested and benchmarked on, as PyTorch modules.
+
+`reduced()` yields small configurations of each torchvision classification family (the
+library's own classes at reduced width and depth, so the ONNX files stay small enough to
+commit as test fixtures) and of two transformers written here in plain PyTorch (a GPT-style
+decoder and a BERT-style encoder). `full()` yields the same families at their published
+sizes, for benchmarks (generated, never committed). Every entry is a `Case`: a name, the
+module, and example inputs at batch 1 (the batch dim is exported as symbolic "N").
+
+Weights are random (scripts/make_torch_fixtures.py sets them); nothing is downloaded.
+"""
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torchvision
+from torch import nn
+from torchvision.models import (convnext, densenet, efficientnet, maxvit, mnasnet, mobilenetv2, mobilenetv3, regnet,
+                                resnet, shufflenetv2, squeezenet, swin_transformer, vision_transformer)
+
+
+@dataclass
+class Case:
+    name: str
+    model: nn.Module
+    # Inputs for a batch of `n` from generator `gen`; names as exported.
+    inputs: Callable[[int, torch.Generator], dict]
+
+
+def image(res):
+    return lambda n, gen: {"input": torch.randn(n, 3, res, res, generator=gen)}
+
+
+# --- transformers in plain PyTorch ------------------------------------------------------
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x, bias):
+        n, t, d = x.shape
+        q, k, v = self.qkv(x).reshape(n, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d // self.heads) + bias
+        return self.proj((scores.softmax(-1) @ v).transpose(1, 2).reshape(n, t, d))
+
+
+class Block(nn.Module):
+    """Pre-norm (GPT) or post-norm (BERT) transformer block."""
+
+    def __init__(self, dim, heads, gelu, pre_norm):
+        super().__init__()
+        self.pre_norm = pre_norm
+        self.attn = Attention(dim, heads)
+        self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(approximate=gelu), nn.Linear(4 * dim, dim))
+
+    def forward(self, x, bias):
+        if self.pre_norm:
+            x = x + self.attn(self.ln1(x), bias)
+            return x + self.mlp(self.ln2(x))
+        x = self.ln1(x + self.attn(x, bias))
+        return self.ln2(x + self.mlp(x))
+
+
+class GptDecoder(nn.Module):
+    """GPT-2-style: token and learned position embeddings, causal mask, tanh GELU, tied head."""
+
+    def __init__(self, vocab, ctx, dim, heads, layers):
+        super().__init__()
+        self.tokens, self.positions = nn.Embedding(vocab, dim), nn.Embedding(ctx, dim)
+        self.blocks = nn.ModuleList(Block(dim, heads, "tanh", pre_norm=True) for _ in range(layers))
+        self.ln = nn.LayerNorm(dim)
+        self.register_buffer("causal", torch.full((ctx, ctx), float("-inf")).triu(1), persistent=False)
+
+    def forward(self, input_ids):
+        t = input_ids.shape[1]
+        x = self.tokens(input_ids) + self.positions(torch.arange(t))
+        for b in self.blocks:
+            x = b(x, self.causal[:t, :t])
+        return self.ln(x) @ self.tokens.weight.t()
+
+
+class BertEncoder(nn.Module):
+    """BERT-style: token, position and segment embeddings, padding mask, erf GELU, tanh pooler."""
+
+    def __init__(self, vocab, ctx, dim, heads, layers, classes=2):
+        super().__init__()
+        self.tokens, self.positions, self.segments = nn.Embedding(vocab, dim), nn.Embedding(ctx, dim), nn.Embedding(2, dim)
+        self.ln = nn.LayerNorm(dim)
+        self.blocks = nn.ModuleList(Block(dim, heads, "none", pre_norm=False) for _ in range(layers))
+        self.pooler, self.classifier = nn.Linear(dim, dim), nn.Linear(dim, classes)
+
+    def forward(self, input_ids, token_type_ids, attention_mask):
+        t = input_ids.shape[1]
+        x = self.ln(self.tokens(input_ids) + self.positions(torch.arange(t)) + self.segments(token_type_ids))
+        bias = (1.0 - attention_mask[:, None, None, :].float()) * -10000.0
+        for b in self.blocks:
+            x = b(x, bias)
+        return self.classifier(torch.tanh(self.pooler(x[:, 0])))
+
+
+def tokens(vocab, t):
+    return lambda n, gen: {"input_ids": torch.randint(0, vocab, (n, t), generator=gen)}
+
+
+def bert_inputs(vocab, t):
+    def make(n, gen):
+        lengths = torch.randint(t // 2, t + 1, (n, 1), generator=gen)
+        return {"input_ids": torch.randint(0, vocab, (n, t), generator=gen),
+                "token_type_ids": (torch.arange(t)[None, :] >= lengths // 2).long().expand(n, t).contiguous(),
+                "attention_mask": (torch.arange(t)[None, :] < lengths).long()}
+    return make
+
+
+# --- reduced torchvision configurations ------------------------------------------------
+
+def slim_resnet(block, layers, divisor=8, **kwargs):
+    """torchvision's ResNet with every stage's planes divided by `divisor` (its widths are
+    hard-coded; full width would make multi-MB fixtures)."""
+    original = resnet.ResNet._make_layer
+    resnet.ResNet._make_layer = lambda self, b, planes, *a, **k: original(self, b, planes // divisor, *a, **k)
+    try:
+        model = resnet.ResNet(block, layers, num_classes=10, **kwargs)
+    finally:
+        resnet.ResNet._make_layer = original
+    model.fc = nn.Linear(512 // divisor * block.expansion, 10)
+    return model
+
+
+def slim_squeezenet():
+    """SqueezeNet 1.1's layer sequence (ceil-mode max pools, Fire modules whose two expand
+    branches are concatenated) at a quarter of its widths."""
+    model = squeezenet.SqueezeNet("1_1", num_classes=10)
+    fire, pool = squeezenet.Fire, lambda: nn.MaxPool2d(3, 2, ceil_mode=True)
+    model.features = nn.Sequential(nn.Conv2d(3, 16, 3, 2), nn.ReLU(), pool(), fire(16, 4, 16, 16), fire(32, 4, 16, 16),
+                                   pool(), fire(32, 8, 32, 32), pool(), fire(64, 12, 48, 48), fire(96, 16, 64, 64))
+    model.classifier[1] = nn.Conv2d(128, 10, 1)
+    return model
+
+
+def efficientnet_v2_slim():
+    fused, mb = efficientnet.FusedMBConvConfig, efficientnet.MBConvConfig
+    setting = [fused(1, 3, 1, 8, 8, 1), fused(4, 3, 2, 8, 16, 2), mb(4, 3, 2, 16, 24, 1), mb(6, 3, 2, 24, 32, 2)]
+    return efficientnet.EfficientNet(setting, dropout=0.2, num_classes=10, last_channel=64)
+
+
+def regnet_slim(se_ratio):
+    params = regnet.BlockParams.from_init_params(depth=5, w_0=8, w_a=8.0, w_m=2.0, group_width=8, se_ratio=se_ratio)
+    return regnet.RegNet(params, num_classes=10, stem_width=8)
+
+
+def swin_slim(v2=False):
+    extra = dict(block=swin_transformer.SwinTransformerBlockV2, downsample_layer=swin_transformer.PatchMergingV2) if v2 else {}
+    return swin_transformer.SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 2],
+                                            window_size=[4, 4], num_classes=10, **extra)
+
+
+def reduced():
+    """The committed test fixtures: every family at a size of a few hundred KB."""
+    conf = efficientnet._efficientnet_conf
+    b0, b0_last = conf("efficientnet_b0", width_mult=0.25, depth_mult=0.34)
+    block = convnext.CNBlockConfig
+    yield Case("resnet_basic", slim_resnet(resnet.BasicBlock, [2, 1, 1, 1]), image(32))
+    yield Case("resnet_bottleneck", slim_resnet(resnet.Bottleneck, [1, 2, 1, 1]), image(32))
+    yield Case("resnext", slim_resnet(resnet.Bottleneck, [1, 1, 1, 1], groups=4, width_per_group=16), image(32))
+    yield Case("wide_resnet", slim_resnet(resnet.Bottleneck, [1, 1, 1, 1], width_per_group=128), image(32))
+    yield Case("mobilenet_v2", mobilenetv2.MobileNetV2(num_classes=10, width_mult=0.25), image(32))
+    yield Case("mobilenet_v3_small", mobilenetv3.mobilenet_v3_small(num_classes=10, width_mult=0.25), image(32))
+    yield Case("mobilenet_v3_large", mobilenetv3.mobilenet_v3_large(num_classes=10, width_mult=0.25), image(32))
+    yield Case("efficientnet", efficientnet.EfficientNet(b0, dropout=0.2, num_classes=10, last_channel=b0_last), image(32))
+    yield Case("efficientnet_v2", efficientnet_v2_slim(), image(32))
+    yield Case("regnet_x", regnet_slim(None), image(32))
+    yield Case("regnet_y", regnet_slim(0.25), image(32))
+    yield Case("shufflenet_v2", shufflenetv2.ShuffleNetV2([2, 2, 2], [8, 16, 32, 64, 128], num_classes=10), image(32))
+    yield Case("squeezenet", slim_squeezenet(), image(64))
+    yield Case("densenet", densenet.DenseNet(growth_rate=8, block_config=(2, 2, 2, 2), num_init_features=16, bn_size=2,
+                                             num_classes=10), image(32))
+    yield Case("mnasnet", mnasnet.MNASNet(0.25, num_classes=10), image(32))
+    yield Case("convnext", convnext.ConvNeXt([block(16, 32, 1), block(32, None, 1)], num_classes=10), image(32))
+    yield Case("vit", vision_transformer.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
+                                                           hidden_dim=32, mlp_dim=64, num_classes=10), image(32))
+    yield Case("swin", swin_slim(), image(32))
+    yield Case("swin_v2", swin_slim(v2=True), image(32))
+    yield Case("maxvit", maxvit.MaxVit(input_size=(32, 32), stem_channels=8, partition_size=2, block_channels=[16, 32],
+                                       block_layers=[1, 1], head_dim=8, stochastic_depth_prob=0.0, num_classes=10),
+               image(32))
+    yield Case("gpt", GptDecoder(vocab=101, ctx=16, dim=32, heads=2, layers=2), tokens(101, 16))
+    yield Case("bert", BertEncoder(vocab=101, ctx=16, dim=32, heads=2, layers=2), bert_inputs(101, 16))
+
+
+FULL_IMAGE_MODELS = ["resnet18", "resnet50", "resnext50_32x4d", "wide_resnet50_2", "mobilenet_v2", "mobilenet_v3_small",
+                     "mobilenet_v3_large", "efficientnet_b0", "efficientnet_v2_s", "regnet_x_400mf", "regnet_y_400mf",
+                     "shufflenet_v2_x1_0", "squeezenet1_1", "densenet121", "mnasnet1_0", "convnext_tiny", "vit_b_16",
+                     "swin_t", "swin_v2_t", "maxvit_t"]
+
+
+FULL_NAMES = FULL_IMAGE_MODELS + ["gpt2_small", "bert_base"]
+
+
+def full(names=None):
+    """The published sizes (224x224; GPT-2 small and BERT-base at 128 tokens), for benchmarks."""
+    for name in FULL_IMAGE_MODELS:
+        if not names or name in names:
+            yield Case(name, torchvision.models.get_model(name, weights=None), image(224))
+    if not names or "gpt2_small" in names:
+        yield Case("gpt2_small", GptDecoder(vocab=50257, ctx=128, dim=768, heads=12, layers=12), tokens(50257, 128))
+    if not names or "bert_base" in names:
+        yield Case("bert_base", BertEncoder(vocab=30522, ctx=128, dim=768, heads=12, layers=12), bert_inputs(30522, 128))
