@@ -112,7 +112,6 @@ class Rewriter {
   void finish() {
     replaceAllUses(g_, replace_);
     g_.eraseNodes([&](const Node& n) { return replace_.count(n.numOutputs() ? n.output(0) : nullptr) > 0; });
-    g_.topologicalSort();
   }
 
  private:
@@ -149,7 +148,11 @@ int64_t legalize(Graph& g) {
     if (rewritable(*n)) nodes.push_back(n.get());
   if (nodes.empty()) return 0;
   Rewriter r(g);
-  for (const Node* n : nodes) n->op() == "Split" ? r.split(*n) : r.einsum(*n);
+  for (const Node* n : nodes) {
+    const size_t mark = g.nodes().size();
+    n->op() == "Split" ? r.split(*n) : r.einsum(*n);
+    g.moveNodesBefore(mark, n);  // the program runs in the order plan-memory planned
+  }
   r.finish();
   return int64_t(nodes.size());
 }

@@ -225,8 +225,10 @@ std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Va
   // Window ops: in a convert-layout region NHWC, on their own NCHW.
   static const std::set<std::string> windowOps = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool"};
   auto region = FusedRegion::of(node);
-  if (!region)
+  if (!region) {
     if (auto k = matchTensorOp(node, outer)) return k;
+    if (auto k = matchTypedOp(node, outer)) return k;
+  }
   if ((!region && !windowOps.count(node.op())) || (region && region->kind() == RegionKind::Reduction))
     return matchRows(node, outer, why);
   const Node* op = region ? region->nhwcOp() : &node;

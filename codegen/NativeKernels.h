@@ -51,11 +51,15 @@ class NativeKernel {
 std::optional<FusedEpilogue> matchFusedEpilogue(const Node& region, const Node& anchor,
                                                 const std::function<const Value*(const Value*)>& resolve);
 
-// The native kernel of a data-movement or per-axis op (NativeTensorOps.cpp:
-// Slice, Concat, Pad, Gather, Expand, BatchNormalization, the Reduce ops,
-// Cast), or nullptr with the reason in `why`.
+// The native kernel of a data-movement or per-axis op on f32
+// (NativeTensorOps.cpp: Slice, Concat, Pad, Gather, ScatterND, Expand,
+// BatchNormalization, the Reduce ops), or nullptr with the reason in `why`.
 std::unique_ptr<NativeKernel> matchTensorOp(const Node& node, const std::vector<const Value*>& outer,
                                             std::string* why = nullptr);
+// The same for ops on other element types (NativeTypedOps.cpp: Cast, the
+// comparisons, And/Or/Xor/Not, Where).
+std::unique_ptr<NativeKernel> matchTypedOp(const Node& node, const std::vector<const Value*>& outer,
+                                           std::string* why = nullptr);
 
 // The native kernel of `node`, or nullptr with the reason in `why`. `outer`
 // are the values feeding node's inputs as the caller sees them (for a node in

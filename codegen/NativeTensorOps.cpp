@@ -1,17 +1,18 @@
 // Native kernels of the data-movement and per-axis ops (NativeKernels.h):
 // Slice, Concat, Pad (constant mode), Gather (constant indices) and Expand as
 // strided copies (runtime/ukernels/Copy.h), Gather of run-time indices as row
-// copies, BatchNormalization as one per-channel scale and shift, the Reduce
-// ops over consecutive axes, Cast between element types.
+// copies, ScatterND of constant indices as row copies over a copy of the
+// data, BatchNormalization as one per-channel scale and shift, the Reduce ops
+// over consecutive axes.
 // Each matcher reads what the op's constant inputs say at build time; a
 // non-constant one (a shape computed at run time) leaves the node to the
 // interpreter.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <numeric>
-#include <type_traits>
 
 #include "codegen/NativeKernels.h"
 #include "ir/Error.h"
@@ -212,6 +213,49 @@ std::unique_ptr<NativeKernel> matchGather(const Node& n, const std::vector<const
   return std::make_unique<CopyKernel>("Gather", std::move(pieces));
 }
 
+// ScatterND (reduction none) with indices constant at build: the data
+// copied, then each update row copied to the offset its index tuple names.
+class ScatterRowsKernel : public NativeKernel {
+ public:
+  ScatterRowsKernel(Ints offsets, int64_t row) : offsets_(std::move(offsets)), row_(row) {}
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    std::memcpy(out.data<float>(), in[0].data<float>(), out.byteSize());
+    const float* updates = in[2].data<float>();
+    for (size_t t = 0; t < offsets_.size(); ++t)
+      std::memcpy(out.data<float>() + offsets_[t], updates + int64_t(t) * row_, size_t(row_) * sizeof(float));
+  }
+  std::string describe() const override { return "ScatterND (row copies)"; }
+
+ private:
+  Ints offsets_;
+  int64_t row_;
+};
+
+std::unique_ptr<NativeKernel> matchScatterND(const Node& n, const std::vector<const Value*>& in, const Ints& xs,
+                                             const Ints&, std::string* why) {
+  if (n.attrString("reduction", "none") != "none") return fail(why, "ScatterND with a reduction");
+  auto indices = constantInts(in, 1);
+  if (!indices || !isStaticF32(in[2])) return fail(why, "ScatterND indices are not constants");
+  const Ints is = in[1]->shape().staticDims();
+  const int64_t m = is.empty() ? 0 : is.back();
+  if (m < 1 || m > int64_t(xs.size())) return fail(why, "ScatterND index tuples do not fit the data");
+  const Ints dense = ukernels::denseStrides(xs);
+  const int64_t row = m == int64_t(xs.size()) ? 1 : dense[size_t(m - 1)];
+  Ints offsets;
+  for (size_t t = 0; t < indices->size(); t += size_t(m)) {
+    int64_t offset = 0;
+    for (int64_t j = 0; j < m; ++j) {
+      int64_t i = (*indices)[t + size_t(j)];
+      if (i < -xs[size_t(j)] || i >= xs[size_t(j)]) return fail(why, "ScatterND index out of range");
+      offset += (i < 0 ? i + xs[size_t(j)] : i) * dense[size_t(j)];
+    }
+    offsets.push_back(offset);
+  }
+  if (in[2]->shape().numel() != std::optional<int64_t>(int64_t(offsets.size()) * row))
+    return fail(why, "ScatterND updates do not match the index tuples");
+  return std::make_unique<ScatterRowsKernel>(std::move(offsets), row);
+}
+
 class BatchNormKernel : public NativeKernel {
  public:
   BatchNormKernel(int64_t outer, int64_t channels, int64_t inner, float eps, std::vector<const Value*> params)
@@ -308,52 +352,15 @@ std::unique_ptr<NativeKernel> matchReduce(const Node& n, const std::vector<const
   return std::make_unique<ReduceKernel>(n.op(), kinds.at(n.op()), outer, reduced, inner);
 }
 
-// Cast between any two element types with a C++ type (not f16/bf16), with
-// Tensor::castTo's semantics: floats to integers truncate and saturate, to
-// bool compare with zero, integers wrap.
-class CastKernel : public NativeKernel {
- public:
-  CastKernel(DType from, DType to) : from_(from), to_(to) {}
-  void run(const std::vector<Tensor>& in, Tensor& out) const override {
-    const int64_t n = out.numel();
-    withElementType(from_, [&](auto fromType) {
-      withElementType(to_, [&](auto toType) {
-        using From = decltype(fromType);
-        using To = decltype(toType);
-        const From* x = in[0].data<From>();
-        To* y = out.data<To>();
-        for (int64_t i = 0; i < n; ++i) {
-          if constexpr (std::is_same_v<To, bool>) y[i] = x[i] != From(0);
-          else if constexpr (std::is_floating_point_v<From> && !std::is_floating_point_v<To>) y[i] = floatToInt<To>(double(x[i]));
-          else y[i] = To(x[i]);
-        }
-      });
-    });
-  }
-  std::string describe() const override { return "Cast " + std::string(dtypeName(from_)) + " to " + std::string(dtypeName(to_)); }
-
- private:
-  DType from_, to_;
-};
-
-std::unique_ptr<NativeKernel> matchCast(const Node& n, const std::vector<const Value*>& in, std::string* why) {
-  const Value *x = in.empty() ? nullptr : in[0], *y = n.output(0);
-  if (!x || !x->shape().isStatic() || !y->shape().isStatic()) return fail(why, "Cast of a dynamic shape");
-  auto hasCType = [](DType t) { return withElementType(t, [](auto) {}); };
-  if (!hasCType(x->dtype()) || !hasCType(y->dtype())) return fail(why, "Cast from or to f16/bf16");
-  return std::make_unique<CastKernel>(x->dtype(), y->dtype());
-}
-
 }  // namespace
 
 std::unique_ptr<NativeKernel> matchTensorOp(const Node& node, const std::vector<const Value*>& outer, std::string* why) {
   static const std::map<std::string, Matcher> matchers = {
       {"Slice", matchSlice},         {"Concat", matchConcat},    {"Pad", matchPad},
-      {"Expand", matchExpand},       {"Gather", matchGather},    {"BatchNormalization", matchBatchNorm},
+      {"Expand", matchExpand},       {"Gather", matchGather},    {"ScatterND", matchScatterND},    {"BatchNormalization", matchBatchNorm},
       {"ReduceSum", matchReduce},    {"ReduceMean", matchReduce}, {"ReduceMax", matchReduce},
       {"ReduceMin", matchReduce},    {"ReduceSumSquare", matchReduce}, {"ReduceL1", matchReduce},
       {"ReduceL2", matchReduce},     {"ReduceLogSum", matchReduce},    {"ReduceLogSumExp", matchReduce}};
-  if (node.op() == "Cast" && node.numOutputs() == 1) return matchCast(node, outer, why);  // any element types
   auto it = matchers.find(node.op());
   if (it == matchers.end()) return fail(why, node.op() + " has no native kernel");
   const Value* x = outer.empty() ? nullptr : outer[0];

@@ -10,6 +10,7 @@
 #include "ir/FusedRegion.h"
 #include "ir/OpRegistry.h"
 #include "passes/Pass.h"
+#include "passes/PassUtil.h"
 
 namespace friction::codegen {
 namespace {
@@ -29,26 +30,93 @@ bool hasShapeArithmetic(const Graph& g) {
   return std::any_of(g.nodes().begin(), g.nodes().end(), [](const auto& n) { return isShapeArithmetic(*n); });
 }
 
+// A region operand that is a constant shape value (folded outside) is one inside the body too.
+bool isConstantShapeValue(const Value* v) {
+  return v->isConstant() && (isInteger(v->dtype()) || v->dtype() == DType::Bool);
+}
+
+bool allStatic(const std::vector<Value*>& values) {
+  return std::all_of(values.begin(), values.end(), [](const Value* v) { return !v || v->shape().isStatic(); });
+}
+
+// Regions the passes made before shape arithmetic was folded (fold-constants
+// off) keep unknown dims at their boundary even when their operands are
+// static now: each such region gets a body copy of its own, folded against
+// its operands, and what follows is re-inferred. Returns how many nodes got
+// static results.
+int64_t resolveRegionTypes(Graph& g) {
+  int64_t resolved = 0;
+  std::unordered_map<const Value*, Value*> constants;  // a region's shape-value results that folded
+  for (const auto& node : g.nodes()) {
+    Node& n = *node;
+    auto region = FusedRegion::of(n);
+    const bool shapeValues = region && isShapeArithmetic(n);  // computed inside a region the passes made
+    if ((allStatic(n.outputs()) && !shapeValues) || !allStatic(n.inputs())) continue;
+    if (!region) {
+      reinferNode(n);
+      resolved += allStatic(n.outputs());
+      continue;
+    }
+    std::shared_ptr<Graph> body = cloneGraph(region->body());
+    for (size_t i = 0; i < n.numInputs(); ++i) {
+      body->inputs()[i]->setType(n.input(i)->type());
+      if (isConstantShapeValue(n.input(i))) body->inputs()[i]->setConstant(n.input(i)->constant());
+    }
+    inferGraph(*body);
+    foldShapeArithmetic(*body);
+    bool folded = true;
+    for (size_t i = 0; i < n.numOutputs(); ++i) {
+      const Value* out = body->outputs()[i];
+      n.output(i)->setType(out->type());
+      if (isConstantShapeValue(out)) constants[n.output(i)] = g.addInitializer(g.freshName(out->name()), out->constant());
+      else folded = false;
+    }
+    n.setAttr("body", body);
+    resolved += folded || allStatic(n.outputs());
+  }
+  if (constants.empty()) return resolved;
+  replaceAllUses(g, constants);
+  g.eraseNodes([&](const Node& n) {
+    return n.numOutputs() > 0 && std::all_of(n.outputs().begin(), n.outputs().end(), [&](const Value* v) {
+             return constants.count(v) > 0;
+           });
+  });
+  return resolved;
+}
+
 }  // namespace
 
 std::unique_ptr<Program> ProgramBuilder::build(const Graph& g) { return buildResolved(g, {}); }
 
 std::unique_ptr<Program> ProgramBuilder::buildResolved(const Graph& g, const OuterMap& outerOf) {
-  if (!hasShapeArithmetic(g) && !needsLegalizing(g)) return build(g, outerOf);
+  // A region body whose operands are static outside but not inside (the passes
+  // ran before shape arithmetic was folded, e.g. fold-constants off).
+  auto refines = [&](size_t i) {
+    auto it = outerOf.find(g.inputs()[i]);
+    return it != outerOf.end() && it->second->shape().isStatic() && !g.inputs()[i]->shape().isStatic();
+  };
+  bool refinable = false;
+  for (size_t i = 0; i < g.inputs().size(); ++i) refinable |= refines(i);
+  if (!hasShapeArithmetic(g) && !needsLegalizing(g) && !refinable) return build(g, outerOf);
   std::shared_ptr<Graph> resolved = cloneGraph(g);
   OuterMap outer;  // outerOf over the copy's inputs
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     auto it = outerOf.find(g.inputs()[i]);
     if (it == outerOf.end()) continue;
     outer[resolved->inputs()[i]] = it->second;
-    // A region operand that is a constant shape value (folded outside) is one inside the body too.
     const Value* v = it->second;
-    if (v->isConstant() && (isInteger(v->dtype()) || v->dtype() == DType::Bool))
-      resolved->inputs()[i]->setConstant(v->constant());
+    if (refines(i)) resolved->inputs()[i]->setType(v->type());
+    if (isConstantShapeValue(v)) resolved->inputs()[i]->setConstant(v->constant());
   }
-  const int64_t folded = foldShapeArithmetic(*resolved);
+  if (refinable) inferGraph(*resolved);
+  int64_t folded = foldShapeArithmetic(*resolved);
+  while (resolveRegionTypes(*resolved) > 0) {
+    const int64_t more = foldShapeArithmetic(*resolved);
+    folded += more;
+    if (more == 0) break;
+  }
   const int64_t legalized = legalize(*resolved);  // after folding, which makes split sizes and shapes static
-  if (folded + legalized == 0) return build(g, outerOf);
+  if (folded + legalized == 0 && !refinable) return build(g, outerOf);
   stats_.shapeNodesFolded += folded;
   stats_.legalized += legalized;
   auto p = build(*resolved, outer);

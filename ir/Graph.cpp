@@ -134,6 +134,13 @@ std::vector<Value*> Graph::allValues() const {
   return r;
 }
 
+void Graph::moveNodesBefore(size_t mark, const Node* anchor) {
+  auto at = std::find_if(nodes_.begin(), nodes_.end(), [&](const auto& n) { return n.get() == anchor; });
+  FRICTION_CHECK(at != nodes_.end() && size_t(at - nodes_.begin()) < mark && mark <= nodes_.size(),
+                 "moveNodesBefore: anchor is not an older node of the graph");
+  std::rotate(at, nodes_.begin() + std::ptrdiff_t(mark), nodes_.end());
+}
+
 void Graph::topologicalSort() {
   // Kahn's algorithm; ties keep the original order so sorted graphs are unchanged.
   std::unordered_map<const Node*, size_t> index;

@@ -156,6 +156,11 @@ class Graph {
 
   // Reorders nodes topologically (stable for already-sorted graphs). Throws on cycles.
   void topologicalSort();
+  // Moves the nodes added since the graph had `mark` nodes to just before
+  // `anchor`, keeping their order: a rewrite puts its replacement where the
+  // node it replaces ran (an analysis of the old order, like plan-memory's
+  // liveness, stays true).
+  void moveNodesBefore(size_t mark, const Node* anchor);
   // Removes nodes for which `dead` is true, and values no longer referenced.
   void eraseNodes(const std::function<bool(const Node&)>& dead);
   // Removes initializers for which `dead` is true (they must be unused).

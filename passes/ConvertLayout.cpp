@@ -168,10 +168,11 @@ class Converter {
     if (!any) return false;
     std::vector<Value*> ins;
     for (Value* in : n.inputs()) {
-      if (!in || singleElement(in)) {
-        ins.push_back(in);
-      } else if (isTranspose(in, &kToNchw)) {
+      if (isTranspose(in, &kToNchw)) {
+        // Unwrapped even when it is a single element ([1,1,1,1]): kept, the new node would sink again, forever.
         ins.push_back(in->producer()->input(0));
+      } else if (!in || singleElement(in)) {
+        ins.push_back(in);
       } else if (const Tensor* c = constantData(in); c && c->rank() <= 4) {
         ins.push_back(g_.addInitializer(g_.freshName(in->name() + ".nhwc"), permuteConstant(*c, kToNchw)));
       } else {

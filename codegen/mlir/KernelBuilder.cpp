@@ -109,6 +109,11 @@ mlir::Value Payload::emitLeakyRelu(const Node& n) {
   return select(cmp(mlir::arith::CmpFPredicate::OLT, x, f32(0)), mul(f32(attr(n, "alpha", 0.01f)), x), x);
 }
 
+mlir::Value Payload::emitPRelu(const Node& n) {  // LeakyRelu with a slope operand (per channel, broadcast)
+  mlir::Value x = in(n, 0);
+  return select(cmp(mlir::arith::CmpFPredicate::OLT, x, f32(0)), mul(in(n, 1), x), x);
+}
+
 mlir::Value Payload::emitSigmoid(const Node& n) {
   // x >= 0 ? 1/(1+e^-x) : e^x/(1+e^x), as e = e^-|x|: no overflow.
   mlir::Value x = in(n, 0);

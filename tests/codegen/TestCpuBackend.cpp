@@ -123,6 +123,35 @@ TEST_F(CpuBackendTest, BinaryOpsWithBroadcastingMatchInterp) {
   }
 }
 
+// PRelu's slope broadcasts to x (per channel, one value, along the last
+// axis); after a conv, through the default pipeline, it fuses into the conv's
+// epilogue and follows convert-layout into NHWC.
+TEST_F(CpuBackendTest, PReluAloneAndAfterAConvInTheDefaultPipeline) {
+  for (const Shape_& slope : std::vector<Shape_>{{4, 1, 1}, {1}, {5}}) {
+    SCOPED_TRACE(Shape::fromStatic(slope).str());
+    Graph g;
+    GraphBuilder b(g);
+    Value* x = b.input("x", {DType::F32, {2, 4, 3, 5}});
+    b.output(b.op("PRelu", {x, b.constant(randomTensor(slope, 4, 0.05f, 0.5f))}));
+    auto r = expectMatchesInterp(g, {randomTensor({2, 4, 3, 5}, 5)});
+    EXPECT_EQ(r.stats.kernelCalls, 1);
+    EXPECT_EQ(r.stats.fallbackNodes, 0) << r.description;
+  }
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F32, {1, 3, 8, 8}});
+  Value* y = b.op("Conv", {x, b.constant(randomTensor({6, 3, 3, 3}, 6)), b.constant(randomTensor({6}, 7))},
+                  {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  y = b.op("PRelu", {y, b.constant(randomTensor({6, 1, 1}, 8, 0.05f, 0.5f))});
+  b.output(b.op("Conv", {y, b.constant(randomTensor({4, 6, 1, 1}, 9))}));
+  std::vector<Tensor> in = {randomTensor({1, 3, 8, 8}, 10)};
+  auto want = interp::run(g, in);
+  runPipeline(g, buildPipeline({}));
+  auto r = runCpu(g, in);
+  expectClose(r.outputs[0], want[0], 1e-4, "conv + PRelu, default pipeline");
+  EXPECT_EQ(r.stats.fallbackNodes, 0) << r.description;
+}
+
 TEST_F(CpuBackendTest, PowWithScalarExponentAndClip) {
   Graph g;
   GraphBuilder b(g);

@@ -47,6 +47,8 @@ std::vector<Config> everyConfiguration() {
 int64_t expectEveryConfigurationMatches(const std::function<std::unique_ptr<Graph>()>& make, const std::string& what,
                                         uint64_t inputSeed) {
   auto reference = make();
+  // For a crash or a hang, which print nothing: the graph before it runs.
+  if (std::getenv("FRICTION_DIFFERENTIAL_PRINT")) std::cout << what << ":\n" << printGraph(*reference) << std::endl;
   auto inputs = seededInputs(*reference, inputSeed);
   auto want = interp::run(*reference, inputs);
   auto backend = createBackend("cpu");
@@ -84,7 +86,7 @@ TEST_P(Differential, RandomGraphMatchesInterpUnderEveryConfiguration) {
 }
 
 std::vector<uint64_t> seeds() {
-  uint64_t n = 24;  // the bounded CI run
+  uint64_t n = 48;  // the bounded CI run
   if (const char* env = std::getenv("FRICTION_DIFFERENTIAL_SEEDS")) n = std::strtoull(env, nullptr, 10);
   std::vector<uint64_t> s(n);
   for (uint64_t i = 0; i < n; ++i) s[i] = i;

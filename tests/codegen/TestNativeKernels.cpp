@@ -132,6 +132,43 @@ TEST(NativeTensorOps, CastBetweenElementTypes) {
   EXPECT_EQ(stats.nativeOps["Cast u8 to f64"], 1);
 }
 
+// Swin's shifted-window mask with fold-constants off: comparisons, logic
+// and Where on bool and integer tensors, broadcasting, then back to f32.
+TEST(NativeTensorOps, ComparisonsLogicAndWhereOnMasks) {
+  auto stats = expectNativeMatches(
+      {2, 3, 4}, [](GraphBuilder& b, Value* x) {
+        Value* positive = b.op("Greater", {x, b.constant(randomTensor({4}, 2, -0.5f, 0.5f))});
+        Value* small = b.op("Less", {x, b.constant(randomTensor({3, 1}, 3))});
+        Value* both = b.op("And", {b.op("Not", {positive}), small});
+        Value* mask = b.op("Or", {both, b.op("Xor", {positive, both})});
+        Value* integers = b.op("Cast", {x}, {{"to", int64_t(dtypeToOnnxCode(DType::I64))}});
+        Value* zero = b.op("Equal", {integers, b.constant(Tensor::scalarI64(0))});
+        Value* atLeast = b.op("GreaterOrEqual", {integers, b.constant(Tensor::scalarI64(1))});
+        Value* atMost = b.op("LessOrEqual", {integers, b.constant(Tensor::scalarI64(-1))});
+        Value* where = b.op("Where", {mask, x, b.constant(Tensor::scalarF32(-100.f))});
+        Value* either = b.op("Or", {zero, b.op("Or", {atLeast, atMost})});  // always true
+        auto asF32 = [&](Value* v) { return b.op("Cast", {v}, {{"to", int64_t(dtypeToOnnxCode(DType::F32))}}); };
+        return b.op("Concat", {where, asF32(either), asF32(zero)}, {{"axis", int64_t(0)}});
+      },
+      "masks");
+  EXPECT_EQ(stats.nativeOps["Where (broadcast loop)"], 1);
+  EXPECT_EQ(stats.nativeOps["Or (broadcast loop)"], 3);
+}
+
+TEST(NativeTensorOps, ScatterNDOfRowsAndOfElements) {
+  for (bool rows : {true, false}) {
+    auto stats = expectNativeMatches(
+        {4, 5, 3}, [&](GraphBuilder& b, Value* x) {
+          Tensor indices = rows ? Tensor::fromVector<int64_t>(DType::I64, {2, 1}, {1, -1})
+                                : Tensor::fromVector<int64_t>(DType::I64, {2, 3}, {0, 1, 2, 3, 4, 0});
+          Ints updates = rows ? Ints{2, 5, 3} : Ints{2};
+          return b.op("ScatterND", {x, b.constant(indices), b.constant(randomTensor(updates, 4))});
+        },
+        rows ? "ScatterND rows" : "ScatterND elements");
+    EXPECT_EQ(stats.nativeOps["ScatterND (row copies)"], 1);
+  }
+}
+
 TEST(NativeTensorOps, ExpandBroadcastsByRepeatingElements) {
   expectNativeMatches({3, 1}, [](GraphBuilder& b, Value* x) { return b.op("Expand", {x, ints(b, {2, 3, 4})}); },
                       "Expand");

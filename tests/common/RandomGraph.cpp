@@ -81,6 +81,24 @@ Value* binary(Generator& g, Value* x) {
   return op == "Div" || g.coin() ? g.op(op, {x, other}) : g.op(op, {other, x});
 }
 
+// PRelu: a slope per channel, per last-dim element, or one.
+Value* prelu(Generator& g, Value* x) {
+  Ints s = dims(x);
+  std::vector<Ints> slopes = {{s.back()}, {1}};
+  if (s.size() == 4) slopes.push_back({s[1], 1, 1});
+  return g.op("PRelu", {x, g.constant(g.pick(slopes), 0.05f, 0.5f)});
+}
+
+// A mask and a select: Where(x > c, x, d) (comparisons and Where on bool).
+Value* mask(Generator& g, Value* x) {
+  Ints s = dims(x);
+  const std::string& cmp = g.pick(std::vector<std::string>{"Greater", "Less", "GreaterOrEqual"});
+  Value* m = g.op(cmp, {x, g.constant({s.back()})});
+  if (g.coin(0.3)) m = g.op("Not", {m});
+  return g.coin() ? g.op("Where", {m, x, g.b_.constant(Tensor::scalarF32(-1.f))})
+                  : g.op("Where", {m, g.constant({s.back()}), x});
+}
+
 Value* conv(Generator& g, Value* x) {
   Ints s = dims(x);
   if (s.size() != 4) return nullptr;
@@ -174,6 +192,31 @@ Value* slice(Generator& g, Value* x) {
   return g.op("Slice", {x, g.ints({start}), g.ints({end}), g.ints({axis}), g.ints({step})});
 }
 
+// Split into two or three parts along an axis, put back together in reverse.
+Value* split(Generator& g, Value* x) {
+  Ints s = dims(x);
+  const int64_t axis = g.uniform(0, int64_t(s.size()) - 1), d = s[size_t(axis)];
+  if (d < 2) return nullptr;
+  const size_t parts = d >= 3 && g.coin() ? 3 : 2;
+  Ints sizes(parts, 1);
+  sizes[0] = d - int64_t(parts - 1);
+  std::shuffle(sizes.begin(), sizes.end(), g.rng_);
+  std::vector<Value*> pieces = g.b_.opN("Split", {x, g.ints(sizes)}, parts, {{"axis", axis}});
+  std::reverse(pieces.begin(), pieces.end());
+  return g.op("Concat", pieces, {{"axis", axis}});
+}
+
+// Attention's scores as an Einsum against a constant: x [..., i, d] with k [..., j, d].
+Value* einsum(Generator& g, Value* x) {
+  Ints s = dims(x);
+  if (s.size() < 2 || s.size() > 4 || s.back() > 64) return nullptr;
+  const std::string batch = std::string("bh").substr(0, s.size() - 2);
+  Ints k(s.begin(), s.end() - 2);
+  k.push_back(g.uniform(1, 6));
+  k.push_back(s.back());
+  return g.op("Einsum", {x, g.constant(k, -0.5f, 0.5f)}, {{"equation", batch + "id," + batch + "jd->" + batch + "ij"}});
+}
+
 Value* rows(Generator& g, Value* x) {
   Ints s = dims(x);
   switch (g.uniform(0, 2)) {
@@ -191,7 +234,8 @@ Value* reduce(Generator& g, Value* x) {
   Ints axes(size_t(last - first + 1));
   std::iota(axes.begin(), axes.end(), first);
   const int64_t keep = g.coin(0.6) ? 1 : 0;
-  const std::string& op = g.pick(std::vector<std::string>{"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"});
+  const std::string& op = g.pick(
+      std::vector<std::string>{"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceL2", "ReduceSumSquare"});
   if (op == "ReduceSum") return g.op(op, {x, g.ints(axes)}, {{"keepdims", keep}});
   return g.op(op, {x}, {{"axes", axes}, {"keepdims", keep}});
 }
@@ -229,13 +273,14 @@ const std::vector<std::pair<std::string, Family>>& families() {
       {"activation", activation}, {"binary", binary},   {"conv", conv},     {"pool", pool},
       {"batchnorm", batchNorm},   {"matmul", matmul},   {"transpose", transpose}, {"reshape", reshape},
       {"concat", concat},         {"slice", slice},     {"rows", rows},     {"reduce", reduce},
-      {"pad", pad},               {"gather", gather},   {"expand", expand}};
+      {"pad", pad},               {"gather", gather},   {"expand", expand},
+      {"prelu", prelu},           {"mask", mask},       {"split", split},   {"einsum", einsum}};
   return f;
 }
 
 // Conv and its epilogue patterns are drawn more often: they are what the passes rewrite most.
 const std::vector<int>& weights() {
-  static const std::vector<int> w = {4, 4, 4, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 1, 1};
+  static const std::vector<int> w = {4, 4, 4, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
   return w;
 }
 

@@ -57,22 +57,10 @@ TEST(Conformance, TorchvisionExports) {
   EXPECT_EQ(r.skipped, 0);
 }
 
-// The one known exception to "nothing on the interpreter" among the torch
-// exports (docs/codegen.md, "What still runs on the interpreter"): Swin's
-// (V1 and V2) shifted-window attention mask is arithmetic on constants
-// (ScatterND, Equal, Not, Where) that only fold-constants removes; those ops
-// have no compiled kernels yet.
-bool knownFallback(const std::string& caseName, const PipelineOptions& config) {
-  auto pipeline = buildPipeline(config);
-  bool foldConstants =
-      std::any_of(pipeline.begin(), pipeline.end(), [](const PassInfo* p) { return p->name == "fold-constants"; });
-  return caseName.rfind("swin", 0) == 0 && !foldConstants;
-}
-
 // Issue 5's correctness bar on real architectures: the torchvision exports on
 // `cpu`, batch 1 and 2, after the default pipeline, no pass, and every
 // leave-one-out configuration, within 1e-4 of PyTorch's outputs; and every
-// node compiled or native (issue 14), but for knownFallback.
+// node compiled, native or a view (issue 14).
 TEST(Conformance, TorchvisionExportsOnCpuUnderEveryLeaveOneOut) {
   codegen::registerCpuBackend();
   std::vector<PipelineOptions> configs(2);
@@ -89,13 +77,8 @@ TEST(Conformance, TorchvisionExportsOnCpuUnderEveryLeaveOneOut) {
     ConformanceReport r = runDir(FRICTION_SOURCE_DIR "/tests/models/torch", "torchvision on cpu, " + label, o);
     EXPECT_GE(r.passed, kTorchFixtures) << label;
     EXPECT_EQ(r.failed, 0) << label;
-    for (const auto& c : r.cases) {
-      if (knownFallback(c.name, config)) {
-        std::cout << c.name << " (" << label << "): " << c.interpNodes << " nodes on the interpreter (known)\n";
-        continue;
-      }
+    for (const auto& c : r.cases)
       EXPECT_EQ(c.interpNodes, 0) << c.name << " (" << label << ") runs nodes on the interpreter";
-    }
   }
 }
 
