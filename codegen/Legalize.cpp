@@ -90,7 +90,8 @@ class Rewriter {
     for (size_t i = 0; i < n.numOutputs(); ++i) {
       Value* y = n.output(i);
       const int64_t size = y->shape().staticDims()[size_t(axis)];
-      Value* slice = add("Slice", {x, ints({offset}), ints({offset + size}), ints({axis})}, y, n.name() + "/" + std::to_string(i));
+      Value* slice =
+          add("Slice", {x, ints({offset}), ints({offset + size}), ints({axis})}, y, n.name() + "/" + std::to_string(i));
       replace_[y] = slice;
       offset += size;
     }

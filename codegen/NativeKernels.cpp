@@ -122,38 +122,33 @@ class TransposeKernel : public NativeKernel {
 // fuse-reductions region holding just one).
 std::unique_ptr<NativeKernel> matchRows(const Node& node, const std::vector<const Value*>& outer, std::string* why);
 
-std::unique_ptr<NativeKernel> fail(std::string* why, const std::string& msg) {
-  if (why) *why = msg;
-  return nullptr;
-}
-
 std::unique_ptr<NativeKernel> matchRows(const Node& node, const std::vector<const Value*>& outer, std::string* why) {
   const Node* op = &node;
   if (auto region = FusedRegion::of(node)) {
-    if (region->kind() != RegionKind::Reduction) return fail(why, "not a reduction region");
+    if (region->kind() != RegionKind::Reduction) return noNative(why, "not a reduction region");
     const Graph& body = region->body();
-    if (body.nodes().size() != 1) return fail(why, "reduction region of several nodes");
+    if (body.nodes().size() != 1) return noNative(why, "reduction region of several nodes");
     op = body.nodes()[0].get();
-    if (body.outputs().size() != 1 || body.outputs()[0] != op->output(0)) return fail(why, "region outputs");
+    if (body.outputs().size() != 1 || body.outputs()[0] != op->output(0)) return noNative(why, "region outputs");
   }
   if (op->op() != "Softmax" && op->op() != "LogSoftmax" && op->op() != "LayerNormalization")
-    return fail(why, op->op() + " has no row kernel");
+    return noNative(why, op->op() + " has no row kernel");
   for (size_t i = 1; i < op->numOutputs(); ++i)
-    if (op->output(i)) return fail(why, "LayerNormalization with mean/inv-std-dev outputs");
+    if (op->output(i)) return noNative(why, "LayerNormalization with mean/inv-std-dev outputs");
   const Value* x = outer.empty() ? nullptr : outer[0];
-  if (!isStaticF32(x) || !isStaticF32(node.output(0)) || x->shape().rank() == 0) return fail(why, "not f32/static");
+  if (!isStaticF32(x) || !isStaticF32(node.output(0)) || x->shape().rank() == 0) return noNative(why, "not f32/static");
   std::vector<int64_t> xs = x->shape().staticDims();
   int64_t rank = int64_t(xs.size()), axis = op->attrInt("axis", -1);
   if (axis < 0) axis += rank;
-  if (axis < 0 || axis >= rank) return fail(why, "bad axis");
+  if (axis < 0 || axis >= rank) return noNative(why, "bad axis");
   bool layerNorm = op->op() == "LayerNormalization";
-  if (!layerNorm && axis != rank - 1) return fail(why, op->op() + " over an inner axis");
+  if (!layerNorm && axis != rank - 1) return noNative(why, op->op() + " over an inner axis");
   int64_t cols = 1, rows = 1;
   for (int64_t i = 0; i < rank; ++i) (i < axis ? rows : cols) *= xs[size_t(i)];
   if (layerNorm)
     for (size_t i = 1; i < 3 && i < outer.size(); ++i)
       if (outer[i] && (!isStaticF32(outer[i]) || outer[i]->shape().numel() != std::optional<int64_t>(cols)))
-        return fail(why, "LayerNormalization scale/bias do not cover the normalized dims");
+        return noNative(why, "LayerNormalization scale/bias do not cover the normalized dims");
   return std::make_unique<RowKernel>(op->op(), rows, cols, op->attrFloat("epsilon", 1e-5f));
 }
 
@@ -212,14 +207,14 @@ std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Va
   if (outer.empty()) outer.assign(node.inputs().begin(), node.inputs().end());
   if (node.op() == "Transpose") {
     const Value* x = outer.empty() ? nullptr : outer[0];
-    if (!isStaticF32(x) || !isStaticF32(node.output(0))) return fail(why, "Transpose not f32/static");
+    if (!isStaticF32(x) || !isStaticF32(node.output(0))) return noNative(why, "Transpose not f32/static");
     std::vector<int64_t> xs = x->shape().staticDims(), perm;
     if (node.hasAttr("perm")) {
       perm = node.attrInts("perm");
     } else {
       for (size_t i = xs.size(); i-- > 0;) perm.push_back(int64_t(i));  // ONNX default: reverse
     }
-    if (perm.size() != xs.size()) return fail(why, "Transpose perm does not match the rank");
+    if (perm.size() != xs.size()) return noNative(why, "Transpose perm does not match the rank");
     return std::make_unique<TransposeKernel>(xs, perm);
   }
   // Window ops: in a convert-layout region NHWC, on their own NCHW.
@@ -232,13 +227,13 @@ std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Va
   if ((!region && !windowOps.count(node.op())) || (region && region->kind() == RegionKind::Reduction))
     return matchRows(node, outer, why);
   const Node* op = region ? region->nhwcOp() : &node;
-  if (!op) return fail(why, "not a convert-layout nhwc region");
+  if (!op) return noNative(why, "not a convert-layout nhwc region");
   const Layout layout = region ? Layout::Nhwc : Layout::Nchw;
-  if (!windowOps.count(op->op())) return fail(why, op->op() + " has no native nhwc kernel");
+  if (!windowOps.count(op->op())) return noNative(why, op->op() + " has no native nhwc kernel");
   const Value* x = outer.empty() ? nullptr : outer[0];
   const Value* y = node.output(0);
   if (!isStaticF32(x) || !isStaticF32(y) || x->shape().rank() != 4 || y->shape().rank() != 4)
-    return fail(why, op->op() + " not f32, static and 4-D");
+    return noNative(why, op->op() + " not f32, static and 4-D");
   std::vector<int64_t> xs = x->shape().staticDims(), ys = y->shape().staticDims();
   ukernels::Conv2d g;
   if (layout == Layout::Nhwc)
@@ -250,16 +245,16 @@ std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Va
   std::vector<int64_t> kernel, ws;  // ws: the Conv's OIHW weight shape
   if (op->op() == "Conv") {
     if (outer.size() < 2 || !isStaticF32(outer[1]) || (outer.size() > 2 && outer[2] && !isStaticF32(outer[2])))
-      return fail(why, "conv weights not f32/static");
+      return noNative(why, "conv weights not f32/static");
     ws = outer[1]->shape().staticDims();
-    if (ws.size() != 4) return fail(why, "conv weights not 4-D");
+    if (ws.size() != 4) return noNative(why, "conv weights not 4-D");
     kernel = {ws[2], ws[3]};
   }
   Window w;
   try {
     w = resolveWindow(*op, {g.H, g.W}, kernel);
   } catch (const Error& e) {
-    return fail(why, e.what());
+    return noNative(why, e.what());
   }
   g.R = w.kernel[0], g.S = w.kernel[1];
   g.strideH = w.strides[0], g.strideW = w.strides[1], g.dilH = w.dilations[0], g.dilW = w.dilations[1];
@@ -267,20 +262,20 @@ std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Va
   if (op->op() == "Conv") {
     g.group = op->attrInt("group", 1);
     if (g.group < 1 || g.C % g.group || g.K % g.group || ws[0] != g.K || ws[1] * g.group != g.C)
-      return fail(why, "Conv weights do not match the channels and group");
+      return noNative(why, "Conv weights do not match the channels and group");
     return std::make_unique<ConvKernel>(g, outer[1], layout);
   }
   if (op->op() == "MaxPool") {
-    if (op->numOutputs() > 1 && op->output(1)) return fail(why, "MaxPool with indices");
+    if (op->numOutputs() > 1 && op->output(1)) return noNative(why, "MaxPool with indices");
     return std::make_unique<PoolKernel>(g, op->op(), ukernels::PoolKind::Max, layout);
   }
   if (op->op() == "AveragePool") {
     bool countPad = op->attrInt("count_include_pad", 0) != 0;
-    if (countPad && w.ceilMode) return fail(why, "AveragePool count_include_pad with ceil_mode");
+    if (countPad && w.ceilMode) return noNative(why, "AveragePool count_include_pad with ceil_mode");
     return std::make_unique<PoolKernel>(
         g, op->op(), countPad ? ukernels::PoolKind::AverageCountPad : ukernels::PoolKind::Average, layout);
   }
-  return fail(why, op->op() + " has no native nhwc kernel");  // not reached: `supported` above
+  return noNative(why, op->op() + " has no native nhwc kernel");  // not reached: `supported` above
 }
 
 }  // namespace friction::codegen

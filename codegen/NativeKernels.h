@@ -4,7 +4,7 @@
 // NCHW on their own (so all-off runs compiled kernels of the same class);
 // Transpose; Softmax, LogSoftmax (last axis) and LayerNormalization, alone or
 // as the single node of a fuse-reductions region; the data-movement and
-// per-axis ops of matchTensorOp. A Fused "epilogue"
+// per-axis ops of matchTensorOp; the non-f32 (mask) ops of matchTypedOp. A Fused "epilogue"
 // region anchored on one of them runs the native op into the region's output
 // buffer, then ONE compiled elementwise kernel updates that buffer in place
 // (KernelKind::NativeEpilogue in KernelAnalysis.h) -- unless the epilogue is one the
@@ -42,6 +42,12 @@ class NativeKernel {
   // node's own); false when this kernel cannot apply it.
   virtual bool fuse(const FusedEpilogue&) { return false; }
 };
+
+// How a matcher says no: nullptr, with the reason in `why` when asked for.
+inline std::unique_ptr<NativeKernel> noNative(std::string* why, const std::string& reason) {
+  if (why) *why = reason;
+  return nullptr;
+}
 
 // The epilogue of Fused region `region` after its native `anchor` (the
 // region's first node) as a FusedEpilogue, when it is one: a chain on the

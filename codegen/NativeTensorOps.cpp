@@ -24,11 +24,6 @@ namespace {
 
 using Ints = std::vector<int64_t>;
 
-std::unique_ptr<NativeKernel> fail(std::string* why, const std::string& msg) {
-  if (why) *why = msg;
-  return nullptr;
-}
-
 // The integers of a constant input of any rank (Gather's indices may be 2-D,
 // which PassUtil's staticInts does not take); absent: nullopt.
 std::optional<Ints> constantInts(const std::vector<const Value*>& in, size_t i) {
@@ -78,18 +73,18 @@ std::unique_ptr<NativeKernel> matchSlice(const Node& n, const std::vector<const 
                                          const Ints& ys, std::string* why) {
   auto starts = constantInts(in, 1), ends = constantInts(in, 2), axes = constantInts(in, 3), steps = constantInts(in, 4);
   if (!starts || !ends || (!axes && !absent(in, 3)) || (!steps && !absent(in, 4)))
-    return fail(why, "Slice bounds are not constants");
+    return noNative(why, "Slice bounds are not constants");
   CopyPiece p{0, 0, 0, ukernels::denseStrides(xs), ukernels::denseStrides(ys), ys};
   Ints dense = p.xStrides;
   try {
     for (SliceAxis s : sliceAxes(int64_t(xs.size()), *starts, *ends, axes, steps)) {
       size_t a = size_t(s.axis);
-      if (clampSlice(xs[a], s) != ys[a]) return fail(why, "Slice result disagrees with its type");
+      if (clampSlice(xs[a], s) != ys[a]) return noNative(why, "Slice result disagrees with its type");
       p.xOffset += s.start * dense[a];
       p.xStrides[a] = dense[a] * s.step;
     }
   } catch (const Error& e) {
-    return fail(why, e.what());
+    return noNative(why, e.what());
   }
   return std::make_unique<CopyKernel>("Slice", std::vector<CopyPiece>{p});
 }
@@ -97,43 +92,43 @@ std::unique_ptr<NativeKernel> matchSlice(const Node& n, const std::vector<const 
 std::unique_ptr<NativeKernel> matchConcat(const Node& n, const std::vector<const Value*>& in, const Ints&,
                                           const Ints& ys, std::string* why) {
   const int64_t axis = normalized(n.attrInt("axis", 0), int64_t(ys.size()));
-  if (axis < 0 || axis >= int64_t(ys.size())) return fail(why, "Concat axis out of range");
+  if (axis < 0 || axis >= int64_t(ys.size())) return noNative(why, "Concat axis out of range");
   const Ints yStrides = ukernels::denseStrides(ys);
   std::vector<CopyPiece> pieces;
   int64_t at = 0;
   for (size_t i = 0; i < in.size(); ++i) {
-    if (!isStaticF32(in[i])) return fail(why, "Concat input not f32/static");
+    if (!isStaticF32(in[i])) return noNative(why, "Concat input not f32/static");
     Ints s = in[i]->shape().staticDims();
-    if (s.size() != ys.size()) return fail(why, "Concat input rank differs");
+    if (s.size() != ys.size()) return noNative(why, "Concat input rank differs");
     pieces.push_back(denseInto(i, s, ys, at * yStrides[size_t(axis)]));
     at += s[size_t(axis)];
   }
-  if (at != ys[size_t(axis)]) return fail(why, "Concat inputs do not add up to the result");
+  if (at != ys[size_t(axis)]) return noNative(why, "Concat inputs do not add up to the result");
   return std::make_unique<CopyKernel>("Concat", std::move(pieces));
 }
 
 std::unique_ptr<NativeKernel> matchPad(const Node& n, const std::vector<const Value*>& in, const Ints& xs,
                                        const Ints& ys, std::string* why) {
-  if (n.attrString("mode", "constant") != "constant") return fail(why, "Pad mode other than constant");
+  if (n.attrString("mode", "constant") != "constant") return noNative(why, "Pad mode other than constant");
   auto pads = constantInts(in, 1), axes = constantInts(in, 3);
-  if (!pads || (!axes && !absent(in, 3))) return fail(why, "Pad pads are not constants");
+  if (!pads || (!axes && !absent(in, 3))) return noNative(why, "Pad pads are not constants");
   float value = 0.f;
   if (!absent(in, 2)) {
     const Tensor* v = constantData(in[2]);
-    if (!v || v->numel() > 1) return fail(why, "Pad value is not a constant scalar");
+    if (!v || v->numel() > 1) return noNative(why, "Pad value is not a constant scalar");
     if (v->numel() == 1) value = float(v->elementAsDouble(0));
   }
   Ints all;
   try {
     all = padsForAllAxes(int64_t(xs.size()), *pads, axes);
   } catch (const Error& e) {
-    return fail(why, e.what());
+    return noNative(why, e.what());
   }
   const int64_t r = int64_t(xs.size());
   const Ints yStrides = ukernels::denseStrides(ys);
   int64_t offset = 0;
   for (int64_t d = 0; d < r; ++d) {
-    if (all[size_t(d)] < 0 || all[size_t(d + r)] < 0) return fail(why, "Pad with negative pads (a crop)");
+    if (all[size_t(d)] < 0 || all[size_t(d + r)] < 0) return noNative(why, "Pad with negative pads (a crop)");
     offset += all[size_t(d)] * yStrides[size_t(d)];
   }
   return std::make_unique<CopyKernel>("Pad", std::vector<CopyPiece>{denseInto(0, xs, ys, offset)}, value);
@@ -141,13 +136,13 @@ std::unique_ptr<NativeKernel> matchPad(const Node& n, const std::vector<const Va
 
 std::unique_ptr<NativeKernel> matchExpand(const Node&, const std::vector<const Value*>&, const Ints& xs,
                                           const Ints& ys, std::string* why) {
-  if (xs.size() > ys.size()) return fail(why, "Expand to a lower rank");
+  if (xs.size() > ys.size()) return noNative(why, "Expand to a lower rank");
   // x right-aligned in y; broadcast dims read the same element again (stride 0).
   const Ints dense = ukernels::denseStrides(xs);
   CopyPiece p{0, 0, 0, Ints(ys.size(), 0), ukernels::denseStrides(ys), ys};
   const size_t lead = ys.size() - xs.size();
   for (size_t d = 0; d < xs.size(); ++d) {
-    if (xs[d] != ys[lead + d] && xs[d] != 1) return fail(why, "Expand does not broadcast");
+    if (xs[d] != ys[lead + d] && xs[d] != 1) return noNative(why, "Expand does not broadcast");
     if (xs[d] == ys[lead + d]) p.xStrides[lead + d] = dense[d];
   }
   return std::make_unique<CopyKernel>("Expand", std::vector<CopyPiece>{p});
@@ -182,10 +177,10 @@ std::unique_ptr<NativeKernel> matchGather(const Node& n, const std::vector<const
                                           const Ints& ys, std::string* why) {
   constexpr size_t kMaxIndices = 1024;  // beyond this a copy per index is the wrong kernel
   const int64_t rank = int64_t(xs.size()), axis = normalized(n.attrInt("axis", 0), rank);
-  if (axis < 0 || axis >= rank) return fail(why, "Gather axis out of range");
-  if (!in[1]->shape().isStatic() || !isInteger(in[1]->dtype())) return fail(why, "Gather indices not static integers");
+  if (axis < 0 || axis >= rank) return noNative(why, "Gather axis out of range");
+  if (!in[1]->shape().isStatic() || !isInteger(in[1]->dtype())) return noNative(why, "Gather indices not static integers");
   const int64_t q = int64_t(in[1]->shape().rank());
-  if (int64_t(ys.size()) != rank + q - 1) return fail(why, "Gather result rank disagrees with its type");
+  if (int64_t(ys.size()) != rank + q - 1) return noNative(why, "Gather result rank disagrees with its type");
   auto indices = constantInts(in, 1);
   if (!indices || indices->size() > kMaxIndices) {
     int64_t outer = 1, inner = 1;
@@ -204,7 +199,7 @@ std::unique_ptr<NativeKernel> matchGather(const Node& n, const std::vector<const
   std::vector<CopyPiece> pieces;
   for (size_t j = 0; j < indices->size(); ++j) {
     int64_t i = (*indices)[j];
-    if (i < -xs[size_t(axis)] || i >= xs[size_t(axis)]) return fail(why, "Gather index out of range");
+    if (i < -xs[size_t(axis)] || i >= xs[size_t(axis)]) return noNative(why, "Gather index out of range");
     CopyPiece p = base;
     p.xOffset = (i < 0 ? i + xs[size_t(axis)] : i) * xDense[size_t(axis)];
     p.yOffset = q > 0 ? int64_t(j) * yDense[size_t(axis + q - 1)] : 0;
@@ -233,12 +228,12 @@ class ScatterRowsKernel : public NativeKernel {
 
 std::unique_ptr<NativeKernel> matchScatterND(const Node& n, const std::vector<const Value*>& in, const Ints& xs,
                                              const Ints&, std::string* why) {
-  if (n.attrString("reduction", "none") != "none") return fail(why, "ScatterND with a reduction");
+  if (n.attrString("reduction", "none") != "none") return noNative(why, "ScatterND with a reduction");
   auto indices = constantInts(in, 1);
-  if (!indices || !isStaticF32(in[2])) return fail(why, "ScatterND indices are not constants");
+  if (!indices || !isStaticF32(in[2])) return noNative(why, "ScatterND indices are not constants");
   const Ints is = in[1]->shape().staticDims();
   const int64_t m = is.empty() ? 0 : is.back();
-  if (m < 1 || m > int64_t(xs.size())) return fail(why, "ScatterND index tuples do not fit the data");
+  if (m < 1 || m > int64_t(xs.size())) return noNative(why, "ScatterND index tuples do not fit the data");
   const Ints dense = ukernels::denseStrides(xs);
   const int64_t row = m == int64_t(xs.size()) ? 1 : dense[size_t(m - 1)];
   Ints offsets;
@@ -246,13 +241,13 @@ std::unique_ptr<NativeKernel> matchScatterND(const Node& n, const std::vector<co
     int64_t offset = 0;
     for (int64_t j = 0; j < m; ++j) {
       int64_t i = (*indices)[t + size_t(j)];
-      if (i < -xs[size_t(j)] || i >= xs[size_t(j)]) return fail(why, "ScatterND index out of range");
+      if (i < -xs[size_t(j)] || i >= xs[size_t(j)]) return noNative(why, "ScatterND index out of range");
       offset += (i < 0 ? i + xs[size_t(j)] : i) * dense[size_t(j)];
     }
     offsets.push_back(offset);
   }
   if (in[2]->shape().numel() != std::optional<int64_t>(int64_t(offsets.size()) * row))
-    return fail(why, "ScatterND updates do not match the index tuples");
+    return noNative(why, "ScatterND updates do not match the index tuples");
   return std::make_unique<ScatterRowsKernel>(std::move(offsets), row);
 }
 
@@ -299,11 +294,11 @@ class BatchNormKernel : public NativeKernel {
 
 std::unique_ptr<NativeKernel> matchBatchNorm(const Node& n, const std::vector<const Value*>& in, const Ints& xs,
                                              const Ints& ys, std::string* why) {
-  if (n.attrInt("training_mode", 0) != 0 || n.numOutputs() > 1) return fail(why, "BatchNormalization in training mode");
-  if (xs.size() < 2 || in.size() != 5) return fail(why, "BatchNormalization without a channel axis or parameters");
+  if (n.attrInt("training_mode", 0) != 0 || n.numOutputs() > 1) return noNative(why, "BatchNormalization in training mode");
+  if (xs.size() < 2 || in.size() != 5) return noNative(why, "BatchNormalization without a channel axis or parameters");
   for (size_t i = 1; i < 5; ++i)
     if (!isStaticF32(in[i]) || in[i]->shape().numel() != std::optional<int64_t>(xs[1]))
-      return fail(why, "BatchNormalization parameters are not one f32 per channel");
+      return noNative(why, "BatchNormalization parameters are not one f32 per channel");
   int64_t inner = 1;
   for (size_t d = 2; d < xs.size(); ++d) inner *= xs[d];
   return std::make_unique<BatchNormKernel>(xs[0], xs[1], inner, n.attrFloat("epsilon", 1e-5f),
@@ -334,10 +329,10 @@ std::unique_ptr<NativeKernel> matchReduce(const Node& n, const std::vector<const
       {"ReduceLogSumExp", K::LogSumExp}};
   // Axes: an input (ReduceSum from opset 13, every Reduce op from 18) or an attribute.
   std::optional<Ints> axes = !absent(in, 1) ? constantInts(in, 1) : std::optional<Ints>(n.attrInts("axes"));
-  if (!axes) return fail(why, n.op() + " axes are not constants");
+  if (!axes) return noNative(why, n.op() + " axes are not constants");
   const int64_t rank = int64_t(xs.size());
   if (axes->empty()) {
-    if (n.attrInt("noop_with_empty_axes", 0)) return fail(why, n.op() + " that reduces nothing");
+    if (n.attrInt("noop_with_empty_axes", 0)) return noNative(why, n.op() + " that reduces nothing");
     axes->resize(size_t(rank));
     std::iota(axes->begin(), axes->end(), 0);
   }
@@ -345,7 +340,7 @@ std::unique_ptr<NativeKernel> matchReduce(const Node& n, const std::vector<const
   std::sort(axes->begin(), axes->end());
   for (size_t i = 0; i < axes->size(); ++i)
     if ((*axes)[i] < 0 || (*axes)[i] >= rank || (i > 0 && (*axes)[i] != (*axes)[i - 1] + 1))
-      return fail(why, n.op() + " over axes that are not consecutive");
+      return noNative(why, n.op() + " over axes that are not consecutive");
   int64_t outer = 1, reduced = 1, inner = 1;
   for (int64_t d = 0; d < rank; ++d)
     (d < axes->front() ? outer : d <= axes->back() ? reduced : inner) *= xs[size_t(d)];
@@ -356,16 +351,17 @@ std::unique_ptr<NativeKernel> matchReduce(const Node& n, const std::vector<const
 
 std::unique_ptr<NativeKernel> matchTensorOp(const Node& node, const std::vector<const Value*>& outer, std::string* why) {
   static const std::map<std::string, Matcher> matchers = {
-      {"Slice", matchSlice},         {"Concat", matchConcat},    {"Pad", matchPad},
-      {"Expand", matchExpand},       {"Gather", matchGather},    {"ScatterND", matchScatterND},    {"BatchNormalization", matchBatchNorm},
-      {"ReduceSum", matchReduce},    {"ReduceMean", matchReduce}, {"ReduceMax", matchReduce},
+      {"Slice", matchSlice},         {"Concat", matchConcat},         {"Pad", matchPad},
+      {"Expand", matchExpand},       {"Gather", matchGather},         {"ScatterND", matchScatterND},
+      {"BatchNormalization", matchBatchNorm},
+      {"ReduceSum", matchReduce},    {"ReduceMean", matchReduce},     {"ReduceMax", matchReduce},
       {"ReduceMin", matchReduce},    {"ReduceSumSquare", matchReduce}, {"ReduceL1", matchReduce},
       {"ReduceL2", matchReduce},     {"ReduceLogSum", matchReduce},    {"ReduceLogSumExp", matchReduce}};
   auto it = matchers.find(node.op());
-  if (it == matchers.end()) return fail(why, node.op() + " has no native kernel");
+  if (it == matchers.end()) return noNative(why, node.op() + " has no native kernel");
   const Value* x = outer.empty() ? nullptr : outer[0];
   if (node.numOutputs() != 1 || !isStaticF32(x) || !isStaticF32(node.output(0)))
-    return fail(why, node.op() + " not f32 with static shapes");
+    return noNative(why, node.op() + " not f32 with static shapes");
   return it->second(node, outer, x->shape().staticDims(), node.output(0)->shape().staticDims(), why);
 }
 

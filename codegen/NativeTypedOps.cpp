@@ -14,11 +14,6 @@ namespace {
 
 using Ints = std::vector<int64_t>;
 
-std::unique_ptr<NativeKernel> fail(std::string* why, const std::string& msg) {
-  if (why) *why = msg;
-  return nullptr;
-}
-
 bool hasCType(DType t) {
   return withElementType(t, [](auto) {});
 }
@@ -37,9 +32,12 @@ class CastKernel : public NativeKernel {
         const From* x = in[0].data<From>();
         To* y = out.data<To>();
         for (int64_t i = 0; i < n; ++i) {
-          if constexpr (std::is_same_v<To, bool>) y[i] = x[i] != From(0);
-          else if constexpr (std::is_floating_point_v<From> && !std::is_floating_point_v<To>) y[i] = floatToInt<To>(double(x[i]));
-          else y[i] = To(x[i]);
+          if constexpr (std::is_same_v<To, bool>)
+            y[i] = x[i] != From(0);
+          else if constexpr (std::is_floating_point_v<From> && !std::is_floating_point_v<To>)
+            y[i] = floatToInt<To>(double(x[i]));
+          else
+            y[i] = To(x[i]);
         }
       });
     });
@@ -135,15 +133,15 @@ class MaskKernel : public NativeKernel {
 std::unique_ptr<NativeKernel> matchMask(const Node& n, MaskOp kind, const std::vector<const Value*>& in,
                                         std::string* why) {
   const Value* y = n.output(0);
-  if (!y->shape().isStatic()) return fail(why, n.op() + " of a dynamic shape");
+  if (!y->shape().isStatic()) return noNative(why, n.op() + " of a dynamic shape");
   const Ints ys = y->shape().staticDims();
   std::vector<Ints> strides;
   for (const Value* v : in) {
-    if (!v || !v->shape().isStatic() || v->shape().rank() > ys.size()) return fail(why, n.op() + " operand not static");
+    if (!v || !v->shape().isStatic() || v->shape().rank() > ys.size()) return noNative(why, n.op() + " operand not static");
     strides.push_back(broadcastStrides(v->shape().staticDims(), ys));
   }
   const DType operand = in[kind == MaskOp::Where ? 1 : 0]->dtype();
-  if (!hasCType(operand)) return fail(why, n.op() + " on f16/bf16");
+  if (!hasCType(operand)) return noNative(why, n.op() + " on f16/bf16");
   return std::make_unique<MaskKernel>(n.op(), kind, operand, ys, std::move(strides));
 }
 
@@ -154,12 +152,12 @@ std::unique_ptr<NativeKernel> matchTypedOp(const Node& node, const std::vector<c
       {"Equal", MaskOp::Equal}, {"Less", MaskOp::Less}, {"LessOrEqual", MaskOp::LessOrEqual},
       {"Greater", MaskOp::Greater}, {"GreaterOrEqual", MaskOp::GreaterOrEqual}, {"And", MaskOp::And},
       {"Or", MaskOp::Or}, {"Xor", MaskOp::Xor}, {"Not", MaskOp::Not}, {"Where", MaskOp::Where}};
-  if (node.numOutputs() != 1 || outer.empty() || !outer[0]) return fail(why, node.op() + " is not a typed op");
+  if (node.numOutputs() != 1 || outer.empty() || !outer[0]) return noNative(why, node.op() + " is not a typed op");
   if (auto it = masks.find(node.op()); it != masks.end()) return matchMask(node, it->second, outer, why);
-  if (node.op() != "Cast") return fail(why, node.op() + " is not a typed op");
+  if (node.op() != "Cast") return noNative(why, node.op() + " is not a typed op");
   const Value *x = outer[0], *y = node.output(0);
-  if (!x->shape().isStatic() || !y->shape().isStatic()) return fail(why, "Cast of a dynamic shape");
-  if (!hasCType(x->dtype()) || !hasCType(y->dtype())) return fail(why, "Cast from or to f16/bf16");
+  if (!x->shape().isStatic() || !y->shape().isStatic()) return noNative(why, "Cast of a dynamic shape");
+  if (!hasCType(x->dtype()) || !hasCType(y->dtype())) return noNative(why, "Cast from or to f16/bf16");
   return std::make_unique<CastKernel>(x->dtype(), y->dtype());
 }
 

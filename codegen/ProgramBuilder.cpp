@@ -89,26 +89,17 @@ int64_t resolveRegionTypes(Graph& g) {
 std::unique_ptr<Program> ProgramBuilder::build(const Graph& g) { return buildResolved(g, {}); }
 
 std::unique_ptr<Program> ProgramBuilder::buildResolved(const Graph& g, const OuterMap& outerOf) {
-  // A region body whose operands are static outside but not inside (the passes
-  // ran before shape arithmetic was folded, e.g. fold-constants off).
-  auto refines = [&](size_t i) {
-    auto it = outerOf.find(g.inputs()[i]);
-    return it != outerOf.end() && it->second->shape().isStatic() && !g.inputs()[i]->shape().isStatic();
-  };
-  bool refinable = false;
-  for (size_t i = 0; i < g.inputs().size(); ++i) refinable |= refines(i);
-  if (!hasShapeArithmetic(g) && !needsLegalizing(g) && !refinable) return build(g, outerOf);
+  const bool unresolved =
+      std::any_of(g.nodes().begin(), g.nodes().end(), [](const auto& n) { return !allStatic(n->outputs()); });
+  if (!hasShapeArithmetic(g) && !needsLegalizing(g) && !unresolved) return build(g, outerOf);
   std::shared_ptr<Graph> resolved = cloneGraph(g);
   OuterMap outer;  // outerOf over the copy's inputs
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     auto it = outerOf.find(g.inputs()[i]);
     if (it == outerOf.end()) continue;
     outer[resolved->inputs()[i]] = it->second;
-    const Value* v = it->second;
-    if (refines(i)) resolved->inputs()[i]->setType(v->type());
-    if (isConstantShapeValue(v)) resolved->inputs()[i]->setConstant(v->constant());
+    if (isConstantShapeValue(it->second)) resolved->inputs()[i]->setConstant(it->second->constant());
   }
-  if (refinable) inferGraph(*resolved);
   int64_t folded = foldShapeArithmetic(*resolved);
   while (resolveRegionTypes(*resolved) > 0) {
     const int64_t more = foldShapeArithmetic(*resolved);
@@ -116,7 +107,7 @@ std::unique_ptr<Program> ProgramBuilder::buildResolved(const Graph& g, const Out
     if (more == 0) break;
   }
   const int64_t legalized = legalize(*resolved);  // after folding, which makes split sizes and shapes static
-  if (folded + legalized == 0 && !refinable) return build(g, outerOf);
+  if (folded + legalized == 0 && !unresolved) return build(g, outerOf);
   stats_.shapeNodesFolded += folded;
   stats_.legalized += legalized;
   auto p = build(*resolved, outer);

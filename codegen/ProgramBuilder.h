@@ -55,7 +55,8 @@ class ProgramBuilder {
   // once) inside regions too, e.g. in every instance of a dedup pattern.
   using OuterMap = std::unordered_map<const Value*, const Value*>;
   std::unique_ptr<Program> build(const Graph& g, const OuterMap& outerOf);
-  // build() of `g` after folding its shape arithmetic and legalizing, on a copy the program keeps.
+  // build() of `g` after folding its shape arithmetic (regions too: resolveRegionTypes) and legalizing,
+  // on a copy the program keeps.
   std::unique_ptr<Program> buildResolved(const Graph& g, const OuterMap& outerOf);
   // The step of a node or region that analyzeKernel accepts; false when it needs nothing compiled.
   bool compiledStep(Step& s, Program& p, const std::function<const Value*(const Value*)>& resolve);

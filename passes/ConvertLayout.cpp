@@ -9,8 +9,12 @@
 //  - Transpose(Transpose(x, p), q) with q after p the identity becomes x;
 //  - an Elementwise op whose inputs are all to-NCHW transposes of the same
 //    perm, constants (permuted to match) or single elements runs before the
-//    transpose instead: E(T(a), T(b)) = T(E(a, b)).
-// Anything else (Concat, Flatten, Reshape, MatMul, ...) stops the sinking, so
+//    transpose instead: E(T(a), T(b)) = T(E(a, b));
+//  - so does a 4-D Concat of such transposes (and constants), along the axis
+//    the transpose maps its axis to: Concat(T(a), T(b), axis 1) =
+//    T(Concat(a, b, axis 3)), so a DenseNet block or a SqueezeNet Fire module
+//    stays NHWC from one conv to the next.
+// Anything else (Flatten, Reshape, MatMul, ...) stops the sinking, so
 // the transposes left are at the graph boundary and before such ops (e.g. the
 // head's Flatten). Stats: "ops converted", "transposes inserted",
 // "transposes cancelled" (Transpose nodes that disappeared, original ones
@@ -96,7 +100,7 @@ class Converter {
       for (size_t i = 0; i < g_.nodes().size(); ++i) {
         Node* n = g_.nodes()[i].get();
         if (dead_.count(n)) continue;
-        changed |= n->op() == "Transpose" ? cancel(*n) : (hasTrait(*n, OpTrait::Elementwise) && sink(*n));
+        changed |= n->op() == "Transpose" ? cancel(*n) : (sinkable(*n) && sink(*n));
       }
       cleanup();
     }
@@ -160,9 +164,12 @@ class Converter {
     return true;
   }
 
-  // E(T(a), T(b), c) -> T(E(a, b, c')) for the to-NCHW transpose T.
+  static bool sinkable(const Node& n) { return hasTrait(n, OpTrait::Elementwise) || n.op() == "Concat"; }
+
+  // E(T(a), T(b), c) -> T(E(a, b, c')) for the to-NCHW transpose T; Concat likewise, along the mapped axis.
   bool sink(Node& n) {
     if (n.numOutputs() != 1 || !n.output(0)->shape().hasRank() || n.output(0)->shape().rank() != 4) return false;
+    const bool concat = n.op() == "Concat";
     bool any = false;
     for (const Value* in : n.inputs()) any |= isTranspose(in, &kToNchw);
     if (!any) return false;
@@ -171,15 +178,20 @@ class Converter {
       if (isTranspose(in, &kToNchw)) {
         // Unwrapped even when it is a single element ([1,1,1,1]): kept, the new node would sink again, forever.
         ins.push_back(in->producer()->input(0));
-      } else if (!in || singleElement(in)) {
+      } else if (!concat && (!in || singleElement(in))) {
         ins.push_back(in);
-      } else if (const Tensor* c = constantData(in); c && c->rank() <= 4) {
+      } else if (const Tensor* c = in ? constantData(in) : nullptr; c && c->rank() <= 4 && (!concat || c->rank() == 4)) {
         ins.push_back(g_.addInitializer(g_.freshName(in->name() + ".nhwc"), permuteConstant(*c, kToNchw)));
       } else {
         return false;
       }
     }
-    Node* e = g_.addNode(n.op(), ins, {g_.freshName(n.output(0)->name() + ".nhwc")}, n.attrs(), n.name());
+    auto attrs = n.attrs();
+    if (concat) {
+      int64_t axis = n.attrInt("axis", 0);
+      attrs["axis"] = kToNchw[size_t(axis < 0 ? axis + 4 : axis)];  // NCHW axis a is NHWC axis perm[a]
+    }
+    Node* e = g_.addNode(n.op(), ins, {g_.freshName(n.output(0)->name() + ".nhwc")}, attrs, n.name());
     inferNode(*e);
     Node* t = transpose(g_, e->output(0), kToNchw, n.output(0)->name() + ".nchw");
     replaceAllUses(g_, n.output(0), t->output(0));

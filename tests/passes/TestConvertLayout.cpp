@@ -82,6 +82,32 @@ graph "g" opset 17 {
   EXPECT_TRUE(permuted) << printGraph(*g);
 }
 
+// A DenseNet step: conv outputs concatenated along channels, then a conv of
+// the concatenation. The Concat runs in NHWC along axis 3 and no transpose
+// is left between the convs.
+TEST(ConvertLayout, ConcatOfConvsSinksAlongTheChannelAxis) {
+  auto g = parseGraph(R"(
+graph "g" opset 17 {
+  input %x : f32[1,2,4,4]
+  const %w : f32[2,2,1,1] = hex"0000803f000000000000000000000040"
+  const %w4 : f32[2,4,1,1] = hex"0000803f0000000000000000000000400000803f0000000000000000000000c0"
+  %a : f32[1,2,4,4] = Conv(%x, %w) {kernel_shape = [1, 1]} @"n20"
+  %b : f32[1,2,4,4] = Conv(%a, %w) {kernel_shape = [1, 1]} @"n21"
+  %c : f32[1,4,4,4] = Concat(%a, %b) {axis = -3} @"n22"
+  %d : f32[1,2,4,4] = Conv(%c, %w4) {kernel_shape = [1, 1]} @"n23"
+  output %d
+}
+)");
+  auto stats = convert(*g);
+  EXPECT_EQ(stats["transposes left"], 2) << printGraph(*g);  // graph input and output
+  const Node* concat = nullptr;
+  for (const auto& n : g->nodes())
+    if (n->op() == "Concat") concat = n.get();
+  ASSERT_TRUE(concat);
+  EXPECT_EQ(concat->attrInt("axis", 0), 3);
+  EXPECT_EQ(concat->output(0)->shape(), (Shape{1, 4, 4, 4}));
+}
+
 TEST(ConvertLayout, ReshapeStopsSinking) {
   auto g = parseGraph(R"(
 graph "g" opset 17 {
