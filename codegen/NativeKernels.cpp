@@ -228,6 +228,7 @@ std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Va
     return matchRows(node, outer, why);
   const Node* op = region ? region->nhwcOp() : &node;
   if (!op) return noNative(why, "not a convert-layout nhwc region");
+  if (region && op->op() == "BatchNormalization") return matchBatchNormNhwc(*op, outer, why);
   const Layout layout = region ? Layout::Nhwc : Layout::Nchw;
   if (!windowOps.count(op->op())) return noNative(why, op->op() + " has no native nhwc kernel");
   const Value* x = outer.empty() ? nullptr : outer[0];

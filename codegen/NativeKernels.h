@@ -62,6 +62,11 @@ std::optional<FusedEpilogue> matchFusedEpilogue(const Node& region, const Node& 
 // BatchNormalization, the Reduce ops), or nullptr with the reason in `why`.
 std::unique_ptr<NativeKernel> matchTensorOp(const Node& node, const std::vector<const Value*>& outer,
                                             std::string* why = nullptr);
+// BatchNormalization in a convert-layout NHWC region (after a Concat, where
+// fold-batchnorm has no conv to fold into): channels innermost, `in` the
+// region's operands (x NHWC, then scale, B, mean, var).
+std::unique_ptr<NativeKernel> matchBatchNormNhwc(const Node& bn, const std::vector<const Value*>& in,
+                                                 std::string* why = nullptr);
 // The same for ops on other element types (NativeTypedOps.cpp: Cast, the
 // comparisons, And/Or/Xor/Not, Where).
 std::unique_ptr<NativeKernel> matchTypedOp(const Node& node, const std::vector<const Value*>& outer,

@@ -349,6 +349,19 @@ std::unique_ptr<NativeKernel> matchReduce(const Node& n, const std::vector<const
 
 }  // namespace
 
+std::unique_ptr<NativeKernel> matchBatchNormNhwc(const Node& n, const std::vector<const Value*>& in, std::string* why) {
+  const Value* x = in.empty() ? nullptr : in[0];
+  if (!isStaticF32(x) || x->shape().rank() != 4) return noNative(why, "BatchNormalization not f32, static and 4-D");
+  if (n.attrInt("training_mode", 0) != 0 || n.numOutputs() > 1 || in.size() != 5)
+    return noNative(why, "BatchNormalization in training mode or without parameters");
+  const Ints xs = x->shape().staticDims();  // [N, H, W, C]
+  for (size_t i = 1; i < 5; ++i)
+    if (!isStaticF32(in[i]) || in[i]->shape().numel() != std::optional<int64_t>(xs[3]))
+      return noNative(why, "BatchNormalization parameters are not one f32 per channel");
+  return std::make_unique<BatchNormKernel>(xs[0] * xs[1] * xs[2], xs[3], 1, n.attrFloat("epsilon", 1e-5f),
+                                           std::vector<const Value*>(in.begin() + 1, in.end()));
+}
+
 std::unique_ptr<NativeKernel> matchTensorOp(const Node& node, const std::vector<const Value*>& outer, std::string* why) {
   static const std::map<std::string, Matcher> matchers = {
       {"Slice", matchSlice},         {"Concat", matchConcat},         {"Pad", matchPad},

@@ -67,6 +67,16 @@ void gatherRows(const float* x, int64_t outer, int64_t axis, int64_t inner, cons
 
 void channelAffine(int64_t outer, int64_t channels, int64_t inner, const float* x, const float* scale,
                    const float* shift, float* y) {
+  if (inner == 1) {  // channels innermost (NHWC): vectorized across channels
+#pragma omp parallel for schedule(static) if (outer * channels > kParallelElements)
+    for (int64_t o = 0; o < outer; ++o) {
+      const float* in = x + o * channels;
+      float* out = y + o * channels;
+#pragma omp simd
+      for (int64_t c = 0; c < channels; ++c) out[c] = in[c] * scale[c] + shift[c];
+    }
+    return;
+  }
 #pragma omp parallel for collapse(2) schedule(static) if (outer * channels * inner > kParallelElements)
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t c = 0; c < channels; ++c) {

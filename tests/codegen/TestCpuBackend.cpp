@@ -152,6 +152,30 @@ TEST_F(CpuBackendTest, PReluAloneAndAfterAConvInTheDefaultPipeline) {
   EXPECT_EQ(r.stats.fallbackNodes, 0) << r.description;
 }
 
+// DenseNet's step: a BatchNormalization after a Concat (no conv to fold it
+// into) runs as an NHWC channel affine inside convert-layout's region, so the
+// default pipeline leaves only the graph's boundary transposes.
+TEST_F(CpuBackendTest, BatchNormAfterConcatRunsNhwc) {
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F32, {2, 3, 6, 6}});
+  Value* stem = b.op("Conv", {x, b.constant(randomTensor({3, 3, 1, 1}, 10))});
+  Value* a = b.op("Conv", {stem, b.constant(randomTensor({4, 3, 1, 1}, 11))});
+  Value* c = b.op("Concat", {stem, a}, {{"axis", int64_t(1)}});
+  Value* n = b.op("BatchNormalization", {c, b.constant(randomTensor({7}, 12, 0.5f, 1.5f)),
+                                         b.constant(randomTensor({7}, 13)), b.constant(randomTensor({7}, 14)),
+                                         b.constant(randomTensor({7}, 15, 0.5f, 2.f))});
+  b.output(b.op("Conv", {b.op("Relu", {n}), b.constant(randomTensor({5, 7, 3, 3}, 16))}));
+  std::vector<Tensor> in = {randomTensor({2, 3, 6, 6}, 17)};
+  auto want = interp::run(g, in);
+  runPipeline(g, buildPipeline({}));
+  auto r = runCpu(g, in);
+  expectClose(r.outputs[0], want[0], 1e-4, "concat + batchnorm, default pipeline");
+  EXPECT_EQ(r.stats.nativeOps["BatchNormalization (channel scale and shift)"], 1) << r.description;
+  EXPECT_EQ(r.stats.nativeOps["transpose"], 2) << r.description;
+  EXPECT_EQ(r.stats.fallbackNodes, 0) << r.description;
+}
+
 TEST_F(CpuBackendTest, PowWithScalarExponentAndClip) {
   Graph g;
   GraphBuilder b(g);
