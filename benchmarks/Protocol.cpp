@@ -41,25 +41,57 @@ void compareOutputs(const std::vector<Tensor>& got, const std::vector<Tensor>& w
   m.maxRelError = maxRel;
 }
 
+std::function<void(const std::string&)> gTrace;
+void trace(const std::string& event) {
+  if (gTrace) gTrace(event);
+}
+
+void recordProcessState(PreparedCell& c) {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  c.m.peakRssKb = ru.ru_maxrss;
+  c.m.profile = c.compiled->profile();
+}
+
 }  // namespace
 
-Measurement measure(const Graph& optimized, const Graph* reference, const MeasureOptions& o) {
-  Measurement m;
+void setProtocolTrace(std::function<void(const std::string& event)> f) { gTrace = std::move(f); }
+
+std::vector<Tensor> referenceOutputs(const Graph& reference, const Graph& optimized, uint64_t seed) {
+  trace("check reference");
+  return interp::run(reference, seededInputs(optimized, seed));
+}
+
+std::unique_ptr<PreparedCell> prepare(const Graph& optimized, const std::vector<Tensor>* expected,
+                                      const MeasureOptions& o, const std::string& label) {
+  auto c = std::make_unique<PreparedCell>();
+  c->label = label.empty() ? o.backend : label;
+  c->options = o;
+  Measurement& m = c->m;
   if (o.threads > 0) omp_set_num_threads(o.threads);
   m.threads = omp_get_max_threads();
-  std::vector<Tensor> inputs = seededInputs(optimized, o.seed);
+  c->inputs = seededInputs(optimized, o.seed);
 
-  auto backend = createBackend(o.backend);
+  trace("compile " + c->label);
+  c->backend = createBackend(o.backend);
   auto t0 = Clock::now();
-  auto compiled = backend->compile(optimized);
+  c->compiled = c->backend->compile(optimized);
   m.compileMs = msSince(t0);
-  m.executor = compiled->description();
-  m.interpNodes = compiled->interpNodes();
+  m.executor = c->compiled->description();
+  m.interpNodes = c->compiled->interpNodes();
 
   std::vector<Tensor> outputs;
-  for (int i = 0; i < std::max(o.warmup, 1); ++i) outputs = compiled->run(inputs);
-  if (o.checkOutputs && reference) compareOutputs(outputs, interp::run(*reference, inputs), m);
+  for (int i = 0; i < std::max(o.warmup, 1); ++i) outputs = c->compiled->run(c->inputs);
+  if (o.checkOutputs && expected) {
+    trace("check " + c->label);
+    compareOutputs(outputs, *expected, m);
+  }
+  return c;
+}
 
+void measureBurst(PreparedCell& c) {
+  const MeasureOptions& o = c.options;
+  Measurement& m = c.m;
   metrics::SummaryOptions so;
   so.seed = o.seed;
   auto budgetStart = Clock::now();
@@ -82,7 +114,7 @@ Measurement measure(const Graph& optimized, const Graph* reference, const Measur
       want = std::min(want, std::max<size_t>(1, size_t(leftMs / std::max(m.samplesMs.back(), 1e-3))));
     }
     auto r0 = Clock::now();
-    TimedRuns runs = compiled->timeRuns(inputs, int(want));
+    TimedRuns runs = c.compiled->timeRuns(c.inputs, int(want));
     timedMs += msSince(r0);
     FRICTION_CHECK(runs.ms.size() == want, "backend " + o.backend + " timed " + std::to_string(runs.ms.size()) +
                                                " runs, asked for " + std::to_string(want));
@@ -103,11 +135,53 @@ Measurement measure(const Graph& optimized, const Graph* reference, const Measur
   }
   m.overheadMsPerRep = (msSince(budgetStart) - timedMs) / double(m.samplesMs.size());
   m.summary = metrics::summarize(m.samplesMs, so);
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  m.peakRssKb = ru.ru_maxrss;
-  m.profile = compiled->profile();
-  return m;
+  recordProcessState(c);
+}
+
+RoundsResult measureInRounds(const std::vector<PreparedCell*>& cells, const RoundsOptions& options,
+                             const std::string& group) {
+  FRICTION_CHECK(!cells.empty(), "nothing to measure");
+  std::vector<Contender> contenders;
+  for (PreparedCell* c : cells) {
+    FRICTION_CHECK(c->m.threads == cells[0]->m.threads, "cells measured together must share a thread count");
+    contenders.push_back({c->label, [c](int n) {
+                            trace("block " + c->label);
+                            TimedRuns runs = c->compiled->timeRuns(c->inputs, n);
+                            c->m.internalTiming = runs.internal;
+                            return runs.ms;
+                          }});
+  }
+  RoundsOptions ro = options;
+  if (ro.threads <= 0) ro.threads = cells[0]->m.threads;
+  trace("rounds begin");
+  RoundsResult r = runRounds(contenders, ro);
+  trace("rounds end");
+  for (size_t k = 0; k < cells.size(); ++k) {
+    Measurement& m = cells[k]->m;
+    m.samplesMs = r.keptSamples(k);
+    m.roundSizes = r.keptBlockSizes(k);
+    m.group = group;
+    m.contention = r.medianContention;
+    m.stopReason = r.stopReason;
+    metrics::SummaryOptions so;
+    so.seed = options.seed;
+    m.summary = metrics::summarize(m.samplesMs, so);
+    // Resampling whole rounds keeps drift between rounds in the interval, which resampling single runs hides;
+    // a machine that was not ours throughout is unstable however narrow the interval.
+    m.summary.medianCI = metrics::roundBootstrapMedianCI(m.samplesMs, m.roundSizes, options.seed);
+    m.summary.relHalfWidth = metrics::relativeHalfWidth(m.summary.medianCI, m.summary.median);
+    m.summary.unstable = m.summary.relHalfWidth > so.instabilityThreshold || r.contended;
+    recordProcessState(*cells[k]);
+  }
+  return r;
+}
+
+Measurement measure(const Graph& optimized, const Graph* reference, const MeasureOptions& o) {
+  std::vector<Tensor> expected;
+  if (o.checkOutputs && reference) expected = referenceOutputs(*reference, optimized, o.seed);
+  auto cell = prepare(optimized, o.checkOutputs && reference ? &expected : nullptr, o);
+  measureBurst(*cell);
+  return cell->m;
 }
 
 }  // namespace friction::bench

@@ -1,13 +1,21 @@
 // The measurement protocol (../shared/design.md, docs/metrics.md), shared by
-// bench, ablate and sweep: compile once, warm up, repeat until the
-// repetition count, the time budget, or the adaptive CI target is reached,
-// and check the outputs against the reference interpreter.
+// bench, ablate and sweep. A cell is prepared first (compiled, warmed up, its
+// outputs checked against the reference interpreter); then it is timed,
+// either alone in one burst (`bench` of one configuration: repeat until the
+// repetition count, the time budget, or the adaptive CI target is reached)
+// or with the cells it will be compared with in interleaved rounds
+// (benchmarks/Rounds.h: ablate, sweep, bench --compare). Nothing else runs
+// once timing has begun: checks and compiles of every cell come first.
 #pragma once
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "benchmarks/Rounds.h"
 #include "benchmarks/metrics/Stats.h"
 #include "ir/Graph.h"
+#include "runtime/Backend.h"
 
 namespace friction::bench {
 
@@ -36,10 +44,49 @@ struct Measurement {
   std::string executor;           // the backend's description: vendor version and settings
   int64_t interpNodes = -1;       // CompiledModel::interpNodes(): nodes on the interpreter, -1 unknown
   std::string profile;            // the backend's per-step profile (empty unless it was asked for one)
+  // Measured in interleaved rounds: the sample count of each kept round (samplesMs holds the rounds' blocks
+  // one after another), the comparison group the rounds were shared with, and the median contention of the
+  // rounds' calibration (Rounds.h). Empty, "" and 0 for a single burst.
+  std::vector<size_t> roundSizes;
+  std::string group;
+  double contention = 0;
 };
 
-// Measures `optimized` (a graph with a bound batch); `reference`, when given,
-// is the unoptimized graph whose interpreter outputs are the oracle.
+// A cell ready to time: compiled, warmed up and checked; the model stays resident (a bridge's worker alive)
+// until the cell is destroyed. `m` holds what is known before timing (compile time, executor, errors).
+struct PreparedCell {
+  std::string label;
+  MeasureOptions options;
+  std::vector<Tensor> inputs;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<CompiledModel> compiled;
+  Measurement m;
+};
+
+// The interpreter's outputs of the unoptimized `reference` on the inputs every cell of `optimized`'s
+// signature is measured with (seededInputs(optimized, seed)): computed once, shared by a group's checks.
+std::vector<Tensor> referenceOutputs(const Graph& reference, const Graph& optimized, uint64_t seed);
+
+// Compiles `optimized` (a graph with a bound batch; it must outlive the cell) on options.backend, runs the
+// warm-up, and compares the outputs with `expected` (nullptr or options.checkOutputs off: not checked).
+std::unique_ptr<PreparedCell> prepare(const Graph& optimized, const std::vector<Tensor>* expected,
+                                      const MeasureOptions& options, const std::string& label = "");
+
+// Times a prepared cell alone, in one burst.
+void measureBurst(PreparedCell& cell);
+
+// Times the cells together in interleaved rounds and fills each cell's measurement from the kept rounds:
+// its samples, summary (median of all samples, CI by resampling whole rounds), stop reason, round sizes and
+// contention; `group` names the comparison. The cells must share a thread setting.
+RoundsResult measureInRounds(const std::vector<PreparedCell*>& cells, const RoundsOptions& options,
+                             const std::string& group);
+
+// prepare + measureBurst: `reference`, when given, is the unoptimized graph whose interpreter outputs are the
+// oracle.
 Measurement measure(const Graph& optimized, const Graph* reference, const MeasureOptions& options);
+
+// Every phase of the protocol as it happens ("compile LABEL", "check LABEL", "rounds begin", "block LABEL",
+// "rounds end"), for tests that check nothing else runs inside a measurement; empty: off.
+void setProtocolTrace(std::function<void(const std::string& event)> trace);
 
 }  // namespace friction::bench

@@ -33,13 +33,35 @@ CREATE TABLE IF NOT EXISTS measurements (
   samples_json TEXT NOT NULL,
   cpu_model TEXT NOT NULL, cpu_cores INTEGER NOT NULL, cpu_flags TEXT NOT NULL,
   git_revision TEXT NOT NULL, tool_version TEXT NOT NULL, libraries TEXT NOT NULL,
-  executor TEXT NOT NULL DEFAULT '', internal_timing INTEGER NOT NULL DEFAULT 0);
+  executor TEXT NOT NULL DEFAULT '', internal_timing INTEGER NOT NULL DEFAULT 0,
+  group_key TEXT NOT NULL DEFAULT '', round_sizes_json TEXT NOT NULL DEFAULT '[]', contention REAL);
 CREATE INDEX IF NOT EXISTS measurements_experiment ON measurements (experiment);
 CREATE TABLE IF NOT EXISTS attributions (
   experiment TEXT NOT NULL, model TEXT NOT NULL, backend TEXT NOT NULL, batch INTEGER NOT NULL,
   method TEXT NOT NULL, pass TEXT NOT NULL, value_ms REAL NOT NULL, stderr_ms REAL NOT NULL,
+  ci_low_ms REAL, ci_high_ms REAL,
   PRIMARY KEY (experiment, model, backend, batch, method, pass));
+CREATE TABLE IF NOT EXISTS rounds (
+  group_key TEXT NOT NULL, round INTEGER NOT NULL, order_json TEXT NOT NULL, start_s REAL NOT NULL,
+  calibration_serial_ms REAL NOT NULL, calibration_parallel_ms REAL NOT NULL, load_avg REAL NOT NULL,
+  slow INTEGER NOT NULL, dropped INTEGER NOT NULL, PRIMARY KEY (group_key, round));
 )";
+
+// Version 2 -> 3: the interleaved rounds (group, round sizes, contention, the rounds table) and attribution CIs.
+const char* kUpgradeFrom2 = R"(
+ALTER TABLE measurements ADD COLUMN group_key TEXT NOT NULL DEFAULT '';
+ALTER TABLE measurements ADD COLUMN round_sizes_json TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE measurements ADD COLUMN contention REAL;
+ALTER TABLE attributions ADD COLUMN ci_low_ms REAL;
+ALTER TABLE attributions ADD COLUMN ci_high_ms REAL;
+UPDATE meta SET value = '3' WHERE key = 'schema_version';
+)";
+
+// The measurement columns, in the order add() binds them and mergeFrom copies them.
+const char* kMeasurementColumns = R"(cell_key, experiment, model, model_hash, backend, batch, passes,
+    config_json, threads, n, median_ms, p10_ms, p90_ms, ci_low_ms, ci_high_ms, unstable, stop_reason, compile_ms,
+    peak_rss_kb, max_abs_error, max_rel_error, samples_json, cpu_model, cpu_cores, cpu_flags, git_revision,
+    tool_version, libraries, executor, internal_timing, group_key, round_sizes_json, contention)";
 
 // Prepared statement with RAII finalize.
 struct Stmt {
@@ -93,10 +115,15 @@ ResultsStore::ResultsStore(const std::string& path) : path_(path) {
   sqlite3_busy_timeout(db_, 10000);
   try {
     exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+    int v = 0;
+    exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+    {
+      Stmt get(db_, "SELECT value FROM meta WHERE key = 'schema_version'");
+      if (sqlite3_step(get.s) == SQLITE_ROW) v = std::stoi(get.colText(0));
+    }
+    if (v == 2) inTransaction([&] { exec(kUpgradeFrom2); }), v = 3;
     exec(kSchema);
-    Stmt get(db_, "SELECT value FROM meta WHERE key = 'schema_version'");
-    if (sqlite3_step(get.s) == SQLITE_ROW) {
-      int v = std::stoi(get.colText(0));
+    if (v != 0) {
       FRICTION_CHECK(v == kSchemaVersion, "results store '" + path + "' has schema version " + std::to_string(v) +
                                               ", this friction writes version " + std::to_string(kSchemaVersion));
     } else {
@@ -130,6 +157,15 @@ std::string CellRecord::key(int threads) const {
          std::to_string(threads);
 }
 
+void markAAControl(CellRecord& twin) {
+  twin.cellKey += kAASuffix;
+  auto cfg = nlohmann::json::parse(twin.configJson.empty() ? "{}" : twin.configJson);
+  cfg["control"] = "A/A";
+  twin.configJson = cfg.dump();
+}
+
+bool isAAControl(const CellRecord& r) { return r.cellKey.ends_with(kAASuffix); }
+
 bool ResultsStore::hasCell(const std::string& cellKey) const {
   Stmt q(db_, "SELECT 1 FROM measurements WHERE cell_key = ?");
   q.text(1, cellKey);
@@ -137,10 +173,9 @@ bool ResultsStore::hasCell(const std::string& cellKey) const {
 }
 
 void ResultsStore::add(const CellRecord& r, const Fingerprint& fp) {
-  Stmt q(db_, R"(INSERT OR REPLACE INTO measurements (cell_key, experiment, model, model_hash, backend, batch, passes,
-    config_json, threads, n, median_ms, p10_ms, p90_ms, ci_low_ms, ci_high_ms, unstable, stop_reason, compile_ms,
-    peak_rss_kb, max_abs_error, max_rel_error, samples_json, cpu_model, cpu_cores, cpu_flags, git_revision,
-    tool_version, libraries, executor, internal_timing) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?))");
+  std::string sql = std::string("INSERT OR REPLACE INTO measurements (") + kMeasurementColumns + ") VALUES (?";
+  for (int k = 1; k < 33; ++k) sql += ",?";
+  Stmt q(db_, (sql + ")").c_str());
   const Measurement& m = r.m;
   int i = 1;
   q.text(i++, r.cellKey), q.text(i++, r.experiment), q.text(i++, r.model), q.text(i++, r.modelHash);
@@ -154,13 +189,16 @@ void ResultsStore::add(const CellRecord& r, const Fingerprint& fp) {
   q.text(i++, nlohmann::json(m.samplesMs).dump()), q.text(i++, fp.cpuModel), q.integer(i++, fp.cores);
   q.text(i++, fp.cpuFlags), q.text(i++, fp.gitRevision), q.text(i++, fp.toolVersion), q.text(i++, fp.libraries);
   q.text(i++, m.executor), q.integer(i++, m.internalTiming);
+  q.text(i++, m.group), q.text(i++, nlohmann::json(m.roundSizes).dump());
+  if (m.contention > 0) q.real(i, m.contention);
   FRICTION_CHECK(sqlite3_step(q.s) == SQLITE_DONE, "results store '" + path_ + "': " + sqlite3_errmsg(db_));
 }
 
 std::vector<CellRecord> ResultsStore::cells(const std::string& experimentPrefix, bool withSamples) const {
   Stmt q(db_, R"(SELECT cell_key, experiment, model, model_hash, backend, batch, passes, config_json, threads,
     median_ms, p10_ms, p90_ms, ci_low_ms, ci_high_ms, unstable, stop_reason, compile_ms, peak_rss_kb,
-    max_abs_error, max_rel_error, CASE WHEN ? THEN samples_json ELSE '' END, n, executor, internal_timing FROM measurements
+    max_abs_error, max_rel_error, CASE WHEN ? THEN samples_json ELSE '' END, n, executor, internal_timing, group_key,
+    round_sizes_json, contention FROM measurements
     WHERE experiment LIKE ? || '%' ORDER BY id)");
   q.integer(1, withSamples);
   q.text(2, experimentPrefix);
@@ -186,6 +224,8 @@ std::vector<CellRecord> ResultsStore::cells(const std::string& experimentPrefix,
     i++;
     m.summary.n = size_t(sqlite3_column_int64(q.s, i++));
     m.executor = q.colText(i++), m.internalTiming = sqlite3_column_int(q.s, i++);
+    m.group = q.colText(i++), m.roundSizes = nlohmann::json::parse(q.colText(i++)).get<std::vector<size_t>>();
+    m.contention = sqlite3_column_double(q.s, i++);
     out.push_back(std::move(r));
   }
   return out;
@@ -199,12 +239,12 @@ std::vector<double> ResultsStore::samplesOf(const std::string& cellKey) const {
 }
 
 void ResultsStore::inTransaction(const std::function<void()>& f) {
-  exec("BEGIN");
+  exec("SAVEPOINT friction_tx");  // a savepoint, so transactions nest (a sweep group's cells and its rounds)
   try {
     f();
-    exec("COMMIT");
+    exec("RELEASE friction_tx");
   } catch (...) {
-    exec("ROLLBACK");
+    exec("ROLLBACK TO friction_tx; RELEASE friction_tx");
     throw;
   }
 }
@@ -213,23 +253,62 @@ void ResultsStore::setAttributions(const std::vector<AttributionRecord>& rows) {
   inTransaction([&] {
     for (const auto& r : rows) {
       Stmt q(db_, R"(INSERT OR REPLACE INTO attributions (experiment, model, backend, batch, method, pass, value_ms,
-        stderr_ms) VALUES (?,?,?,?,?,?,?,?))");
+        stderr_ms, ci_low_ms, ci_high_ms) VALUES (?,?,?,?,?,?,?,?,?,?))");
       q.text(1, r.experiment), q.text(2, r.model), q.text(3, r.backend), q.integer(4, r.batch);
       q.text(5, r.method), q.text(6, r.pass), q.real(7, r.valueMs), q.real(8, r.stdErrMs);
+      if (r.hasCI()) q.real(9, r.ciLowMs), q.real(10, r.ciHighMs);
       FRICTION_CHECK(sqlite3_step(q.s) == SQLITE_DONE, "results store '" + path_ + "': " + sqlite3_errmsg(db_));
     }
   });
 }
 
 std::vector<AttributionRecord> ResultsStore::attributions() const {
-  Stmt q(db_, "SELECT experiment, model, backend, batch, method, pass, value_ms, stderr_ms FROM attributions "
-              "ORDER BY experiment, model, backend, batch, method, rowid");
+  Stmt q(db_, "SELECT experiment, model, backend, batch, method, pass, value_ms, stderr_ms, ci_low_ms, ci_high_ms "
+              "FROM attributions ORDER BY experiment, model, backend, batch, method, rowid");
   std::vector<AttributionRecord> out;
   while (sqlite3_step(q.s) == SQLITE_ROW) {
     AttributionRecord r;
     r.experiment = q.colText(0), r.model = q.colText(1), r.backend = q.colText(2);
     r.batch = sqlite3_column_int64(q.s, 3), r.method = q.colText(4), r.pass = q.colText(5);
     r.valueMs = sqlite3_column_double(q.s, 6), r.stdErrMs = sqlite3_column_double(q.s, 7);
+    if (sqlite3_column_type(q.s, 8) != SQLITE_NULL)
+      r.ciLowMs = sqlite3_column_double(q.s, 8), r.ciHighMs = sqlite3_column_double(q.s, 9);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+void ResultsStore::setRounds(const std::string& group, const RoundsResult& r) {
+  inTransaction([&] {
+    Stmt del(db_, "DELETE FROM rounds WHERE group_key = ?");
+    del.text(1, group);
+    FRICTION_CHECK(sqlite3_step(del.s) == SQLITE_DONE, "results store '" + path_ + "': " + sqlite3_errmsg(db_));
+    for (size_t k = 0; k < r.rounds.size(); ++k) {
+      const RoundRecord& rr = r.rounds[k];
+      std::vector<std::string> order;
+      for (size_t c : rr.order) order.push_back(r.labels[c]);
+      Stmt q(db_, R"(INSERT INTO rounds (group_key, round, order_json, start_s, calibration_serial_ms,
+        calibration_parallel_ms, load_avg, slow, dropped) VALUES (?,?,?,?,?,?,?,?,?))");
+      q.text(1, group), q.integer(2, int64_t(k)), q.text(3, nlohmann::json(order).dump()), q.real(4, rr.startSeconds);
+      q.real(5, rr.calibration.serialMs), q.real(6, rr.calibration.parallelMs), q.real(7, rr.loadAverage);
+      q.integer(8, rr.slow), q.integer(9, rr.dropped);
+      FRICTION_CHECK(sqlite3_step(q.s) == SQLITE_DONE, "results store '" + path_ + "': " + sqlite3_errmsg(db_));
+    }
+  });
+}
+
+std::vector<RoundRow> ResultsStore::rounds(const std::string& groupPrefix) const {
+  Stmt q(db_, R"(SELECT group_key, round, order_json, start_s, calibration_serial_ms, calibration_parallel_ms, load_avg,
+    slow, dropped FROM rounds WHERE group_key LIKE ? || '%' ORDER BY group_key, round)");
+  q.text(1, groupPrefix);
+  std::vector<RoundRow> out;
+  while (sqlite3_step(q.s) == SQLITE_ROW) {
+    RoundRow r;
+    r.group = q.colText(0), r.round = sqlite3_column_int64(q.s, 1);
+    r.order = nlohmann::json::parse(q.colText(2)).get<std::vector<std::string>>();
+    r.startSeconds = sqlite3_column_double(q.s, 3), r.serialCalibrationMs = sqlite3_column_double(q.s, 4);
+    r.parallelCalibrationMs = sqlite3_column_double(q.s, 5), r.loadAverage = sqlite3_column_double(q.s, 6);
+    r.slow = sqlite3_column_int(q.s, 7), r.dropped = sqlite3_column_int(q.s, 8);
     out.push_back(std::move(r));
   }
   return out;
@@ -243,15 +322,10 @@ void ResultsStore::mergeFrom(const std::string& otherPath) {
   try {
     // Columns are listed by name so the id column is renumbered here.
     exec(R"(BEGIN;
-      INSERT OR IGNORE INTO measurements (cell_key, experiment, created_at, model, model_hash, backend, batch, passes,
-        config_json, threads, n, median_ms, p10_ms, p90_ms, ci_low_ms, ci_high_ms, unstable, stop_reason, compile_ms,
-        peak_rss_kb, max_abs_error, max_rel_error, samples_json, cpu_model, cpu_cores, cpu_flags, git_revision,
-        tool_version, libraries, executor, internal_timing)
-      SELECT cell_key, experiment, created_at, model, model_hash, backend, batch, passes, config_json, threads, n,
-        median_ms, p10_ms, p90_ms, ci_low_ms, ci_high_ms, unstable, stop_reason, compile_ms, peak_rss_kb,
-        max_abs_error, max_rel_error, samples_json, cpu_model, cpu_cores, cpu_flags, git_revision, tool_version,
-        libraries, executor, internal_timing FROM other.measurements;
+      INSERT OR IGNORE INTO measurements (created_at, )" + std::string(kMeasurementColumns) + R"()
+      SELECT created_at, )" + kMeasurementColumns + R"( FROM other.measurements;
       INSERT OR IGNORE INTO attributions SELECT * FROM other.attributions;
+      INSERT OR IGNORE INTO rounds SELECT * FROM other.rounds;
       COMMIT;)");
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);

@@ -3,6 +3,7 @@
 // sweep or ablation loses nothing already measured, and `hasCell` lets a
 // resumed one skip finished cells.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -16,7 +17,7 @@ struct sqlite3;
 
 namespace friction::bench {
 
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;  // 2 is upgraded in place when opened
 
 // Where a measurement was taken: recorded in every row.
 struct Fingerprint {
@@ -38,12 +39,33 @@ struct CellRecord {
   std::string key(int threads) const;
 };
 
+// The A/A control: a cell measured a second time, as its own program, beside the original in the same rounds.
+// Its key is the original's with "|A/A" appended and its config_json says "control": "A/A"; the report compares
+// the two and keeps the twin out of every other table.
+void markAAControl(CellRecord& twin);
+bool isAAControl(const CellRecord& r);
+constexpr const char* kAASuffix = "|A/A";
+
 // A pass's attributed latency for one model/backend/batch ("loo", "aoi",
 // "shapley", or "interaction" with pass = "a|b").
+// Measured in interleaved rounds, the value is the median over rounds of the per-round attribution and
+// [ciLowMs, ciHighMs] its bootstrap CI over rounds (NaN: not known, e.g. a store of schema version 2).
 struct AttributionRecord {
   std::string experiment, model, backend, method, pass;
   int64_t batch = 1;
   double valueMs = 0, stdErrMs = 0;
+  double ciLowMs = std::nan(""), ciHighMs = std::nan("");
+  bool hasCI() const { return !std::isnan(ciLowMs) && !std::isnan(ciHighMs); }
+  bool measurable() const { return !hasCI() || ciLowMs > 0 || ciHighMs < 0; }  // the CI excludes 0
+};
+
+// One round of an interleaved measurement (Rounds.h), for the comparison group its cells name.
+struct RoundRow {
+  std::string group;
+  int64_t round = 0;
+  std::vector<std::string> order;  // the cells' labels in timing order
+  double startSeconds = 0, serialCalibrationMs = 0, parallelCalibrationMs = 0, loadAverage = -1;
+  bool slow = false, dropped = false;
 };
 
 class ResultsStore {
@@ -57,7 +79,7 @@ class ResultsStore {
   bool hasCell(const std::string& cellKey) const;
   // Inserts (or, for the same key, replaces) one row and commits it.
   void add(const CellRecord& r, const Fingerprint& fp);
-  // Runs `f` (e.g. many add() calls) as one transaction: for bulk imports, not for measurements.
+  // Runs `f` (e.g. many add() calls) as one transaction (nestable): bulk imports, a sweep group's cells.
   void inTransaction(const std::function<void()>& f);
   // Rows whose experiment starts with the prefix. Without `withSamples` the raw
   // samples are left out (m.samplesMs empty; summary.n still set): much faster
@@ -67,6 +89,9 @@ class ResultsStore {
   // Replaces the attribution rows of (experiment, model, backend, batch, method) with `rows`.
   void setAttributions(const std::vector<AttributionRecord>& rows);
   std::vector<AttributionRecord> attributions() const;
+  // Replaces the round rows of `group` with `r`'s rounds.
+  void setRounds(const std::string& group, const RoundsResult& r);
+  std::vector<RoundRow> rounds(const std::string& groupPrefix = "") const;
   // Copies every measurement and attribution of another store that this one lacks (same schema version).
   void mergeFrom(const std::string& otherPath);
 

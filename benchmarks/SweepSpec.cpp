@@ -1,5 +1,6 @@
 #include "benchmarks/SweepSpec.h"
 
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -48,9 +49,11 @@ std::vector<SweepExecutor> executorsOf(const toml::table& spec, const std::strin
 }
 
 SweepSpec fromTable(const toml::table& t, const std::string& source) {
-  static const std::set<std::string> known = {"name",    "models", "depths",      "batches", "backends",
-                                              "configs", "reps",   "warmup",      "target_ci",
-                                              "max_seconds", "threads", "seed", "check", "executors"};
+  static const std::set<std::string> known = {
+      "name",   "models",     "depths",    "batches",        "backends",   "configs",   "reps",
+      "warmup", "target_ci",  "max_seconds", "threads",      "seed",       "check",     "executors",
+      "rounds", "min_rounds", "reps_per_round", "block_ms", "order",      "repeat_slow_rounds", "aa_control",
+      "group_by"};
   for (const auto& [k, v] : t)
     FRICTION_CHECK(known.count(std::string(k.str())), source + ": unknown key '" + std::string(k.str()) + "'");
   SweepSpec s;
@@ -65,11 +68,29 @@ SweepSpec fromTable(const toml::table& t, const std::string& source) {
   MeasureOptions& mo = s.measure;
   mo.reps = int(t["reps"].value_or(int64_t(10)));
   mo.warmup = int(t["warmup"].value_or(int64_t(2)));
-  mo.targetRelCI = t["target_ci"].value_or(0.0);
-  mo.maxSeconds = t["max_seconds"].value_or(30.0);
   mo.threads = int(t["threads"].value_or(int64_t(0)));
   mo.seed = uint64_t(t["seed"].value_or(int64_t(0)));
   mo.checkOutputs = t["check"].value_or(true);
+  RoundsOptions& ro = s.rounds;
+  ro.rounds = int(t["rounds"].value_or(int64_t(ro.rounds)));
+  ro.minRounds = int(t["min_rounds"].value_or(int64_t(ro.minRounds)));
+  ro.repsPerRound = int(t["reps_per_round"].value_or(int64_t(0)));
+  ro.blockMs = t["block_ms"].value_or(ro.blockMs);
+  ro.targetRelCI = t["target_ci"].value_or(0.0);
+  ro.repeatSlowRounds = t["repeat_slow_rounds"].value_or(false);
+  ro.seed = mo.seed;
+  ro.threads = mo.threads;
+  FRICTION_CHECK(ro.rounds > 0 && ro.minRounds > 0 && ro.repsPerRound >= 0 && ro.blockMs > 0,
+                 source + ": rounds, min_rounds and block_ms must be positive, reps_per_round not negative");
+  std::string order = t["order"].value_or(std::string("shuffled"));
+  FRICTION_CHECK(order == "shuffled" || order == "fixed" || order == "sequential",
+                 source + ": order must be shuffled, fixed or sequential, not '" + order + "'");
+  ro.order = order == "shuffled" ? RoundOrder::Shuffled : order == "fixed" ? RoundOrder::Fixed : RoundOrder::Sequential;
+  s.maxSecondsPerCell = t["max_seconds"].value_or(30.0);
+  s.groupBy = t["group_by"].value_or(s.groupBy);
+  FRICTION_CHECK(s.groupBy == "depth-batch" || s.groupBy == "model-batch",
+                 source + ": group_by must be depth-batch or model-batch, not '" + s.groupBy + "'");
+  s.aaControl = t["aa_control"].value_or(false);
 
   // Bad configurations, unknown backends and backend options are refused before anything is measured.
   if (s.executors.empty()) {
@@ -87,11 +108,13 @@ std::string parseErrorMessage(const toml::parse_error& e, const std::string& sou
 }
 
 // Zoo models get each depth as their last knob (replacing a depth they have); files are taken as they are.
-std::vector<std::string> modelsAtDepths(const std::vector<std::string>& models, const std::vector<int64_t>& depths) {
-  std::vector<std::string> expanded;
+// Each model with its depth ("-" for none).
+std::vector<std::pair<std::string, std::string>> modelsAtDepths(const std::vector<std::string>& models,
+                                                                const std::vector<int64_t>& depths) {
+  std::vector<std::pair<std::string, std::string>> expanded;
   for (const auto& m : models) {
     if (depths.empty() || m.rfind("zoo:", 0) != 0) {
-      expanded.push_back(m);
+      expanded.push_back({m, "-"});
       continue;
     }
     Spec base = Spec::parse(m, "model");
@@ -99,7 +122,7 @@ std::vector<std::string> modelsAtDepths(const std::vector<std::string>& models, 
     for (int64_t d : depths) {
       Spec deep = base;
       deep.set("depth", std::to_string(d));
-      expanded.push_back(deep.print());
+      expanded.push_back({deep.print(), std::to_string(d)});
     }
   }
   return expanded;
@@ -142,17 +165,32 @@ PipelineOptions parseSweepConfig(const std::string& c) {
 
 std::vector<SweepCell> SweepSpec::expandCells() const {
   std::vector<SweepCell> cells;
-  for (const auto& m : modelsAtDepths(models, depths)) {
+  for (const auto& [m, depth] : modelsAtDepths(models, depths)) {
+    auto cell = [&](const std::string& backend, const std::string& config, int64_t batch) {
+      std::string group = (groupBy == "model-batch" ? m : "d" + depth) + "|b" + std::to_string(batch);
+      cells.push_back({m, backend, config, batch, group});
+    };
     if (executors.empty()) {
       for (const auto& b : backends)
         for (int64_t batch : batches)
-          for (const auto& c : configs) cells.push_back({m, b, c, batch});
+          for (const auto& c : configs) cell(b, c, batch);
     } else {
       for (const auto& e : executors)
-        for (int64_t batch : batches) cells.push_back({m, e.backend, e.config, batch});
+        for (int64_t batch : batches) cell(e.backend, e.config, batch);
     }
   }
   return cells;
+}
+
+std::vector<SweepGroup> SweepSpec::expandGroups() const {
+  std::vector<SweepGroup> groups;
+  std::map<std::string, size_t> index;
+  for (auto& c : expandCells()) {
+    auto [it, fresh] = index.emplace(c.group, groups.size());
+    if (fresh) groups.push_back({c.group, {}});
+    groups[it->second].cells.push_back(std::move(c));
+  }
+  return groups;
 }
 
 std::pair<size_t, size_t> parseShard(const std::string& text) {
@@ -161,10 +199,10 @@ std::pair<size_t, size_t> parseShard(const std::string& text) {
   return {std::stoul(m[1]), std::stoul(m[2])};
 }
 
-std::vector<SweepCell> shardCells(const std::vector<SweepCell>& cells, size_t index, size_t count) {
+std::vector<SweepGroup> shardGroups(const std::vector<SweepGroup>& groups, size_t index, size_t count) {
   FRICTION_CHECK(count > 0 && index < count, "--shard i/n needs 0 <= i < n");
-  std::vector<SweepCell> mine;
-  for (size_t i = index; i < cells.size(); i += count) mine.push_back(cells[i]);
+  std::vector<SweepGroup> mine;
+  for (size_t i = index; i < groups.size(); i += count) mine.push_back(groups[i]);
   return mine;
 }
 

@@ -1,5 +1,7 @@
 #include "benchmarks/metrics/Ranking.h"
 
+#include "benchmarks/metrics/Paired.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -80,10 +82,23 @@ RankingComparison compareRankings(const std::vector<RankedItem>& items, const Ra
   rc.rankA = ranksByValue(rc.mediansA);
   rc.rankB = ranksByValue(rc.mediansB);
   rc.kendallTau = kendallTauB(rc.mediansA, rc.mediansB);
+  auto paired = [&](auto rounds) {
+    return std::all_of(items.begin(), items.end(),
+                       [&](const RankedItem& it) { return !(it.*rounds).empty() && (it.*rounds).size() == (items[0].*rounds).size(); });
+  };
+  bool pairedA = paired(&RankedItem::roundsA), pairedB = paired(&RankedItem::roundsB);
+  auto ratio = [&](bool usePairs, const std::vector<double>& ri, const std::vector<double>& rj, double medianRatio,
+                   const std::vector<double>& bi, const std::vector<double>& bj, uint64_t stream) {
+    if (!usePairs) return ratioFromBootstrap(medianRatio, bi, bj, o.confidence);
+    PairedRatio p = pairedRatio(ri, rj, mixSeed(o.seed, stream), o.resamples, o.confidence);
+    return RatioCI{p.ratio, p.ci, p.direction};
+  };
   for (size_t i = 0; i < n; ++i)
     for (size_t j = i + 1; j < n; ++j) {
-      RatioCI a = ratioFromBootstrap(rc.mediansA[i] / rc.mediansA[j], bootA[i], bootA[j], o.confidence);
-      RatioCI b = ratioFromBootstrap(rc.mediansB[i] / rc.mediansB[j], bootB[i], bootB[j], o.confidence);
+      uint64_t stream = 2 * (n + i * n + j);
+      RatioCI a = ratio(pairedA, items[i].roundsA, items[j].roundsA, rc.mediansA[i] / rc.mediansA[j], bootA[i], bootA[j], stream);
+      RatioCI b = ratio(pairedB, items[i].roundsB, items[j].roundsB, rc.mediansB[i] / rc.mediansB[j], bootB[i], bootB[j],
+                        stream + 1);
       if (a.direction != 0 && b.direction == -a.direction) rc.inversions.push_back({i, j, a, b});
     }
   return rc;

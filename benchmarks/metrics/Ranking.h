@@ -32,9 +32,14 @@ struct RankedItem {
   std::string name;
   std::vector<double> samplesA;  // latencies (ms) under condition A
   std::vector<double> samplesB;  // latencies (ms) under condition B
+  // Per-round values (Paired.h) when every item of a condition was measured in the same interleaved rounds;
+  // then that condition's pair ratios are paired round by round (pairedRatio). Empty: independent samples.
+  std::vector<double> roundsA, roundsB;
 };
 
-// Pair (i, j), i < j, inverted: both ratio CIs exclude 1 and point in opposite directions.
+// Pair (i, j), i < j, inverted: both ratio CIs exclude 1 and point in opposite directions. Under a condition
+// with rounds, the ratio is the paired one (exp of the median per-round log ratio) and its CI resamples rounds;
+// otherwise the ratio of medians with independent bootstraps (medianRatioCI).
 struct InvertedPair {
   size_t i = 0, j = 0;
   RatioCI underA;  // median_A(i) / median_A(j)

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "benchmarks/metrics/Paired.h"
 #include "benchmarks/metrics/Ranking.h"
 #include "benchmarks/metrics/Scaling.h"
 #include "ir/Error.h"
@@ -76,12 +77,27 @@ using CellPair = std::pair<const CellRecord*, const CellRecord*>;
 // significantly (docs/metrics.md, "Ranking inversions"), on the raw samples. Null with fewer than two models.
 json compareModels(const std::map<std::string, CellPair>& models, const ResultsStore& store) {
   std::vector<metrics::RankedItem> items;
+  std::vector<CellPair> pairs;
   for (const auto& [model, pair] : models)
-    if (pair.first && pair.second)
-      items.push_back({model, store.samplesOf(pair.first->cellKey), store.samplesOf(pair.second->cellKey)});
+    if (pair.first && pair.second) {
+      items.push_back({model, store.samplesOf(pair.first->cellKey), store.samplesOf(pair.second->cellKey), {}, {}});
+      pairs.push_back(pair);
+    }
   if (items.size() < 2) return nullptr;
+  // A condition whose cells were all measured in one group's rounds is compared pair by pair, round by round.
+  auto sameRounds = [&](auto side) {
+    return std::all_of(pairs.begin(), pairs.end(), [&](const CellPair& p) {
+      const Measurement& m = (p.*side)->m;
+      return !m.roundSizes.empty() && m.group == (pairs[0].*side)->m.group;
+    });
+  };
+  bool pairedA = sameRounds(&CellPair::first), pairedB = sameRounds(&CellPair::second);
+  for (size_t k = 0; k < items.size(); ++k) {
+    if (pairedA) items[k].roundsA = metrics::blockMedians(items[k].samplesA, pairs[k].first->m.roundSizes);
+    if (pairedB) items[k].roundsB = metrics::blockMedians(items[k].samplesB, pairs[k].second->m.roundSizes);
+  }
   auto r = metrics::compareRankings(items);
-  json j{{"kendall_tau", r.kendallTau}, {"inversions", json::array()}};
+  json j{{"kendall_tau", r.kendallTau}, {"inversions", json::array()}, {"paired_a", pairedA}, {"paired_b", pairedB}};
   for (size_t i = 0; i < items.size(); ++i)
     j["items"].push_back({{"name", items[i].name}, {"median_a_ms", r.mediansA[i]}, {"median_b_ms", r.mediansB[i]},
                           {"rank_a", r.rankA[i]}, {"rank_b", r.rankB[i]}});
@@ -230,6 +246,31 @@ std::string chooseReference(const json& execs, std::string reference) {
   return reference;
 }
 
+// The A/A controls (ResultsStore.h): each twin against its original, paired over their rounds, and the share
+// of controls whose CI excludes 1 (the protocol's observed false-difference rate).
+json aaControls(const Cells& all, const ResultsStore& store) {
+  std::map<std::string, const CellRecord*> byKey;
+  for (const auto& c : all) byKey[c.cellKey] = &c;
+  json rows = json::array();
+  size_t differences = 0;
+  for (const auto& twin : all) {
+    if (!isAAControl(twin)) continue;
+    auto it = byKey.find(twin.cellKey.substr(0, twin.cellKey.size() - std::string(kAASuffix).size()));
+    if (it == byKey.end() || twin.m.roundSizes.empty() || twin.m.roundSizes.size() != it->second->m.roundSizes.size())
+      continue;
+    auto p = metrics::pairedRatio(metrics::blockMedians(store.samplesOf(twin.cellKey), twin.m.roundSizes),
+                                  metrics::blockMedians(store.samplesOf(it->first), it->second->m.roundSizes));
+    differences += p.direction != 0;
+    rows.push_back({{"model", twin.model}, {"backend", twin.backend}, {"batch", twin.batch}, {"group", twin.m.group},
+                    {"ratio", p.ratio}, {"ci", {p.ci.low, p.ci.high}}, {"false_difference", p.direction != 0}});
+  }
+  size_t within3 = 0;
+  for (const auto& r : rows) within3 += std::abs(r["ratio"].get<double>() - 1) <= 0.03;
+  return {{"controls", rows}, {"count", rows.size()},
+          {"false_difference_rate", rows.empty() ? json(nullptr) : json(double(differences) / double(rows.size()))},
+          {"within_3_percent", rows.empty() ? json(nullptr) : json(double(within3) / double(rows.size()))}};
+}
+
 }  // namespace
 
 // "all-off", "default", or the difference from the default ("-fuse-epilogues").
@@ -264,7 +305,10 @@ DepthVariant depthVariant(const std::string& model) {
 
 std::string executorName(const std::string& backend, const std::string& config) { return backend + "|" + config; }
 
-json reportData(const Cells& cells, const ResultsStore& store, const std::string& requestedReference) {
+json reportData(const Cells& allCells, const ResultsStore& store, const std::string& requestedReference) {
+  Cells cells;  // everything but the A/A twins, which only the A/A section reads
+  std::copy_if(allCells.begin(), allCells.end(), std::back_inserter(cells), [](const CellRecord& c) { return !isAAControl(c); });
+  FRICTION_CHECK(!cells.empty(), "the store holds only A/A controls");
   CellLabels labels;
   json series = batchSeries(cells, labels);
   auto depth = depthSeries(cells, labels);
@@ -273,11 +317,14 @@ json reportData(const Cells& cells, const ResultsStore& store, const std::string
   json execRankings = executorRankings(cells, labels, reference, execs, store);
   json data{{"measurements", cells.size()}, {"series", series},
             {"rankings", rankings(cells, labels.def, store)}, {"depth", depthScaling(depth)},
-            {"reference", reference}, {"executors", execs}, {"executor_rankings", execRankings}};
+            {"reference", reference}, {"executors", execs}, {"executor_rankings", execRankings},
+            {"aa", aaControls(allCells, store)}};
   for (const auto& r : store.attributions())
     data["attributions"].push_back({{"experiment", r.experiment}, {"model", r.model}, {"backend", r.backend},
                                     {"batch", r.batch}, {"method", r.method}, {"pass", r.pass},
-                                    {"value_ms", r.valueMs}, {"stderr_ms", r.stdErrMs}});
+                                    {"value_ms", r.valueMs}, {"stderr_ms", r.stdErrMs},
+                                    {"ci_ms", r.hasCI() ? json{r.ciLowMs, r.ciHighMs} : json(nullptr)},
+                                    {"measurable", r.measurable()}});
   data["machine"] = {{"threads", cells.front().m.threads}};
   return data;
 }

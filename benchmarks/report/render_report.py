@@ -74,17 +74,26 @@ def attribution_figures(data):
             groups[(a["model"], a["backend"], a["batch"], a["method"])].append(a)
     for (model, backend, batch, method), rows in groups.items():
         fig, ax = plt.subplots(figsize=(8, 0.35 * len(rows) + 1.2))
-        names = [r["pass"] for r in rows]
+        # A pass whose CI over rounds contains 0 has no measurable effect: shown grey, with its CI, not as a finding.
+        names = [r["pass"] if r.get("measurable", True) else r["pass"] + " (no measurable effect)" for r in rows]
         vals = [r["value_ms"] for r in rows]
-        errs = [r["stderr_ms"] for r in rows]
-        ax.barh(names, vals, xerr=errs if any(errs) else None, color=["tab:green" if v > 0 else "tab:red" for v in vals])
+        cis = [r.get("ci_ms") for r in rows]
+        if all(cis):
+            errs = [[max(0.0, v - c[0]) for v, c in zip(vals, cis)], [max(0.0, c[1] - v) for v, c in zip(vals, cis)]]
+        else:
+            errs = [r["stderr_ms"] for r in rows]
+            errs = errs if any(errs) else None
+        colors = ["tab:gray" if not r.get("measurable", True) else "tab:green" if v > 0 else "tab:red"
+                  for r, v in zip(rows, vals)]
+        ax.barh(names, vals, xerr=errs, capsize=3, color=colors)
         ax.axvline(0, color="black", linewidth=0.8)
         ax.invert_yaxis()
         ax.set_xlabel("ms")
         meaning = {"loo": "latency added when the pass is turned off",
                    "aoi": "latency change when only this pass is on",
                    "shapley": "Shapley value of latency (negative = the pass saves time)"}[method]
-        out.append(figure_html(fig, f"Pass attribution ({method}), {model} on {backend}, batch {batch}: {meaning}",
+        out.append(figure_html(fig, f"Pass attribution ({method}), {model} on {backend}, batch {batch}: {meaning}; "
+                                    "bars: median over interleaved rounds, whiskers: 95% CI over rounds",
                                left=0.4, bottom=0.1, top=0.95))
     inter = defaultdict(dict)
     for a in data.get("attributions", []) or []:
@@ -171,7 +180,7 @@ def inversion_table(data):
     rows = [[html.escape(r["backend"]), str(r["batch"])] + inversion_cells(i)
             for r in data.get("rankings", []) for i in r.get("inversions", [])]
     if not rows:
-        return "<p>No significant ranking inversions (both bootstrap CIs of the ratio of medians must exclude 1).</p>"
+        return "<p>No significant ranking inversions (both CIs of the pair's ratio must exclude 1).</p>"
     return table(["backend", "batch", "pair", "ratio all-off [95% CI]", "ratio default [95% CI]"], rows)
 
 
@@ -201,7 +210,9 @@ def executor_tables(data):
     if summary:
         out.append(f"<h3>Model rankings against {html.escape(ref)}</h3><p>Models are ranked at each batch and, for "
                    "zoo models with a depth knob, among models of the same depth. A pair is inverted only when both "
-                   "orderings are significant (bootstrap CI of the ratio of medians excludes 1).</p>")
+                   "orderings are significant: the CI of the pair's ratio excludes 1 under both executors (paired over "
+                   "rounds where both models were measured in the same rounds, else bootstrap of the ratio of "
+                   "medians).</p>")
         out.append(table(["executor", "significant inversions", "mean Kendall tau", "rankings averaged"], summary))
         rows = [[html.escape(r["executor"]), str(r["batch"]), num(r["depth"], "d")] + inversion_cells(i)
                 + [num(r["kendall_tau"], ".2f")] for r in data.get("executor_rankings", []) for i in r["inversions"]]
@@ -211,9 +222,27 @@ def executor_tables(data):
     return out
 
 
+def aa_section(data):
+    """The A/A controls: a program measured twice in the same rounds; how often the protocol calls them different."""
+    aa = data.get("aa") or {}
+    rows = aa.get("controls", [])
+    if not rows:
+        return ["<p>No A/A controls in this store (`aa_control = true` in a sweep spec; on by default in ablate, "
+                "whose A/A result it prints).</p>"]
+    out = [f'<p>{len(rows)} A/A controls (one program compiled and measured twice, in the same interleaved rounds): '
+           f'false-difference rate {aa["false_difference_rate"]:.0%} (CI of the paired ratio excludes 1), '
+           f'{aa["within_3_percent"]:.0%} within 3%. Read every other finding of this report against this rate.</p>']
+    out.append(table(["model", "backend", "batch", "ratio twin/original [95% CI]", "false difference"],
+                     [[html.escape(r["model"]), html.escape(r["backend"]), str(r["batch"]),
+                       f'{r["ratio"]:.3f} [{r["ci"][0]:.3f}, {r["ci"][1]:.3f}]', "yes" if r["false_difference"] else "no"]
+                      for r in rows]))
+    return out
+
+
 def main():
     data = json.load(open(sys.argv[1]))
     sections = [
+        ("A/A control", aa_section(data)),
         ("Latency, throughput and friction vs batch", batch_figures(data)),
         ("Pass attribution", attribution_figures(data)),
         ("Rankings", ranking_figures(data)),

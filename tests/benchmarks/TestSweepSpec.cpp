@@ -38,7 +38,11 @@ TEST(SweepSpec, DefaultsAndMeasureOptions) {
   EXPECT_EQ(s.configs, (std::vector<std::string>{"all-off", "default"}));
   EXPECT_EQ(s.measure.reps, 10);
   EXPECT_EQ(s.measure.warmup, 2);
-  EXPECT_EQ(s.measure.maxSeconds, 30.0);
+  EXPECT_EQ(s.maxSecondsPerCell, 30.0);
+  EXPECT_EQ(s.rounds.rounds, bench::RoundsOptions{}.rounds);
+  EXPECT_EQ(s.rounds.order, bench::RoundOrder::Shuffled);
+  EXPECT_EQ(s.groupBy, "depth-batch");
+  EXPECT_FALSE(s.aaControl);
   EXPECT_TRUE(s.measure.checkOutputs);
   s = bench::parseSweepSpecText("name = \"n\"\nmodels = [\"m.onnx\"]\nreps = 3\nwarmup = 0\ntarget_ci = 0.02\n"
                                 "max_seconds = 5.0\nthreads = 2\nseed = 7\ncheck = false\n",
@@ -46,8 +50,8 @@ TEST(SweepSpec, DefaultsAndMeasureOptions) {
   EXPECT_EQ(s.name, "n");
   EXPECT_EQ(s.measure.reps, 3);
   EXPECT_EQ(s.measure.warmup, 0);
-  EXPECT_EQ(s.measure.targetRelCI, 0.02);
-  EXPECT_EQ(s.measure.maxSeconds, 5.0);
+  EXPECT_EQ(s.rounds.targetRelCI, 0.02);
+  EXPECT_EQ(s.maxSecondsPerCell, 5.0);
   EXPECT_EQ(s.measure.threads, 2);
   EXPECT_EQ(s.measure.seed, 7u);
   EXPECT_FALSE(s.measure.checkOutputs);
@@ -136,21 +140,60 @@ TEST(SweepSpec, ExecutorsReplaceTheProduct) {
                 "zoo:mlp?width=8&depth=2 interp 1 default", "zoo:mlp?width=8&depth=2 interp 4 default"}));
 }
 
-TEST(SweepSpec, ShardsTakeEveryNthCell) {
-  std::vector<SweepCell> cells;
-  for (int i = 0; i < 7; ++i) cells.push_back({"m" + std::to_string(i), "interp", "default", 1});
-  auto names = [](const std::vector<SweepCell>& shard) {
+TEST(SweepSpec, RoundsKeysAndTheirErrors) {
+  auto s = bench::parseSweepSpecText("models = [\"zoo:mlp\"]\nrounds = 12\nmin_rounds = 3\nblock_ms = 20.0\n"
+                                     "reps_per_round = 4\norder = \"fixed\"\nrepeat_slow_rounds = true\n"
+                                     "aa_control = true\ngroup_by = \"model-batch\"\n",
+                                     "spec.toml");
+  EXPECT_EQ(s.rounds.rounds, 12);
+  EXPECT_EQ(s.rounds.minRounds, 3);
+  EXPECT_EQ(s.rounds.blockMs, 20.0);
+  EXPECT_EQ(s.rounds.repsPerRound, 4);
+  EXPECT_EQ(s.rounds.order, bench::RoundOrder::Fixed);
+  EXPECT_TRUE(s.rounds.repeatSlowRounds);
+  EXPECT_TRUE(s.aaControl);
+  EXPECT_EQ(s.groupBy, "model-batch");
+  EXPECT_EQ(errorOf("models = [\"zoo:mlp\"]\norder = \"random\"\n"),
+            "spec.toml: order must be shuffled, fixed or sequential, not 'random'");
+  EXPECT_EQ(errorOf("models = [\"zoo:mlp\"]\ngroup_by = \"model\"\n"),
+            "spec.toml: group_by must be depth-batch or model-batch, not 'model'");
+  EXPECT_EQ(errorOf("models = [\"zoo:mlp\"]\nrounds = 0\n"),
+            "spec.toml: rounds, min_rounds and block_ms must be positive, reps_per_round not negative");
+}
+
+TEST(SweepSpec, GroupsHoldEveryModelAndExecutorOfADepthAndBatch) {
+  std::string text = "models = [\"zoo:mlp?width=8\", \"zoo:resnet?width=8\", \"m.onnx\"]\ndepths = [1, 2]\n"
+                     "batches = [1, 4]\nexecutors = [{ backend = \"interp\", config = \"all-off\" }, { backend = \"interp\" }]\n";
+  auto s = bench::parseSweepSpecText(text, "spec.toml");
+  auto groups = s.expandGroups();
+  std::vector<std::string> keys;
+  size_t cells = 0;
+  for (const auto& g : groups) {
+    keys.push_back(g.key + ":" + std::to_string(g.cells.size()));
+    cells += g.cells.size();
+    for (const auto& c : g.cells) EXPECT_EQ(c.group, g.key);
+  }
+  EXPECT_EQ(keys, (std::vector<std::string>{"d1|b1:4", "d1|b4:4", "d2|b1:4", "d2|b4:4", "d-|b1:2", "d-|b4:2"}));
+  EXPECT_EQ(cells, s.expandCells().size());
+  s = bench::parseSweepSpecText(text + "group_by = \"model-batch\"\n", "spec.toml");
+  EXPECT_EQ(s.expandGroups().size(), 10u);  // 2 zoo models x 2 depths x 2 batches + the file x 2 batches
+}
+
+TEST(SweepSpec, ShardsTakeEveryNthGroup) {
+  std::vector<bench::SweepGroup> groups;
+  for (int i = 0; i < 7; ++i) groups.push_back({"g" + std::to_string(i), {}});
+  auto names = [](const std::vector<bench::SweepGroup>& shard) {
     std::string r;
-    for (const auto& c : shard) r += c.model + " ";
+    for (const auto& g : shard) r += g.key + " ";
     return r;
   };
-  EXPECT_EQ(names(bench::shardCells(cells, 0, 1)), "m0 m1 m2 m3 m4 m5 m6 ");
-  EXPECT_EQ(names(bench::shardCells(cells, 0, 3)), "m0 m3 m6 ");
-  EXPECT_EQ(names(bench::shardCells(cells, 2, 3)), "m2 m5 ");
-  EXPECT_EQ(names(bench::shardCells(cells, 6, 8)), "m6 ");
-  EXPECT_EQ(names(bench::shardCells(cells, 7, 8)), "");
-  EXPECT_THROW(bench::shardCells(cells, 3, 3), Error);
-  EXPECT_THROW(bench::shardCells(cells, 0, 0), Error);
+  EXPECT_EQ(names(bench::shardGroups(groups, 0, 1)), "g0 g1 g2 g3 g4 g5 g6 ");
+  EXPECT_EQ(names(bench::shardGroups(groups, 0, 3)), "g0 g3 g6 ");
+  EXPECT_EQ(names(bench::shardGroups(groups, 2, 3)), "g2 g5 ");
+  EXPECT_EQ(names(bench::shardGroups(groups, 6, 8)), "g6 ");
+  EXPECT_EQ(names(bench::shardGroups(groups, 7, 8)), "");
+  EXPECT_THROW(bench::shardGroups(groups, 3, 3), Error);
+  EXPECT_THROW(bench::shardGroups(groups, 0, 0), Error);
   EXPECT_EQ(bench::parseShard("1/6"), std::make_pair(size_t(1), size_t(6)));
   EXPECT_THROW(bench::parseShard("1of6"), Error);
   EXPECT_THROW(bench::parseShard("-1/6"), Error);

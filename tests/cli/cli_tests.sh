@@ -90,14 +90,16 @@ else
   echo "SKIP report: no project venv (scripts/setup.sh creates it)"
 fi
 
-# A sweep killed mid-way keeps every committed cell; --resume measures only the rest.
+# A sweep killed mid-way keeps every committed group (its cells are committed together); --resume measures only
+# the rest.
 cat > "$T/sweep.toml" <<'TOML'
 name = "kill-test"
 models = ["zoo:resnet?width=8&resolution=32"]
 depths = [1, 2, 3, 4]
 batches = [1, 2, 4]
 configs = ["all-off", "default"]
-reps = 30
+rounds = 5
+block_ms = 20.0
 warmup = 2
 TOML
 "$F" sweep "$T/sweep.toml" --db "$T/sweep.db" 2> "$T/sweep.log" &
@@ -109,14 +111,14 @@ for _ in $(seq 1 200); do
 done
 kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
 kept=$(sqlite3 "$T/sweep.db" "select count(*) from measurements")
-expect_ok sweep-killed-keeps-rows "^ok$" -- bash -c "[[ $kept -ge 3 && $kept -lt 24 ]] && [[ \$(sqlite3 '$T/sweep.db' 'pragma integrity_check') == ok ]] && echo ok"
-expect_ok sweep-resume "$((24 - kept)) measured, $kept already stored" -- "$F" sweep "$T/sweep.toml" --db "$T/sweep.db" --resume
-expect_ok sweep-shard "4 in this shard" -- bash -c "'$F' sweep '$T/sweep.toml' --db '$T/shard.db' --shard 1/6 2>&1"
+expect_ok sweep-killed-keeps-rows "^ok$" -- bash -c "[[ $kept -ge 3 && $kept -lt 24 && \$(( $kept % 2 )) == 0 ]] && [[ \$(sqlite3 '$T/sweep.db' 'pragma integrity_check') == ok ]] && echo ok"
+expect_ok sweep-resume "$((24 - kept)) cells measured, $((kept / 2)) groups already stored" -- "$F" sweep "$T/sweep.toml" --db "$T/sweep.db" --resume
+expect_ok sweep-shard "\(2 in this shard\)" -- bash -c "'$F' sweep '$T/sweep.toml' --db '$T/shard.db' --shard 1/6 2>&1"
 expect_ok merge "merged 2 file" -- "$F" merge "$T/merged.db" "$T/sweep.db" "$T/shard.db"
 expect_error sweep-bad-spec "unknown key 'modles'" -- bash -c "printf 'modles = []\n' > '$T/bad.toml' && '$F' sweep '$T/bad.toml' --db '$T/bad.db'"
 # --dry-run lists the cells and their count without measuring or creating the store; `executors` pairs a
 # backend with a configuration instead of the backends x configs product.
-expect_ok sweep-dry-run "^zoo:resnet\?width=8&resolution=32&depth=1 interp batch 1 all-off.*24 cells \(12 in this shard\), dry run" -- bash -c "'$F' sweep '$T/sweep.toml' --db '$T/dry.db' --dry-run --shard 0/2 | tr '\n' ' ' && [[ ! -e '$T/dry.db' ]]"
+expect_ok sweep-dry-run "^zoo:resnet\?width=8&resolution=32&depth=1 interp batch 1 all-off.*24 cells in 12 groups \(12 cells, 6 groups in this shard\), dry run" -- bash -c "'$F' sweep '$T/sweep.toml' --db '$T/dry.db' --dry-run --shard 0/2 | tr '\n' ' ' && [[ ! -e '$T/dry.db' ]]"
 cat > "$T/executors.toml" <<'TOML'
 models = ["zoo:mlp?width=8&inputs=8"]
 depths = [1, 2]

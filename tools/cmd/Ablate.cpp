@@ -1,13 +1,17 @@
 // `friction ablate`: measures a model with passes switched off/on and
 // attributes latency to each pass (leave-one-out, add-one-in, or Shapley
-// values with pairwise interactions). Every measurement goes to the results
-// store as it completes.
+// values with pairwise interactions), each with a CI over interleaved rounds.
+// Per batch, every pass subset the attribution needs is compiled and checked
+// first, then all are timed together in rounds (benchmarks/Rounds.h) with the
+// all-on program a second time as an A/A control, then the attribution is
+// computed round by round. Everything goes to the results store.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "benchmarks/ResultsStore.h"
 #include "benchmarks/metrics/Attribution.h"
@@ -24,75 +28,263 @@ struct AblateArgs {
   std::vector<int64_t> batches = {1, 8};
   std::vector<std::string> over;  // passes to attribute (default: all)
   int permutations = 16;
-  bool resume = false, json = false;
+  bool resume = false, json = false, aaControl = true;
   bench::MeasureOptions measure;
+  bench::RoundsOptions rounds;
 };
 
-// Measures pass subsets on demand (memoized), writing each to the store.
-class Ablation {
- public:
-  // `vendor`: the items are the backend's own switches, and friction's passes stay off.
-  Ablation(const AblateArgs& a, std::vector<std::string> passes, bool vendor, int64_t batch,
-           bench::ResultsStore& store, size_t expected)
-      : a_(a), passes_(std::move(passes)), vendor_(vendor), batch_(batch), store_(store), expected_(expected),
-        reference_(loadForBatch(a.model, batch)), hash_(bench::modelHash(*reference_)) {}
+// The attribution of one method: per pass (and, for exact Shapley, per pair) from one set function.
+struct Attribution {
+  std::vector<double> value;
+  std::vector<std::vector<double>> interactions;  // exact Shapley only
+};
 
-  double latency(metrics::PassMask mask) {
-    auto it = cache_.find(mask);
-    if (it != cache_.end()) return it->second;
-    std::vector<std::string> off;
-    std::string label;
-    for (size_t p = 0; p < passes_.size(); ++p)
-      if (!(mask >> p & 1)) off.push_back(passes_[p]), label += " -" + passes_[p];
-    PipelineOptions o;
-    bench::MeasureOptions mo = a_.measure;
-    if (vendor_) {
-      o.passes = {"none"};
-      mo.backend = vendor::withSwitchesOff(a_.measure.backend, off);
-    } else {
-      o.disable = off;
-    }
-    bench::CellRecord r;
-    r.experiment = "ablate:" + a_.mode;
-    r.model = a_.model, r.modelHash = hash_, r.backend = mo.backend, r.batch = batch_;
-    r.passes = bench::enabledPasses(o);
-    r.cellKey = r.key(a_.measure.threads);
-    auto t0 = std::chrono::steady_clock::now();
-    bool cached = a_.resume && store_.hasCell(r.cellKey);
-    if (cached) {
-      for (const auto& c : store_.cells(r.experiment))
-        if (c.cellKey == r.cellKey) r.m = c.m;
-    } else {
-      auto g = loadAndOptimize(a_.model, batch_, o);
-      r.m = bench::measure(*g, reference_.get(), mo);
-      nlohmann::json cfg{{"mode", a_.mode}, {"disabled", off}, {"vendor_switches", vendor_}, {"warmup", a_.measure.warmup},
-                         {"reps", a_.measure.reps}, {"target_ci", a_.measure.targetRelCI}, {"seed", a_.measure.seed}};
-      r.configJson = cfg.dump();
-      store_.add(r, fingerprint_);
-    }
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    elapsed_ += secs;
-    size_t done = cache_.size() + 1;
-    double eta = done < expected_ ? elapsed_ / double(done) * double(expected_ - done) : 0;
-    std::fprintf(stderr, "[%zu/%zu] batch %ld%s: %.3f ms%s%s  (ETA %.0f s)\n", done, expected_, long(batch_),
-                 label.empty() ? (vendor_ ? " all switches" : " all passes") : label.c_str(), r.m.summary.median, cached ? " (stored)" : "",
-                 r.m.summary.unstable ? " UNSTABLE" : "", eta);
-    return cache_[mask] = r.m.summary.median;
+class Method {
+ public:
+  Method(const AblateArgs& a, int n) : a_(a), n_(n), exact_(a.mode == "shapley" && n <= 6) {}
+  bool exact() const { return exact_; }
+  Attribution operator()(const metrics::SetFunction& v) const {
+    Attribution r;
+    if (a_.mode == "loo") r.value = metrics::leaveOneOut(n_, v);
+    if (a_.mode == "aoi") r.value = metrics::addOneIn(n_, v);
+    if (a_.mode == "shapley" && exact_) r.value = metrics::shapleyExact(n_, v), r.interactions = metrics::shapleyInteractions(n_, v);
+    if (a_.mode == "shapley" && !exact_) r.value = metrics::shapleySampled(n_, v, a_.permutations, a_.measure.seed).value;
+    return r;
+  }
+  // The subsets the method evaluates (with all-on and all-off), found by running it on a recording function.
+  std::set<metrics::PassMask> subsets() const {
+    std::set<metrics::PassMask> masks = {metrics::fullMask(n_), 0};
+    (*this)([&](metrics::PassMask m) {
+      masks.insert(m);
+      return 0.0;
+    });
+    return masks;
   }
 
  private:
   const AblateArgs& a_;
-  std::vector<std::string> passes_;
-  bool vendor_;
-  int64_t batch_;
-  bench::ResultsStore& store_;
-  size_t expected_;
-  std::unique_ptr<Graph> reference_;
-  std::string hash_;
-  bench::Fingerprint fingerprint_ = bench::Fingerprint::ofThisMachine();
-  std::map<metrics::PassMask, double> cache_;
-  double elapsed_ = 0;
+  int n_;
+  bool exact_;
 };
+
+// One pass subset of one batch: its pipeline (or vendor switches), program and store row.
+struct Config {
+  metrics::PassMask mask = 0;
+  std::string label;  // "all passes", "-a -b"
+  std::vector<std::string> off;
+  PipelineOptions pipeline;
+  bench::CellRecord record;
+  std::unique_ptr<Graph> graph;
+  size_t cell = 0;  // index of the prepared cell that measures its program
+};
+
+// Median and CI over rounds of per-round values, and whether the CI excludes 0.
+struct Estimate {
+  metrics::RoundEstimate e;
+  bool measurable() const { return e.ci.low > 0 || e.ci.high < 0; }
+};
+
+void ablateBatch(const AblateArgs& a, const std::vector<std::string>& passes, bool vendor, int64_t batch,
+                 bench::ResultsStore& store, nlohmann::json& out) {
+  const int n = int(passes.size());
+  Method method(a, n);
+  std::unique_ptr<Graph> reference = loadForBatch(a.model, batch);
+  std::string hash = bench::modelHash(*reference);
+  std::string experiment = "ablate:" + a.mode;
+  std::string group = experiment + "|" + hash + "|" + a.measure.backend + "|" + std::to_string(batch) + "|t" +
+                      std::to_string(a.measure.threads);
+
+  std::vector<Config> configs;
+  for (metrics::PassMask mask : method.subsets()) {
+    Config c;
+    c.mask = mask;
+    for (size_t p = 0; p < passes.size(); ++p)
+      if (!(mask >> p & 1)) c.off.push_back(passes[p]), c.label += " -" + passes[p];
+    c.label = c.label.empty() ? (vendor ? "all switches" : "all passes") : c.label.substr(1);
+    PipelineOptions& o = c.pipeline;
+    bench::CellRecord& r = c.record;
+    r.backend = a.measure.backend;
+    if (vendor) o.passes = {"none"}, r.backend = vendor::withSwitchesOff(a.measure.backend, c.off);
+    else o.disable = c.off;
+    r.experiment = experiment, r.model = a.model, r.modelHash = hash, r.batch = batch;
+    r.passes = bench::enabledPasses(o);
+    r.cellKey = r.key(a.measure.threads);
+    r.configJson = nlohmann::json{{"mode", a.mode}, {"disabled", c.off}, {"vendor_switches", vendor},
+                                  {"warmup", a.measure.warmup}, {"rounds", a.rounds.rounds},
+                                  {"reps_per_round", a.rounds.repsPerRound}, {"target_ci", a.rounds.targetRelCI},
+                                  {"seed", a.measure.seed}}.dump();
+    c.graph = loadAndOptimize(a.model, batch, o);
+    configs.push_back(std::move(c));
+  }
+  // The A/A control: the all-on program compiled and measured a second time, under its own key.
+  const size_t all = configs.size() - 1;  // the full mask sorts last
+  if (a.aaControl) {
+    Config c;
+    c.mask = configs[all].mask, c.label = configs[all].label + " (A/A)", c.off = configs[all].off;
+    c.pipeline = configs[all].pipeline;
+    c.record = configs[all].record;
+    bench::markAAControl(c.record);
+    c.graph = loadAndOptimize(a.model, batch, c.pipeline);
+    configs.push_back(std::move(c));
+  }
+
+  bool resumed = a.resume && std::all_of(configs.begin(), configs.end(), [&](const Config& c) {
+    return store.hasCell(c.record.cellKey);
+  });
+  std::vector<std::vector<double>> roundValues;  // per configuration
+  if (resumed) {
+    std::map<std::string, bench::CellRecord> stored;
+    for (auto& r : store.cells(experiment))
+      if (r.m.group == group) stored[r.cellKey] = std::move(r);
+    for (Config& c : configs) {
+      auto it = stored.find(c.record.cellKey);
+      resumed = resumed && it != stored.end() && !it->second.m.roundSizes.empty();
+      if (resumed) c.record.m = it->second.m;
+    }
+    if (!resumed) std::fprintf(stderr, "batch %ld: stored cells are incomplete or not from rounds; measuring again\n", long(batch));
+  }
+  if (resumed) {
+    for (Config& c : configs) roundValues.push_back(metrics::blockMedians(c.record.m.samplesMs, c.record.m.roundSizes));
+    std::fprintf(stderr, "batch %ld: %zu configurations already stored (--resume)\n", long(batch), configs.size());
+  } else {
+    // Compile and check every configuration before any timing; identical programs (a pass that changed
+    // nothing) share one compiled program, except the A/A control, which is its own.
+    std::vector<Tensor> expected;
+    if (a.measure.checkOutputs) expected = bench::referenceOutputs(*reference, *configs[all].graph, a.measure.seed);
+    std::vector<std::unique_ptr<bench::PreparedCell>> cells;
+    std::map<std::string, size_t> byProgram;
+    for (size_t k = 0; k < configs.size(); ++k) {
+      Config& c = configs[k];
+      std::string program = c.record.backend + "|" + bench::modelHash(*c.graph);
+      bool control = k > all;
+      auto it = byProgram.find(program);
+      if (it != byProgram.end() && !control) {
+        c.cell = it->second;
+        continue;
+      }
+      bench::MeasureOptions mo = a.measure;
+      mo.backend = c.record.backend;
+      std::fprintf(stderr, "[%zu/%zu] batch %ld: compiling %s\n", k + 1, configs.size(), long(batch), c.label.c_str());
+      cells.push_back(bench::prepare(*c.graph, a.measure.checkOutputs ? &expected : nullptr, mo, c.label));
+      c.cell = cells.size() - 1;
+      if (!control) byProgram[program] = c.cell;
+    }
+    std::vector<bench::PreparedCell*> timed;
+    for (auto& c : cells) timed.push_back(c.get());
+    bench::RoundsOptions ro = a.rounds;
+    ro.seed = a.measure.seed;
+    auto t0 = std::chrono::steady_clock::now();
+    ro.onRound = [&](size_t r) {
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::fprintf(stderr, "batch %ld: round %zu/%d of %zu programs (%zu configurations), %.0f s\n", long(batch), r + 1,
+                   ro.rounds, cells.size(), configs.size(), s);
+    };
+    std::fprintf(stderr, "batch %ld: timing %zu programs in interleaved rounds\n", long(batch), cells.size());
+    bench::RoundsResult rounds = bench::measureInRounds(timed, ro, group);
+    auto fp = bench::Fingerprint::ofThisMachine();
+    for (Config& c : configs) {
+      c.record.m = cells[c.cell]->m;
+      store.add(c.record, fp);
+      roundValues.push_back(rounds.roundValues(c.cell));
+    }
+    store.setRounds(group, rounds);
+    if (rounds.contended)
+      std::fprintf(stderr, "warning: the cores were not ours (median contention %.2f: another process ran); every cell is "
+                           "flagged unstable\n", rounds.medianContention);
+  }
+
+  // Per round, the attribution of that round's latencies; then the median over rounds with its CI.
+  const size_t nRounds = roundValues[all].size();
+  std::vector<Attribution> perRound;
+  for (size_t r = 0; r < nRounds; ++r) {
+    std::map<metrics::PassMask, double> table;
+    for (size_t k = 0; k <= all; ++k) table[configs[k].mask] = roundValues[k][r];
+    perRound.push_back(method(metrics::tableFunction(table)));
+  }
+  auto estimate = [&](auto pick) {
+    std::vector<double> v;
+    for (const auto& att : perRound) v.push_back(pick(att));
+    return Estimate{metrics::medianOverRounds(v, a.measure.seed)};
+  };
+  std::vector<Estimate> value;
+  for (int p = 0; p < n; ++p) value.push_back(estimate([p](const Attribution& x) { return x.value[size_t(p)]; }));
+  auto latency = [&](size_t k) { return configs[k].record.m.summary.median; };
+  // Leave-one-out and add-one-in compare one subset with all-on (all-off): when the pass left the program as it
+  // was, the two are one program, measured once, and the value is exactly 0.
+  auto unchanged = [&](int p) {
+    if (resumed || a.mode == "shapley") return false;
+    metrics::PassMask base = a.mode == "loo" ? metrics::fullMask(n) : 0, with = base ^ (metrics::PassMask(1) << p);
+    auto index = [&](metrics::PassMask m) {
+      for (size_t k = 0; k <= all; ++k)
+        if (configs[k].mask == m) return configs[k].cell;
+      return size_t(-1);
+    };
+    return index(base) == index(with);
+  };
+
+  nlohmann::json row{{"batch", batch}, {"all_ms", latency(all)}, {"none_ms", latency(0)}, {"rounds", nRounds}};
+  std::vector<bench::AttributionRecord> records;
+  std::vector<double> stdErr(size_t(n), 0);
+  auto record = [&](const std::string& how, const std::string& pass, const Estimate& e, double err = 0) {
+    records.push_back({experiment, a.model, a.measure.backend, how, pass, batch, e.e.value, err, e.e.ci.low, e.e.ci.high});
+  };
+  if (a.mode == "shapley" && !method.exact()) {  // the permutations' own sampling error, beside the rounds' CI
+    std::map<metrics::PassMask, double> medians;
+    for (size_t k = 0; k <= all; ++k) medians[configs[k].mask] = latency(k);
+    auto s = metrics::shapleySampled(n, metrics::tableFunction(medians), a.permutations, a.measure.seed);
+    row["stderr_ms"] = s.stdErr, row["permutations"] = s.permutations;
+    for (int p = 0; p < n; ++p) stdErr[size_t(p)] = s.stdErr[size_t(p)];
+  }
+  for (int p = 0; p < n; ++p) {
+    row["attribution_ms"].push_back(value[size_t(p)].e.value);
+    row["attribution_ci_ms"].push_back({value[size_t(p)].e.ci.low, value[size_t(p)].e.ci.high});
+    row["measurable"].push_back(value[size_t(p)].measurable());
+    row["program_unchanged"].push_back(unchanged(p));
+    record(a.mode, passes[size_t(p)], value[size_t(p)], stdErr[size_t(p)]);
+  }
+  if (method.exact() && a.mode == "shapley") {
+    row["interactions_ms"] = nlohmann::json::array();
+    for (int p = 0; p < n; ++p) {
+      nlohmann::json line = nlohmann::json::array();
+      for (int q = 0; q < n; ++q) {
+        Estimate e = estimate([p, q](const Attribution& x) { return x.interactions[size_t(p)][size_t(q)]; });
+        line.push_back(e.e.value);
+        if (q > p) record("interaction", passes[size_t(p)] + "|" + passes[size_t(q)], e);
+      }
+      row["interactions_ms"].push_back(line);
+    }
+  }
+  nlohmann::json aaJson;
+  std::string aaLine;
+  if (a.aaControl) {
+    metrics::PairedRatio aa = metrics::pairedRatio(roundValues.back(), roundValues[all], a.measure.seed);
+    aaJson = {{"ratio", aa.ratio}, {"ci", {aa.ci.low, aa.ci.high}}, {"false_difference", aa.direction != 0}};
+    row["aa_control"] = aaJson;
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "A/A control (all-on compiled twice): ratio %.3f, 95%% CI %.3f-%.3f: %s", aa.ratio,
+                  aa.ci.low, aa.ci.high,
+                  aa.direction ? "FALSE DIFFERENCE: the protocol reports a difference that is not there; distrust "
+                                 "effects of this size"
+                               : "no false difference");
+    aaLine = buf;
+  }
+  store.setAttributions(records);
+  out["batches"].push_back(row);
+  if (a.json) return;
+  const char* meaning = a.mode == "loo"   ? "latency added by turning the pass off"
+                        : a.mode == "aoi" ? "latency change from turning only this pass on"
+                                          : "Shapley value (share of all-on minus all-off)";
+  std::printf("\n%s  backend %s  batch %ld: all on %.3f ms, all off %.3f ms, %zu interleaved rounds\n%-34s %10s %8s  %-21s (%s)\n",
+              a.model.c_str(), a.measure.backend.c_str(), long(batch), latency(all), latency(0), nRounds, "pass", "ms",
+              "%", "95% CI (ms)", meaning);
+  for (int p = 0; p < n; ++p) {
+    const Estimate& e = value[size_t(p)];
+    std::printf("%-34s %10.3f %7.1f%%  [%8.3f, %8.3f]%s\n", passes[size_t(p)].c_str(), e.e.value,
+                100 * e.e.value / latency(all), e.e.ci.low, e.e.ci.high,
+                unchanged(p) ? "  the pass leaves this program unchanged" : e.measurable() ? "" : "  no measurable effect");
+  }
+  if (!aaLine.empty()) std::printf("%s\n", aaLine.c_str());
+}
 
 void ablate(const AblateArgs& a) {
   // A vendor backend is ablated over its own switches (friction's passes off); friction's backends over passes.
@@ -108,52 +300,11 @@ void ablate(const AblateArgs& a) {
   int n = int(passes.size());
   FRICTION_CHECK(n > 0 && n < 31, "ablate needs 1..30 passes");
   FRICTION_CHECK(a.mode == "loo" || a.mode == "aoi" || a.mode == "shapley", "--mode must be loo, aoi or shapley");
-  bool exact = a.mode == "shapley" && n <= 6;  // 2^6 = 64 subsets; beyond, sample permutations
-  size_t expected = a.mode == "shapley" ? (exact ? size_t(1) << n : size_t(a.permutations) * size_t(n) + 1) : size_t(n) + 2;
 
   bench::ResultsStore store(a.db);
   nlohmann::json out{{"model", a.model}, {"backend", a.measure.backend}, {"mode", a.mode}, {"passes", passes},
                      {"vendor_switches", vendorMode}, {"db", a.db}};
-  for (int64_t batch : a.batches) {
-    Ablation ab(a, passes, vendorMode, batch, store, expected);
-    metrics::SetFunction v = [&](metrics::PassMask m) { return ab.latency(m); };
-    double all = v(metrics::fullMask(n)), none = v(0);
-    nlohmann::json row{{"batch", batch}, {"all_ms", all}, {"none_ms", none}};
-    std::vector<double> value, err;
-    if (a.mode == "loo") value = metrics::leaveOneOut(n, v);
-    if (a.mode == "aoi") value = metrics::addOneIn(n, v);
-    if (a.mode == "shapley" && exact) {
-      value = metrics::shapleyExact(n, v);
-      row["interactions_ms"] = metrics::shapleyInteractions(n, v);
-    }
-    if (a.mode == "shapley" && !exact) {
-      auto s = metrics::shapleySampled(n, v, a.permutations, a.measure.seed);
-      value = s.value, err = s.stdErr;
-      row["permutations"] = s.permutations;
-    }
-    row["attribution_ms"] = value;
-    if (!err.empty()) row["stderr_ms"] = err;
-    std::vector<bench::AttributionRecord> records;
-    auto record = [&](const std::string& method, const std::string& pass, double v, double e) {
-      records.push_back({"ablate:" + a.mode, a.model, a.measure.backend, method, pass, batch, v, e});
-    };
-    for (int p = 0; p < n; ++p) record(a.mode, passes[size_t(p)], value[size_t(p)], err.empty() ? 0 : err[size_t(p)]);
-    if (row.contains("interactions_ms"))
-      for (int p = 0; p < n; ++p)
-        for (int q = p + 1; q < n; ++q)
-          record("interaction", passes[size_t(p)] + "|" + passes[size_t(q)], row["interactions_ms"][p][q], 0);
-    store.setAttributions(records);
-    out["batches"].push_back(row);
-    if (a.json) continue;
-    const char* meaning = a.mode == "loo"   ? "latency added by turning the pass off"
-                          : a.mode == "aoi" ? "latency change from turning only this pass on"
-                                            : "Shapley value (share of all-on minus all-off)";
-    std::printf("\n%s  backend %s  batch %ld: all on %.3f ms, all off %.3f ms\n%-34s %12s %8s   (%s)\n",
-                a.model.c_str(), a.measure.backend.c_str(), long(batch), all, none, "pass", "ms", "%", meaning);
-    for (int p = 0; p < n; ++p)
-      std::printf("%-34s %12.3f %7.1f%%%s\n", passes[size_t(p)].c_str(), value[size_t(p)], 100 * value[size_t(p)] / all,
-                  err.empty() ? "" : ("  +- " + std::to_string(err[size_t(p)])).c_str());
-  }
+  for (int64_t batch : a.batches) ablateBatch(a, passes, vendorMode, batch, store, out);
   if (a.json) std::cout << out.dump(2) << "\n";
   else std::printf("\nmeasurements stored in %s\n", a.db.c_str());
 }
@@ -171,13 +322,13 @@ void addAblate(CLI::App& app) {
       ->delimiter(',');
   cmd->add_option("--permutations", args->permutations, "sampled Shapley: permutations (more than 6 passes)");
   cmd->add_option("--db", args->db, "results store (SQLite)");
-  cmd->add_flag("--resume", args->resume, "reuse cells already in the store");
-  cmd->add_option("--warmup", args->measure.warmup, "warm-up runs per cell");
-  cmd->add_option("--reps", args->measure.reps, "maximum measured runs per cell");
-  cmd->add_option("--target-ci", args->measure.targetRelCI, "adaptive stop: CI half-width / median target");
-  cmd->add_option("--max-seconds", args->measure.maxSeconds, "time budget per cell");
+  cmd->add_flag("--resume", args->resume, "reuse a batch's cells when all of them are in the store");
+  cmd->add_option("--warmup", args->measure.warmup, "warm-up runs per configuration (before the rounds)");
   cmd->add_option("--threads", args->measure.threads, "OpenMP threads");
-  cmd->add_flag("!--no-check", args->measure.checkOutputs, "skip the comparison with the interpreter");
+  cmd->add_flag("!--no-check", args->measure.checkOutputs, "skip the comparison with the interpreter (done before timing)");
+  cmd->add_flag("!--no-aa", args->aaControl, "leave out the A/A control (the all-on program measured twice)");
+  cmd->add_option("--seed", args->measure.seed, "seed of inputs, round orders and bootstrap");
+  addRoundsOptions(cmd, args->rounds);
   cmd->add_flag("--json", args->json, "machine-readable output");
   cmd->callback([args] { ablate(*args); });
 }

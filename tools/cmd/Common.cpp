@@ -94,6 +94,23 @@ void addPipelineOptions(CLI::App* cmd, PipelineOptions& o) {
   on->excludes(p);
 }
 
+void addRoundsOptions(CLI::App* cmd, bench::RoundsOptions& o) {
+  cmd->add_option("--rounds", o.rounds, "interleaved rounds at most")->check(CLI::PositiveNumber);
+  cmd->add_option("--min-rounds", o.minRounds, "rounds before the CI target or the time budget may stop")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--reps", o.repsPerRound, "repetitions of each configuration per round (0: enough for --block-ms)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--block-ms", o.blockMs, "target time of one configuration's block in a round")->check(CLI::PositiveNumber);
+  cmd->add_option("--target-ci", o.targetRelCI, "stop once every paired CI half-width / ratio is below this (0: off)");
+  cmd->add_option("--max-seconds", o.maxSeconds, "time budget of the rounds (after --min-rounds)");
+  cmd->add_option("--order", o.order, "shuffled (a fresh random order every round), fixed, or sequential (the old "
+                                      "protocol, every round of one configuration before the next: for comparison)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, bench::RoundOrder>{
+          {"shuffled", bench::RoundOrder::Shuffled}, {"fixed", bench::RoundOrder::Fixed},
+          {"sequential", bench::RoundOrder::Sequential}}));
+  cmd->add_flag("--repeat-slow-rounds", o.repeatSlowRounds, "replace rounds the calibration flags as slow");
+}
+
 std::string humanCount(double v) {
   const char* units[] = {"", " K", " M", " G", " T"};
   int u = 0;

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "benchmarks/Rounds.h"
 #include "codegen/aot/Artifact.h"
 #include "ir/Graph.h"
 #include "passes/PassManager.h"
@@ -20,6 +21,10 @@ std::string humanCount(double v);
 // --disable/--only/--passes (comma-separated pass names; `--passes none`
 // runs no pass), shared by opt, run, bench and later commands.
 void addPipelineOptions(CLI::App* cmd, PipelineOptions& options);
+
+// --rounds/--min-rounds/--reps/--block-ms/--target-ci/--max-seconds/--order/--repeat-slow-rounds: the interleaved
+// rounds of ablate, sweep and bench --compare (benchmarks/Rounds.h).
+void addRoundsOptions(CLI::App* cmd, bench::RoundsOptions& options);
 
 // What a command asks of MODEL: an .onnx or .fir path, a zoo spec, or an ahead-of-time artifact (OUT.so from
 // `friction compile`: its embedded graph, already optimized and bound to the batch it was compiled for).

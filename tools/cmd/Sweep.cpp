@@ -1,10 +1,13 @@
 // `friction sweep SPEC.toml`: measures every cell of a sweep specification
-// (benchmarks/SweepSpec.h) into the results store, committing each cell as it
-// completes; `--resume` skips stored cells and `--shard i/n` takes every n-th
-// cell so a scheduler can fan a sweep out; `--dry-run` prints the cell list and
-// count without measuring. `friction merge` combines the stores afterwards. A
-// cell whose measurement fails is reported and skipped (not stored); the sweep
-// goes on and exits 1 at the end.
+// (benchmarks/SweepSpec.h) into the results store, one comparison group at a
+// time: the group's cells are compiled and checked, then timed together in
+// interleaved rounds, then committed. `--resume` skips groups whose cells are
+// all stored and `--shard i/n` takes every n-th group so a scheduler can fan a
+// sweep out; `--dry-run` prints the cell list and count without measuring.
+// `friction merge` combines the stores afterwards. A cell that cannot be
+// prepared is reported and left out (not stored); the sweep goes on and exits
+// 1 at the end.
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -23,68 +26,156 @@ struct SweepArgs {
   bool resume = false, dryRun = false;
 };
 
+// One cell of a group: its record, optimized program and prepared (compiled, checked) executor.
+struct GroupCell {
+  bench::SweepCell cell;
+  bench::CellRecord record;
+  std::unique_ptr<Graph> graph;
+  std::unique_ptr<bench::PreparedCell> prepared;
+};
+
+class SweepRunner {
+ public:
+  SweepRunner(const bench::SweepSpec& spec, const SweepArgs& a, bench::ResultsStore& store)
+      : spec_(spec), a_(a), store_(store), fp_(bench::Fingerprint::ofThisMachine()) {}
+
+  // Measures one group's cells together; returns false when it was already stored (--resume).
+  bool measureGroup(const bench::SweepGroup& group, size_t index, size_t count) {
+    const std::string groupKey = "sweep:" + spec_.name + "|" + group.key + "|t" + std::to_string(spec_.measure.threads);
+    std::vector<GroupCell> cells;
+    for (const auto& c : group.cells) cells.push_back(makeCell(c, groupKey));
+    if (spec_.aaControl) {  // the group's first executor once more, per model
+      for (size_t k = 0, n = cells.size(); k < n; ++k)
+        if (cells[k].cell.backend == group.cells[0].backend && cells[k].cell.config == group.cells[0].config) {
+          GroupCell twin = makeCell(cells[k].cell, groupKey);
+          bench::markAAControl(twin.record);
+          cells.push_back(std::move(twin));
+        }
+    }
+    if (a_.resume && std::all_of(cells.begin(), cells.end(), [&](const GroupCell& c) { return store_.hasCell(c.record.cellKey); }))
+      return false;
+
+    // Compile and check everything before timing anything; a cell that cannot be prepared (a vendor that cannot
+    // compile the model) is reported and left out, and the group goes on.
+    std::vector<bench::PreparedCell*> timed;
+    std::vector<GroupCell*> kept;
+    for (size_t k = 0; k < cells.size(); ++k) {
+      GroupCell& c = cells[k];
+      std::fprintf(stderr, "[group %zu/%zu %s] compiling %zu/%zu: %s %s %s\n", index + 1, count, group.key.c_str(),
+                   k + 1, cells.size(), c.cell.model.c_str(), c.cell.backend.c_str(), c.cell.config.c_str());
+      bench::MeasureOptions mo = spec_.measure;
+      mo.backend = c.cell.backend;
+      try {
+        c.prepared = bench::prepare(*c.graph, mo.checkOutputs ? &expected(c.cell) : nullptr, mo,
+                                    c.cell.model + " " + c.cell.backend + " " + c.cell.config +
+                                        (bench::isAAControl(c.record) ? " (A/A)" : ""));
+      } catch (const std::exception& e) {
+        failures.push_back(c.cell.model + " " + c.cell.backend + " batch " + std::to_string(c.cell.batch) + " " +
+                           c.cell.config + ": " + e.what());
+        std::fprintf(stderr, "[group %zu/%zu] FAILED (not stored): %s\n", index + 1, count, failures.back().c_str());
+        continue;
+      }
+      timed.push_back(c.prepared.get());
+      kept.push_back(&c);
+    }
+    expected_.clear();
+    if (timed.empty()) return true;
+    bench::RoundsOptions ro = spec_.rounds;
+    ro.maxSeconds = spec_.maxSecondsPerCell * double(timed.size());
+    auto t0 = std::chrono::steady_clock::now();
+    ro.onRound = [&](size_t r) {
+      std::fprintf(stderr, "[group %zu/%zu %s] round %zu/%d of %zu cells, %.0f s\n", index + 1, count, group.key.c_str(),
+                   r + 1, ro.rounds, timed.size(),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    };
+    bench::RoundsResult rounds = bench::measureInRounds(timed, ro, groupKey);
+    store_.inTransaction([&] {  // a group is stored whole or not at all: --resume measures it again
+      for (GroupCell* c : kept) {
+        c->record.m = c->prepared->m;
+        store_.add(c->record, fp_);
+      }
+      store_.setRounds(groupKey, rounds);
+    });
+    measured += kept.size();
+    if (rounds.contended)
+      std::fprintf(stderr, "warning: group %s: the cores were not ours (median contention %.2f); its cells are flagged "
+                           "unstable\n", group.key.c_str(), rounds.medianContention);
+    return true;
+  }
+
+  std::vector<std::string> failures;
+  size_t measured = 0;
+
+ private:
+  GroupCell makeCell(const bench::SweepCell& c, const std::string& groupKey) {
+    GroupCell g;
+    g.cell = c;
+    PipelineOptions po = bench::parseSweepConfig(c.config);
+    g.graph = loadAndOptimize(c.model, c.batch, po);
+    bench::CellRecord& r = g.record;
+    r.experiment = "sweep:" + spec_.name;
+    r.model = c.model, r.backend = c.backend, r.batch = c.batch, r.modelHash = bench::modelHash(reference(c));
+    r.passes = bench::enabledPasses(po);
+    r.cellKey = r.key(spec_.measure.threads);
+    const auto& mo = spec_.measure;
+    const auto& ro = spec_.rounds;
+    r.configJson = nlohmann::json{{"sweep", spec_.name}, {"config", c.config}, {"group", groupKey},
+                                  {"rounds", ro.rounds}, {"block_ms", ro.blockMs}, {"reps_per_round", ro.repsPerRound},
+                                  {"warmup", mo.warmup}, {"target_ci", ro.targetRelCI}, {"seed", mo.seed}}.dump();
+    return g;
+  }
+  const Graph& reference(const bench::SweepCell& c) {
+    auto& ref = references_[{c.model, c.batch}];
+    if (!ref) ref = loadForBatch(c.model, c.batch);
+    return *ref;
+  }
+  // The interpreter's outputs for a model and batch, computed once per group.
+  const std::vector<Tensor>& expected(const bench::SweepCell& c) {
+    auto it = expected_.find({c.model, c.batch});
+    if (it != expected_.end()) return it->second;
+    const Graph& ref = reference(c);
+    return expected_[{c.model, c.batch}] = bench::referenceOutputs(ref, ref, spec_.measure.seed);
+  }
+
+  const bench::SweepSpec& spec_;
+  const SweepArgs& a_;
+  bench::ResultsStore& store_;
+  bench::Fingerprint fp_;
+  std::map<std::pair<std::string, int64_t>, std::unique_ptr<Graph>> references_;
+  std::map<std::pair<std::string, int64_t>, std::vector<Tensor>> expected_;
+};
+
 void sweep(const SweepArgs& a) {
   bench::SweepSpec spec = bench::parseSweepSpec(a.spec);
   const std::string& name = spec.name;
-  const bench::MeasureOptions& mo = spec.measure;
-  std::vector<bench::SweepCell> cells = spec.expandCells();
+  std::vector<bench::SweepGroup> groups = spec.expandGroups();
   auto [shardIndex, shardCount] = a.shard.empty() ? std::pair<size_t, size_t>(0, 1) : bench::parseShard(a.shard);
-  std::vector<bench::SweepCell> mine = bench::shardCells(cells, shardIndex, shardCount);
+  std::vector<bench::SweepGroup> mine = bench::shardGroups(groups, shardIndex, shardCount);
+  size_t total = 0, inShard = 0;
+  for (const auto& g : groups) total += g.cells.size();
+  for (const auto& g : mine) inShard += g.cells.size();
 
   if (a.dryRun) {  // the cells, in order, without opening the store or measuring
-    for (size_t i = 0; i < mine.size(); ++i)
-      std::printf("%s %s batch %ld %s\n", mine[i].model.c_str(), mine[i].backend.c_str(), long(mine[i].batch),
-                  mine[i].config.c_str());
-    std::printf("sweep %s: %zu cells (%zu in this shard), dry run: nothing measured\n", name.c_str(), cells.size(),
-                mine.size());
+    for (const auto& g : mine)
+      for (const auto& c : g.cells)
+        std::printf("%s %s batch %ld %s group %s\n", c.model.c_str(), c.backend.c_str(), long(c.batch),
+                    c.config.c_str(), c.group.c_str());
+    std::printf("sweep %s: %zu cells in %zu groups (%zu cells, %zu groups in this shard), dry run: nothing measured\n",
+                name.c_str(), total, groups.size(), inShard, mine.size());
     return;
   }
   bench::ResultsStore store(a.db);
-  auto fp = bench::Fingerprint::ofThisMachine();
-  std::fprintf(stderr, "sweep %s: %zu cells (%zu in this shard) into %s\n", name.c_str(), cells.size(), mine.size(),
-               a.db.c_str());
-  auto start = std::chrono::steady_clock::now();
-  size_t measured = 0, skipped = 0;
-  std::vector<std::string> failures;
-  std::map<std::pair<std::string, int64_t>, std::unique_ptr<Graph>> references;
-  for (size_t k = 0; k < mine.size(); ++k) {
-    const bench::SweepCell& c = mine[k];
-    PipelineOptions po = bench::parseSweepConfig(c.config);
-    auto g = loadAndOptimize(c.model, c.batch, po);
-    auto& ref = references[{c.model, c.batch}];
-    if (!ref) ref = loadForBatch(c.model, c.batch);
-    bench::CellRecord r;
-    r.experiment = "sweep:" + name;
-    r.model = c.model, r.backend = c.backend, r.batch = c.batch, r.modelHash = bench::modelHash(*ref);
-    r.passes = bench::enabledPasses(po);
-    r.cellKey = r.key(mo.threads);
-    if (a.resume && store.hasCell(r.cellKey)) {
-      skipped++;
-      continue;
-    }
-    bench::MeasureOptions cellOptions = mo;
-    cellOptions.backend = c.backend;
-    try {
-      r.m = bench::measure(*g, ref.get(), cellOptions);
-    } catch (const std::exception& e) {  // e.g. a vendor that cannot compile this model: the other cells go on
-      failures.push_back(c.model + " " + c.backend + " batch " + std::to_string(c.batch) + " " + c.config + ": " + e.what());
-      std::fprintf(stderr, "[%zu/%zu] FAILED (not stored): %s\n", k + 1, mine.size(), failures.back().c_str());
-      continue;
-    }
-    r.configJson = nlohmann::json{{"sweep", name}, {"config", c.config}, {"reps", mo.reps}, {"warmup", mo.warmup},
-                                  {"target_ci", mo.targetRelCI}, {"seed", mo.seed}}.dump();
-    store.add(r, fp);
-    measured++;
-    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    double eta = elapsed / double(measured) * double(mine.size() - k - 1);
-    std::fprintf(stderr, "[%zu/%zu] %s %s batch %ld %s: %.3f ms%s  (ETA %.0f s)\n", k + 1, mine.size(),
-                 c.model.c_str(), c.backend.c_str(), long(c.batch), c.config.c_str(), r.m.summary.median,
-                 r.m.summary.unstable ? " UNSTABLE" : "", eta);
-  }
-  std::printf("sweep %s: %zu measured, %zu already stored, into %s\n", name.c_str(), measured, skipped, a.db.c_str());
-  FRICTION_CHECK(failures.empty(), "sweep " + name + ": " + std::to_string(failures.size()) +
-                                       " cell(s) failed and were not stored (--resume retries them); the first: " +
-                                       failures.front());
+  std::fprintf(stderr, "sweep %s: %zu cells in %zu groups (%zu in this shard) into %s\n", name.c_str(), total,
+               groups.size(), mine.size(), a.db.c_str());
+  SweepRunner runner(spec, a, store);
+  size_t skipped = 0;
+  for (size_t k = 0; k < mine.size(); ++k)
+    if (!runner.measureGroup(mine[k], k, mine.size())) skipped++;
+  std::printf("sweep %s: %zu cells measured, %zu groups already stored, into %s\n", name.c_str(), runner.measured,
+              skipped, a.db.c_str());
+  FRICTION_CHECK(runner.failures.empty(), "sweep " + name + ": " + std::to_string(runner.failures.size()) +
+                                              " cell(s) failed and were not stored (--resume retries them); the first: " +
+                                              runner.failures.front());
 }
 
 struct MergeArgs {
@@ -108,7 +199,7 @@ void addSweep(CLI::App& app) {
   cmd->add_option("spec", args->spec, "sweep specification (TOML)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--db", args->db, "results store (SQLite)");
   cmd->add_flag("--resume", args->resume, "skip cells already in the store");
-  cmd->add_option("--shard", args->shard, "i/n: measure only cells with index % n == i");
+  cmd->add_option("--shard", args->shard, "i/n: measure only comparison groups with index % n == i");
   cmd->add_flag("--dry-run", args->dryRun, "print the cells (model backend batch config) and their count; measure nothing");
   cmd->callback([args] { sweep(*args); });
 

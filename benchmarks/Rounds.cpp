@@ -1,0 +1,196 @@
+#include "benchmarks/Rounds.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+namespace friction::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double msSince(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// A dependent chain of multiply-adds: its time is latency-bound, so neither the compiler nor the core can
+// shorten it, and about the same on every x86 core of the last decade (~0.3 ms here).
+double calibrationWork() {
+  volatile double seed = 1.0000001;
+  double a = seed, x = 1;
+  for (int i = 0; i < 200000; ++i) x = x * a + 1e-9;
+  return x;
+}
+
+volatile double calibrationSink;  // keeps the work observable
+
+double loadAverage() {
+  double l[1];
+  return getloadavg(l, 1) == 1 ? l[0] : -1;
+}
+
+}  // namespace
+
+Calibration calibrate(int threads) {
+  Calibration c;
+  auto t0 = Clock::now();
+  calibrationSink = calibrationWork();
+  c.serialMs = msSince(t0);
+  t0 = Clock::now();
+  double total = 0;
+#pragma omp parallel num_threads(std::max(threads, 1)) reduction(+ : total)
+  total += calibrationWork();
+  calibrationSink = total;
+  c.parallelMs = msSince(t0);
+  return c;
+}
+
+std::vector<double> RoundsResult::roundValues(size_t c) const {
+  std::vector<double> v;
+  for (size_t r = 0; r < rounds.size(); ++r)
+    if (!rounds[r].dropped) v.push_back(metrics::median(samples[c][r]));
+  return v;
+}
+
+std::vector<double> RoundsResult::keptSamples(size_t c) const {
+  std::vector<double> v;
+  for (size_t r = 0; r < rounds.size(); ++r)
+    if (!rounds[r].dropped) v.insert(v.end(), samples[c][r].begin(), samples[c][r].end());
+  return v;
+}
+
+std::vector<size_t> RoundsResult::keptBlockSizes(size_t c) const {
+  std::vector<size_t> v;
+  for (size_t r = 0; r < rounds.size(); ++r)
+    if (!rounds[r].dropped) v.push_back(samples[c][r].size());
+  return v;
+}
+
+size_t RoundsResult::keptRounds() const {
+  return size_t(std::count_if(rounds.begin(), rounds.end(), [](const RoundRecord& r) { return !r.dropped; }));
+}
+
+metrics::PairedRatio RoundsResult::ratio(size_t a, size_t b, uint64_t seed, int resamples) const {
+  return metrics::pairedRatio(roundValues(a), roundValues(b), seed, resamples);
+}
+
+namespace {
+
+// Marks slow rounds against the median serial calibration of all rounds so far.
+void flagSlowRounds(RoundsResult& res, double factor) {
+  std::vector<double> serial;
+  for (const auto& r : res.rounds) serial.push_back(r.calibration.serialMs);
+  double typical = metrics::median(serial);
+  for (auto& r : res.rounds) r.slow = r.calibration.serialMs > factor * typical;
+}
+
+// True when every configuration's comparison with the first (or, alone, its own round values) is precise enough.
+bool targetReached(const RoundsResult& res, double target, uint64_t seed) {
+  size_t n = res.labels.size();
+  if (n == 1) {
+    auto e = metrics::medianOverRounds(res.roundValues(0), seed, 500);
+    return metrics::relativeHalfWidth(e.ci, e.value) < target;
+  }
+  for (size_t c = 1; c < n; ++c)
+    if (!(res.ratio(c, 0, seed, 500).relHalfWidth() < target)) return false;
+  return true;
+}
+
+}  // namespace
+
+RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOptions& o) {
+  if (contenders.empty()) throw std::invalid_argument("runRounds: no configuration to measure");
+  if (o.rounds < 1 || o.minRounds < 1) throw std::invalid_argument("runRounds: rounds and minRounds must be positive");
+  const size_t n = contenders.size();
+  RoundsResult res;
+  for (const auto& c : contenders) res.labels.push_back(c.label);
+  res.samples.assign(n, {});
+
+  // Block sizes: one probe run of each configuration (an extra warm-up) sets its repetitions per round.
+  for (const auto& c : contenders) {
+    int reps = o.repsPerRound;
+    if (reps <= 0) {
+      std::vector<double> probe = c.time(1);
+      double ms = probe.empty() ? 1 : std::max(probe[0], 1e-3);
+      reps = int(std::clamp(std::round(o.blockMs / ms), 1.0, 10000.0));
+    }
+    res.reps.push_back(reps);
+  }
+
+  std::mt19937_64 rng(o.seed);
+  auto calibrateNow = [&] { return o.calibration ? o.calibration() : calibrate(o.threads); };
+  auto settle = [&] {
+    if (o.settleMs > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.settleMs));
+  };
+  auto timeBlock = [&](size_t c, size_t round) {
+    settle();
+    std::vector<double> t = contenders[c].time(res.reps[c]);
+    if (t.size() != size_t(res.reps[c]))
+      throw std::runtime_error("configuration '" + contenders[c].label + "' timed " + std::to_string(t.size()) +
+                               " runs, asked for " + std::to_string(res.reps[c]));
+    res.samples[c][round] = std::move(t);
+  };
+  auto newRound = [&](std::vector<size_t> order, Clock::time_point start) {
+    RoundRecord r;
+    r.order = std::move(order);
+    r.loadAverage = loadAverage();
+    r.startSeconds = msSince(start) / 1e3;
+    r.calibration = calibrateNow();
+    res.rounds.push_back(r);
+    for (auto& s : res.samples) s.emplace_back();
+    return res.rounds.size() - 1;
+  };
+
+  auto start = Clock::now();
+  res.stopReason = "rounds";
+  if (o.order == RoundOrder::Sequential) {
+    // The old protocol, kept to show what interleaving fixes: each configuration's rounds back to back.
+    for (int r = 0; r < o.rounds; ++r) newRound({}, start);
+    for (size_t c = 0; c < n; ++c)
+      for (size_t r = 0; r < res.rounds.size(); ++r) {
+        res.rounds[r].order.push_back(c);
+        timeBlock(c, r);
+      }
+  } else {
+    int maxRounds = o.rounds + (o.repeatSlowRounds ? o.rounds / 2 : 0);
+    for (int r = 0; r < maxRounds; ++r) {
+      std::vector<size_t> order(n);
+      std::iota(order.begin(), order.end(), size_t(0));
+      if (o.order == RoundOrder::Shuffled)  // Fisher-Yates, index = draw mod k: the same orders everywhere
+        for (size_t k = n; k > 1; --k) std::swap(order[k - 1], order[size_t(rng() % k)]);
+      size_t round = newRound(order, start);
+      for (size_t c : order) timeBlock(c, round);
+      if (o.onRound) o.onRound(round);
+      if (o.repeatSlowRounds && res.rounds.size() >= 3) {
+        flagSlowRounds(res, o.slowRoundFactor);
+        for (auto& rr : res.rounds) rr.dropped = rr.slow;
+      }
+      int kept = int(res.keptRounds());
+      if (kept >= o.rounds) break;
+      if (kept < o.minRounds) continue;
+      if (o.targetRelCI > 0 && targetReached(res, o.targetRelCI, o.seed)) {
+        res.stopReason = "ci";
+        break;
+      }
+      if (msSince(start) > o.maxSeconds * 1e3) {
+        res.stopReason = "time";
+        break;
+      }
+    }
+  }
+  flagSlowRounds(res, o.slowRoundFactor);
+  if (!o.repeatSlowRounds)
+    for (auto& r : res.rounds) r.dropped = false;
+  std::vector<double> contention;
+  for (const auto& r : res.rounds) contention.push_back(r.calibration.contention());
+  res.medianContention = metrics::median(contention);
+  res.contended = res.medianContention > o.contentionLimit;
+  return res;
+}
+
+}  // namespace friction::bench

@@ -1,0 +1,92 @@
+// Interleaved, randomized rounds: the measurement protocol for configurations that will be compared
+// (docs/metrics.md, "Interleaved rounds"). The configurations are prepared once (compiled, checked, warmed
+// up) and kept resident; then each round times a block of repetitions of every configuration in a fresh random
+// order, after a small fixed calibration workload. Drift over seconds to minutes then lands on every
+// configuration of a round alike, and comparisons pair configurations round by round (metrics/Paired.h)
+// instead of comparing bursts measured minutes apart. Nothing but the configurations' own runs happens between
+// the first and the last timed block: checks and compiles belong before runRounds.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "benchmarks/metrics/Paired.h"
+
+namespace friction::bench {
+
+// One configuration to time: `time(n)` runs it n times back to back and returns the n times (ms).
+struct Contender {
+  std::string label;
+  std::function<std::vector<double>(int n)> time;
+};
+
+// The calibration workload: a fixed amount of dependent floating-point work timed on one thread (`serialMs`:
+// tracks the machine's speed from round to round) and then on `threads` threads at once, each doing the same
+// work (`parallelMs`). Their ratio is the share of the cores the harness really gets: about 1 on an idle
+// machine, about 2 when another process holds one of two cores.
+struct Calibration {
+  double serialMs = 0, parallelMs = 0;
+  double contention() const { return serialMs > 0 ? parallelMs / serialMs : 1; }
+};
+Calibration calibrate(int threads);
+
+enum class RoundOrder {
+  Shuffled,    // every round in a fresh random order (the protocol)
+  Fixed,       // every round in the given order
+  Sequential,  // all rounds of the first configuration, then all of the second, ... (the old protocol; for tests)
+};
+
+struct RoundsOptions {
+  int rounds = 10;           // rounds at most
+  int minRounds = 5;         // the CI target and the time budget never stop a run before this many
+  int repsPerRound = 0;      // repetitions of each configuration per round; 0: enough for `blockMs`
+  double blockMs = 50;       // target duration of one configuration's block when repsPerRound = 0
+  double targetRelCI = 0;    // > 0: stop once every comparison's paired CI half-width / ratio is below this
+  double maxSeconds = 120;   // time budget of the rounds
+  double settleMs = 1;       // pause before each block: spinning threads of the previous executor go to sleep
+  int threads = 1;           // threads of the parallel calibration
+  RoundOrder order = RoundOrder::Shuffled;
+  double slowRoundFactor = 1.10;  // a round whose serial calibration is this much above the median is slow
+  bool repeatSlowRounds = false;  // drop slow rounds and measure replacements (at most `rounds` / 2 more)
+  double contentionLimit = 1.25;  // median contention above this: the machine was not ours ("contended")
+  uint64_t seed = 0;              // round orders and bootstrap
+  // Replaces the calibration workload (tests inject a synthetic machine); default: calibrate(threads).
+  std::function<Calibration()> calibration;
+  // Called after each round (progress output).
+  std::function<void(size_t round)> onRound;
+};
+
+struct RoundRecord {
+  std::vector<size_t> order;  // configuration indices in timing order
+  Calibration calibration;
+  double loadAverage = -1;    // 1-minute load average at the round's start (-1: unavailable)
+  double startSeconds = 0;    // since the first round began
+  bool slow = false;          // flagged by the calibration
+  bool dropped = false;       // slow and replaced (repeatSlowRounds): not in the round values
+};
+
+struct RoundsResult {
+  std::vector<std::string> labels;
+  std::vector<int> reps;                                // repetitions per round, per configuration
+  std::vector<std::vector<std::vector<double>>> samples;  // [configuration][round] -> that block's times (ms)
+  std::vector<RoundRecord> rounds;
+  std::string stopReason;                               // "rounds", "ci", "time"
+  bool contended = false;                               // median contention above the limit
+  double medianContention = 1;
+
+  // One value per kept round: the median of the configuration's block.
+  std::vector<double> roundValues(size_t configuration) const;
+  // Every sample of the kept rounds, round by round.
+  std::vector<double> keptSamples(size_t configuration) const;
+  // Sample counts of the kept rounds (to cut keptSamples back into blocks).
+  std::vector<size_t> keptBlockSizes(size_t configuration) const;
+  size_t keptRounds() const;
+  // Paired ratio of configuration a to b over the kept rounds.
+  metrics::PairedRatio ratio(size_t a, size_t b, uint64_t seed = 0, int resamples = 2000) const;
+};
+
+// Measures the configurations in rounds as `options` says. Needs at least one configuration.
+RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOptions& options);
+
+}  // namespace friction::bench

@@ -1,0 +1,202 @@
+// Interleaved rounds (benchmarks/Rounds.h) on a synthetic machine whose speed drifts with (virtual) time, with
+// a known 3% effect and an A/A pair: the interleaved protocol must find the effect and nothing on the A/A pair;
+// the old sequential order must demonstrably fail on the same machine. No real timing: the configurations
+// report synthetic durations and advance a virtual clock, so the test is deterministic.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "benchmarks/Rounds.h"
+#include "benchmarks/metrics/Paired.h"
+
+namespace friction::bench {
+namespace {
+
+// A machine whose speed drifts: a slow trend (+15% over the run) and a slower wave (+-5%), plus 1% noise
+// per run. Every run and calibration advances the clock by its own duration.
+struct DriftingMachine {
+  double clockMs = 0;
+  double trendPerMs = 0.15 / 1200, wavePeriodMs = 2000, waveAmplitude = 0.05;
+  std::mt19937_64 rng;
+  std::lognormal_distribution<double> noise{0, 0.01};
+  explicit DriftingMachine(uint64_t seed) : rng(seed) {}
+
+  double slowdown() const {
+    return 1 + trendPerMs * clockMs + waveAmplitude * std::sin(2 * M_PI * clockMs / wavePeriodMs);
+  }
+  double run(double baseMs) {
+    double ms = baseMs * slowdown() * noise(rng);
+    clockMs += ms;
+    return ms;
+  }
+  Contender contender(const std::string& label, double baseMs) {
+    return {label, [this, baseMs](int n) {
+              std::vector<double> t;
+              for (int i = 0; i < n; ++i) t.push_back(run(baseMs));
+              return t;
+            }};
+  }
+  RoundsOptions options(RoundOrder order) {
+    RoundsOptions o;
+    o.rounds = 20;
+    o.repsPerRound = 20;
+    o.settleMs = 0;
+    o.order = order;
+    o.calibration = [this] {
+      double serial = run(0.3);
+      return Calibration{serial, serial};
+    };
+    return o;
+  }
+};
+
+// A (1 ms), A' (the same program again) and B (3% slower), measured on a drifting machine.
+RoundsResult measureAAB(uint64_t seed, RoundOrder order) {
+  DriftingMachine m(seed);
+  RoundsOptions o = m.options(order);
+  o.seed = seed;
+  return runRounds({m.contender("A", 1.0), m.contender("A'", 1.0), m.contender("B", 1.03)}, o);
+}
+
+TEST(Rounds, InterleavedFindsTheEffectAndNothingOnTheAAPair) {
+  for (uint64_t seed = 0; seed < 10; ++seed) {
+    RoundsResult r = measureAAB(seed, RoundOrder::Shuffled);
+    metrics::PairedRatio aa = r.ratio(1, 0, seed), effect = r.ratio(2, 0, seed);
+    EXPECT_EQ(aa.direction, 0) << "seed " << seed << ": A/A ratio " << aa.ratio << " CI " << aa.ci.low << "-" << aa.ci.high;
+    EXPECT_EQ(effect.direction, 1) << "seed " << seed << ": effect " << effect.ratio << " CI " << effect.ci.low << "-"
+                                   << effect.ci.high;
+    EXPECT_NEAR(effect.ratio, 1.03, 0.005) << "seed " << seed;
+    EXPECT_LT(std::abs(aa.ratio - 1), 0.01) << "seed " << seed;
+  }
+}
+
+TEST(Rounds, SequentialOrderReportsADifferenceThatIsNotThere) {
+  // The same machine measured the old way (every repetition of A, then of A', then of B): drift lands between
+  // the configurations and the A/A pair looks different, whichever statistic compares them.
+  int falseDifferences = 0;
+  for (uint64_t seed = 0; seed < 10; ++seed) {
+    RoundsResult r = measureAAB(seed, RoundOrder::Sequential);
+    metrics::PairedRatio aa = r.ratio(1, 0, seed);
+    falseDifferences += aa.direction != 0;
+    EXPECT_GT(aa.ratio, 1.03) << "seed " << seed << ": the trend makes A' look slower than A";
+  }
+  EXPECT_EQ(falseDifferences, 10);
+}
+
+TEST(Rounds, EveryRoundTimesEveryConfigurationOnceInAFreshOrder) {
+  RoundsResult r = measureAAB(7, RoundOrder::Shuffled);
+  ASSERT_EQ(r.rounds.size(), 20u);
+  std::set<std::vector<size_t>> orders;
+  for (const auto& round : r.rounds) {
+    EXPECT_EQ(std::set<size_t>(round.order.begin(), round.order.end()), (std::set<size_t>{0, 1, 2}));
+    EXPECT_EQ(round.order.size(), 3u);
+    orders.insert(round.order);
+  }
+  EXPECT_GT(orders.size(), 1u) << "the order must change between rounds";
+  for (size_t c = 0; c < 3; ++c) {
+    EXPECT_EQ(r.roundValues(c).size(), 20u);
+    EXPECT_EQ(r.keptSamples(c).size(), 400u);
+  }
+  EXPECT_EQ(r.stopReason, "rounds");
+}
+
+TEST(Rounds, FixedOrderKeepsTheGivenOrder) {
+  DriftingMachine m(1);
+  RoundsOptions o = m.options(RoundOrder::Fixed);
+  o.rounds = o.minRounds = 3;
+  RoundsResult r = runRounds({m.contender("x", 1), m.contender("y", 2)}, o);
+  for (const auto& round : r.rounds) EXPECT_EQ(round.order, (std::vector<size_t>{0, 1}));
+}
+
+TEST(Rounds, BlockSizeFollowsTheTargetBlockTime) {
+  DriftingMachine m(2);
+  RoundsOptions o = m.options(RoundOrder::Shuffled);
+  o.repsPerRound = 0;
+  o.blockMs = 40;
+  o.rounds = o.minRounds = 2;
+  m.trendPerMs = m.waveAmplitude = 0;
+  RoundsResult r = runRounds({m.contender("fast", 0.5), m.contender("slow", 20)}, o);
+  EXPECT_NEAR(r.reps[0], 80, 2);
+  EXPECT_EQ(r.reps[1], 2);
+  EXPECT_EQ(r.samples[0][1].size(), size_t(r.reps[0]));
+}
+
+TEST(Rounds, StopsOnceThePairedCIsMeetTheTarget) {
+  DriftingMachine m(3);
+  RoundsOptions o = m.options(RoundOrder::Shuffled);
+  o.rounds = 200;
+  o.minRounds = 5;
+  o.targetRelCI = 0.02;
+  RoundsResult r = runRounds({m.contender("a", 1), m.contender("b", 1.1)}, o);
+  EXPECT_EQ(r.stopReason, "ci");
+  EXPECT_LT(r.rounds.size(), 200u);
+  EXPECT_LT(r.ratio(1, 0).relHalfWidth(), 0.02);
+}
+
+TEST(Rounds, SlowRoundsAreFlaggedAndOptionallyReplaced) {
+  // Every fourth calibration runs 30% slow (something else ran): those rounds are flagged; with
+  // repeatSlowRounds they are dropped and replaced until `rounds` rounds are kept.
+  for (bool repeat : {false, true}) {
+    DriftingMachine m(4);
+    m.trendPerMs = m.waveAmplitude = 0;
+    RoundsOptions o = m.options(RoundOrder::Shuffled);
+    o.rounds = 8;
+    o.repeatSlowRounds = repeat;
+    int calls = 0;
+    o.calibration = [&] {
+      double ms = (++calls % 4 == 0 ? 1.3 : 1.0) * m.run(0.3);
+      return Calibration{ms, ms};
+    };
+    RoundsResult r = runRounds({m.contender("a", 1)}, o);
+    size_t slow = 0, dropped = 0;
+    for (const auto& round : r.rounds) slow += round.slow, dropped += round.dropped;
+    EXPECT_GE(slow, 2u);
+    EXPECT_EQ(r.keptRounds(), 8u);
+    EXPECT_EQ(dropped, repeat ? slow : 0u);
+    EXPECT_EQ(r.rounds.size(), repeat ? 8u + slow : 8u);
+  }
+}
+
+TEST(Rounds, ContentionIsTheParallelToSerialCalibrationRatio) {
+  DriftingMachine m(5);
+  RoundsOptions o = m.options(RoundOrder::Shuffled);
+  o.rounds = 4;
+  o.calibration = [&] { return Calibration{0.3, 0.6}; };  // another process holds one of two cores
+  RoundsResult busy = runRounds({m.contender("a", 1)}, o);
+  EXPECT_TRUE(busy.contended);
+  EXPECT_DOUBLE_EQ(busy.medianContention, 2.0);
+  o.calibration = [&] { return Calibration{0.3, 0.31}; };
+  EXPECT_FALSE(runRounds({m.contender("a", 1)}, o).contended);
+}
+
+TEST(Rounds, RealCalibrationRunsAndIsPositive) {
+  Calibration c = calibrate(2);
+  EXPECT_GT(c.serialMs, 0);
+  EXPECT_GT(c.parallelMs, 0);
+}
+
+TEST(Rounds, RejectsNothingToMeasureAndShortBlocks) {
+  EXPECT_THROW(runRounds({}, RoundsOptions{}), std::invalid_argument);
+  RoundsOptions o;
+  o.repsPerRound = 3;
+  o.settleMs = 0;
+  o.calibration = [] { return Calibration{1, 1}; };
+  Contender shortChanged{"short", [](int) { return std::vector<double>{1.0}; }};
+  EXPECT_THROW(runRounds({shortChanged}, o), std::runtime_error);
+}
+
+TEST(PairedRatio, KnownRatioAndDirection) {
+  std::vector<double> a = {2, 2.2, 1.8, 2.1, 1.9}, b = {1, 1.1, 0.9, 1.05, 0.95};
+  auto p = metrics::pairedRatio(a, b);
+  EXPECT_NEAR(p.ratio, 2.0, 1e-12);
+  EXPECT_EQ(p.direction, 1);
+  EXPECT_EQ(metrics::pairedRatio(b, a).direction, -1);
+  EXPECT_EQ(metrics::pairedRatio(a, a).direction, 0);
+  EXPECT_THROW(metrics::pairedRatio(a, {1, 2}), std::invalid_argument);
+  EXPECT_THROW(metrics::pairedRatio({1, 0}, {1, 1}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace friction::bench
