@@ -52,6 +52,15 @@ struct Measurement {
   double contention = 0;
 };
 
+// True when a and b were measured in the same interleaved rounds (same group, same round count, at least
+// three rounds), so they can be compared round by round (metrics::pairedRatio); otherwise only their samples
+// can be compared, independently (a single burst, or rounds too few for a CI over rounds).
+constexpr size_t kMinPairedRounds = 3;
+inline bool measuredTogether(const Measurement& a, const Measurement& b) {
+  return !a.group.empty() && a.group == b.group && a.roundSizes.size() == b.roundSizes.size() &&
+         a.roundSizes.size() >= kMinPairedRounds;
+}
+
 // A cell ready to time: compiled, warmed up and checked; the model stays resident (a bridge's worker alive)
 // until the cell is destroyed. `m` holds what is known before timing (compile time, executor, errors).
 struct PreparedCell {

@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS attributions (
 CREATE TABLE IF NOT EXISTS rounds (
   group_key TEXT NOT NULL, round INTEGER NOT NULL, order_json TEXT NOT NULL, start_s REAL NOT NULL,
   calibration_serial_ms REAL NOT NULL, calibration_parallel_ms REAL NOT NULL, load_avg REAL NOT NULL,
-  slow INTEGER NOT NULL, dropped INTEGER NOT NULL, PRIMARY KEY (group_key, round));
+  slow INTEGER NOT NULL, dropped INTEGER NOT NULL, quiesce_ms REAL NOT NULL, PRIMARY KEY (group_key, round));
 )";
 
 // Version 2 -> 3: the interleaved rounds (group, round sizes, contention, the rounds table) and attribution CIs.
@@ -288,10 +288,10 @@ void ResultsStore::setRounds(const std::string& group, const RoundsResult& r) {
       std::vector<std::string> order;
       for (size_t c : rr.order) order.push_back(r.labels[c]);
       Stmt q(db_, R"(INSERT INTO rounds (group_key, round, order_json, start_s, calibration_serial_ms,
-        calibration_parallel_ms, load_avg, slow, dropped) VALUES (?,?,?,?,?,?,?,?,?))");
+        calibration_parallel_ms, load_avg, slow, dropped, quiesce_ms) VALUES (?,?,?,?,?,?,?,?,?,?))");
       q.text(1, group), q.integer(2, int64_t(k)), q.text(3, nlohmann::json(order).dump()), q.real(4, rr.startSeconds);
       q.real(5, rr.calibration.serialMs), q.real(6, rr.calibration.parallelMs), q.real(7, rr.loadAverage);
-      q.integer(8, rr.slow), q.integer(9, rr.dropped);
+      q.integer(8, rr.slow), q.integer(9, rr.dropped), q.real(10, rr.quiesceMs);
       FRICTION_CHECK(sqlite3_step(q.s) == SQLITE_DONE, "results store '" + path_ + "': " + sqlite3_errmsg(db_));
     }
   });
@@ -299,7 +299,7 @@ void ResultsStore::setRounds(const std::string& group, const RoundsResult& r) {
 
 std::vector<RoundRow> ResultsStore::rounds(const std::string& groupPrefix) const {
   Stmt q(db_, R"(SELECT group_key, round, order_json, start_s, calibration_serial_ms, calibration_parallel_ms, load_avg,
-    slow, dropped FROM rounds WHERE group_key LIKE ? || '%' ORDER BY group_key, round)");
+    slow, dropped, quiesce_ms FROM rounds WHERE group_key LIKE ? || '%' ORDER BY group_key, round)");
   q.text(1, groupPrefix);
   std::vector<RoundRow> out;
   while (sqlite3_step(q.s) == SQLITE_ROW) {
@@ -309,6 +309,7 @@ std::vector<RoundRow> ResultsStore::rounds(const std::string& groupPrefix) const
     r.startSeconds = sqlite3_column_double(q.s, 3), r.serialCalibrationMs = sqlite3_column_double(q.s, 4);
     r.parallelCalibrationMs = sqlite3_column_double(q.s, 5), r.loadAverage = sqlite3_column_double(q.s, 6);
     r.slow = sqlite3_column_int(q.s, 7), r.dropped = sqlite3_column_int(q.s, 8);
+    r.quiesceMs = sqlite3_column_double(q.s, 9);
     out.push_back(std::move(r));
   }
   return out;
@@ -320,10 +321,20 @@ void ResultsStore::mergeFrom(const std::string& otherPath) {
   attach.text(1, otherPath);
   FRICTION_CHECK(sqlite3_step(attach.s) == SQLITE_DONE, "cannot attach '" + otherPath + "': " + sqlite3_errmsg(db_));
   try {
+    // A comparison group's cells were paired round by round: it must come whole from one store, and a group
+    // both stores hold must have been measured on the same kind of machine.
+    Stmt clash(db_, R"(SELECT o.group_key, o.cpu_model, o.cpu_cores, m.cpu_model, m.cpu_cores FROM other.measurements o
+      JOIN measurements m ON o.group_key = m.group_key WHERE o.group_key != '' AND
+      (o.cpu_model != m.cpu_model OR o.cpu_cores != m.cpu_cores OR o.cpu_flags != m.cpu_flags) LIMIT 1)");
+    if (sqlite3_step(clash.s) == SQLITE_ROW)
+      throw Error("cannot merge '" + otherPath + "': comparison group '" + clash.colText(0) + "' was measured on " +
+                  clash.colText(1) + " (" + clash.colText(2) + " cores) there and on " + clash.colText(3) + " (" +
+                  clash.colText(4) + " cores) here; its cells must not be compared across machines");
     // Columns are listed by name so the id column is renumbered here.
     exec(R"(BEGIN;
       INSERT OR IGNORE INTO measurements (created_at, )" + std::string(kMeasurementColumns) + R"()
-      SELECT created_at, )" + kMeasurementColumns + R"( FROM other.measurements;
+      SELECT created_at, )" + kMeasurementColumns + R"( FROM other.measurements
+      WHERE group_key = '' OR group_key NOT IN (SELECT group_key FROM measurements);
       INSERT OR IGNORE INTO attributions SELECT * FROM other.attributions;
       INSERT OR IGNORE INTO rounds SELECT * FROM other.rounds;
       COMMIT;)");

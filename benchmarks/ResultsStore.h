@@ -65,6 +65,7 @@ struct RoundRow {
   int64_t round = 0;
   std::vector<std::string> order;  // the cells' labels in timing order
   double startSeconds = 0, serialCalibrationMs = 0, parallelCalibrationMs = 0, loadAverage = -1;
+  double quiesceMs = 0;  // waited in the round for the cores to go quiet before its blocks
   bool slow = false, dropped = false;
 };
 
@@ -92,7 +93,10 @@ class ResultsStore {
   // Replaces the round rows of `group` with `r`'s rounds.
   void setRounds(const std::string& group, const RoundsResult& r);
   std::vector<RoundRow> rounds(const std::string& groupPrefix = "") const;
-  // Copies every measurement and attribution of another store that this one lacks (same schema version).
+  // Copies every measurement, attribution and round of another store that this one lacks (same schema version;
+  // a version-2 file is upgraded first). A comparison group comes whole from one store: the other's cells of a
+  // group this one holds are skipped, and a group both hold from different machines (CPU model, cores, flags)
+  // is refused with an Error naming it, since its cells were paired round by round.
   void mergeFrom(const std::string& otherPath);
 
  private:

@@ -19,13 +19,14 @@ using Clock = std::chrono::steady_clock;
 double msSince(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 // A dependent chain of multiply-adds: its time is latency-bound, so neither the compiler nor the core can
-// shorten it, and about the same on every x86 core of the last decade (~0.3 ms here).
-double calibrationWork() {
+// shorten it, and about the same on every x86 core of the last decade (~0.3 ms for the calibration's 200k).
+double chainWork(int steps) {
   volatile double seed = 1.0000001;
   double a = seed, x = 1;
-  for (int i = 0; i < 200000; ++i) x = x * a + 1e-9;
+  for (int i = 0; i < steps; ++i) x = x * a + 1e-9;
   return x;
 }
+constexpr int kCalibrationSteps = 200000, kProbeSteps = 20000;
 
 volatile double calibrationSink;  // keeps the work observable
 
@@ -36,18 +37,33 @@ double loadAverage() {
 
 }  // namespace
 
-Calibration calibrate(int threads) {
+namespace {
+Calibration timeChain(int threads, int steps) {
   Calibration c;
   auto t0 = Clock::now();
-  calibrationSink = calibrationWork();
+  calibrationSink = chainWork(steps);
   c.serialMs = msSince(t0);
   t0 = Clock::now();
   double total = 0;
 #pragma omp parallel num_threads(std::max(threads, 1)) reduction(+ : total)
-  total += calibrationWork();
+  total += chainWork(steps);
   calibrationSink = total;
   c.parallelMs = msSince(t0);
   return c;
+}
+}  // namespace
+
+Calibration calibrate(int threads) { return timeChain(threads, kCalibrationSteps); }
+
+double quiesce(int threads, double maxMs) {
+  if (threads < 2 || maxMs <= 0) return 0;
+  auto t0 = Clock::now();
+  while (msSince(t0) < maxMs) {
+    Calibration probe = timeChain(threads, kProbeSteps);
+    if (probe.parallelMs < 1.5 * probe.serialMs + 0.02) return msSince(t0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return maxMs;
 }
 
 std::vector<double> RoundsResult::roundValues(size_t c) const {
@@ -111,24 +127,27 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
   for (const auto& c : contenders) res.labels.push_back(c.label);
   res.samples.assign(n, {});
 
-  // Block sizes: one probe run of each configuration (an extra warm-up) sets its repetitions per round.
-  for (const auto& c : contenders) {
-    int reps = o.repsPerRound;
-    if (reps <= 0) {
-      std::vector<double> probe = c.time(1);
-      double ms = probe.empty() ? 1 : std::max(probe[0], 1e-3);
-      reps = int(std::clamp(std::round(o.blockMs / ms), 1.0, 10000.0));
-    }
-    res.reps.push_back(reps);
-  }
-
   std::mt19937_64 rng(o.seed);
   auto calibrateNow = [&] { return o.calibration ? o.calibration() : calibrate(o.threads); };
+  double waited = 0;  // quiescing in the current round
   auto settle = [&] {
     if (o.settleMs > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.settleMs));
+    if (!o.calibration) waited += quiesce(o.threads, o.quiesceMs);  // a synthetic machine has no real threads
   };
+
+  // Block sizes: three probe runs of each configuration (extra warm-up) set its repetitions per round, from
+  // the fastest (a first run after a pause can be far slower than the rest).
+  for (const auto& c : contenders) {
+    settle();
+    std::vector<double> probe = c.time(3);
+    double ms = probe.empty() ? 1 : std::max(*std::min_element(probe.begin(), probe.end()), 1e-3);
+    auto runsFor = [ms](double budgetMs) { return int(std::clamp(std::round(budgetMs / ms), 1.0, 10000.0)); };
+    res.reps.push_back(o.repsPerRound > 0 ? o.repsPerRound : runsFor(o.blockMs));
+    res.warmupReps.push_back(o.blockWarmupMs > 0 ? runsFor(o.blockWarmupMs) : 0);
+  }
   auto timeBlock = [&](size_t c, size_t round) {
     settle();
+    if (res.warmupReps[c] > 0) contenders[c].time(res.warmupReps[c]);
     std::vector<double> t = contenders[c].time(res.reps[c]);
     if (t.size() != size_t(res.reps[c]))
       throw std::runtime_error("configuration '" + contenders[c].label + "' timed " + std::to_string(t.size()) +
@@ -136,6 +155,8 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
     res.samples[c][round] = std::move(t);
   };
   auto newRound = [&](std::vector<size_t> order, Clock::time_point start) {
+    settle();
+    waited = 0;
     RoundRecord r;
     r.order = std::move(order);
     r.loadAverage = loadAverage();
@@ -165,6 +186,7 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
         for (size_t k = n; k > 1; --k) std::swap(order[k - 1], order[size_t(rng() % k)]);
       size_t round = newRound(order, start);
       for (size_t c : order) timeBlock(c, round);
+      res.rounds[round].quiesceMs = waited;
       if (o.onRound) o.onRound(round);
       if (o.repeatSlowRounds && res.rounds.size() >= 3) {
         flagSlowRounds(res, o.slowRoundFactor);

@@ -31,6 +31,12 @@ struct Calibration {
 };
 Calibration calibrate(int threads);
 
+// Waits, up to `maxMs`, until nothing else competes for the cores: a short probe timed on one thread and then
+// on `threads` threads at once must take about as long. Executors leave thread pools spinning after a run
+// (ONNX Runtime's keep a core busy for ~50 ms here); the block timed next would pay for them. Returns the
+// milliseconds waited; maxMs when the cores stayed busy (another process).
+double quiesce(int threads, double maxMs);
+
 enum class RoundOrder {
   Shuffled,    // every round in a fresh random order (the protocol)
   Fixed,       // every round in the given order
@@ -41,10 +47,14 @@ struct RoundsOptions {
   int rounds = 10;           // rounds at most
   int minRounds = 5;         // the CI target and the time budget never stop a run before this many
   int repsPerRound = 0;      // repetitions of each configuration per round; 0: enough for `blockMs`
-  double blockMs = 50;       // target duration of one configuration's block when repsPerRound = 0
+  double blockMs = 25;       // target duration of one configuration's block when repsPerRound = 0
+  // Untimed runs before each block, as many as fill this (at least one): an executor whose thread pool went idle
+  // during the other blocks runs up to 2x slow for several ms (ONNX Runtime here) before its steady state.
+  double blockWarmupMs = 10;
   double targetRelCI = 0;    // > 0: stop once every comparison's paired CI half-width / ratio is below this
   double maxSeconds = 120;   // time budget of the rounds
-  double settleMs = 1;       // pause before each block: spinning threads of the previous executor go to sleep
+  double settleMs = 1;       // pause before each block, then quiesce(threads, quiesceMs) unless `calibration` is set
+  double quiesceMs = 150;    // 0: no quiescing
   int threads = 1;           // threads of the parallel calibration
   RoundOrder order = RoundOrder::Shuffled;
   double slowRoundFactor = 1.10;  // a round whose serial calibration is this much above the median is slow
@@ -62,6 +72,7 @@ struct RoundRecord {
   Calibration calibration;
   double loadAverage = -1;    // 1-minute load average at the round's start (-1: unavailable)
   double startSeconds = 0;    // since the first round began
+  double quiesceMs = 0;       // waited in this round for the cores to go quiet (quiesce)
   bool slow = false;          // flagged by the calibration
   bool dropped = false;       // slow and replaced (repeatSlowRounds): not in the round values
 };
@@ -69,6 +80,7 @@ struct RoundRecord {
 struct RoundsResult {
   std::vector<std::string> labels;
   std::vector<int> reps;                                // repetitions per round, per configuration
+  std::vector<int> warmupReps;                          // untimed runs before each block, per configuration
   std::vector<std::vector<std::vector<double>>> samples;  // [configuration][round] -> that block's times (ms)
   std::vector<RoundRecord> rounds;
   std::string stopReason;                               // "rounds", "ci", "time"

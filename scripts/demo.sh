@@ -15,6 +15,6 @@ echo "== friction inspect $MODEL"
 build/bin/friction inspect "$MODEL"
 echo "== friction ablate $MODEL --backend $BACKEND --batches $BATCHES --mode loo"
 build/bin/friction ablate "$MODEL" --backend "$BACKEND" --batches "$BATCHES" --mode loo \
-  --warmup 2 --reps 15 --target-ci 0.03 --db out/results.db
+  --warmup 2 --target-ci 0.03 --db out/results.db
 echo "== friction report"
 build/bin/friction report --db out/results.db -o out/report.html

@@ -11,6 +11,11 @@ std::vector<std::string> vendorSwitches(const std::string& backendSpec);
 // `backendSpec` with these switches turned off (e.g. ort?disable=A,B).
 std::string withSwitchesOff(const std::string& backendSpec, const std::vector<std::string>& off);
 
+// `backendSpec` with threads=N when it is a bridge that takes a threads option and sets none: how `--threads` /
+// a spec's `threads` reach the vendors' own thread pools (OpenMP settings do not cross into their processes).
+// Unchanged for threads <= 0, for friction's own backends (OpenMP), and for a spec with its own threads=.
+std::string withThreads(const std::string& backendSpec, int threads);
+
 // Switches that are on/off backend options (onednn: postops=on|off) rather
 // than an ORT-style disable= list (Switches.cpp); empty for other backends.
 // vendorSwitches/withSwitchesOff consult these first.

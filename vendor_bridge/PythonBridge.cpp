@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "frontend/onnx/OnnxExport.h"
 #include "ir/Error.h"
@@ -117,10 +118,18 @@ class PythonBridgeBackend : public Backend {
   std::map<std::string, std::string> options_;
 };
 
+// The bridges that take a threads= option.
+std::set<std::string>& threadedBridges() {
+  static std::set<std::string> names;
+  return names;
+}
+
 }  // namespace
 
 void registerPythonBridge(PythonBridgeSpec spec) {
   switchTable()[spec.name] = spec.switches;
+  if (std::find(spec.options.begin(), spec.options.end(), "threads") != spec.options.end())
+    threadedBridges().insert(spec.name);
   registerBackend(spec.name, [spec](const std::map<std::string, std::string>& o) {
     return std::make_unique<PythonBridgeBackend>(spec, o);
   });
@@ -130,6 +139,13 @@ std::vector<std::string> vendorSwitches(const std::string& backendSpec) {
   if (auto b = booleanSwitches(backendSpec); !b.empty()) return b;  // e.g. onednn's postops
   auto it = switchTable().find(Spec::parse(backendSpec, "backend").name());
   return it == switchTable().end() ? std::vector<std::string>{} : it->second;
+}
+
+std::string withThreads(const std::string& backendSpec, int threads) {
+  Spec spec = Spec::parse(backendSpec, "backend");
+  if (threads <= 0 || spec.has("threads") || !threadedBridges().count(spec.name())) return backendSpec;
+  spec.set("threads", std::to_string(threads));
+  return spec.print();
 }
 
 std::string withSwitchesOff(const std::string& backendSpec, const std::vector<std::string>& off) {

@@ -53,8 +53,12 @@ Interval roundBootstrapMedianCI(const std::vector<double>& samples, const std::v
   return percentileInterval(std::move(medians), confidence);
 }
 
+int ratioDirection(const Interval& ci, double minEffect) {
+  return ci.low > 1 + minEffect ? 1 : ci.high < 1 / (1 + minEffect) ? -1 : 0;
+}
+
 PairedRatio pairedRatio(const std::vector<double>& a, const std::vector<double>& b, uint64_t seed, int resamples,
-                        double confidence) {
+                        double confidence, double minEffect) {
   if (a.size() != b.size()) throw std::invalid_argument("pairedRatio: the two configurations have different round counts");
   if (a.empty()) throw std::invalid_argument("pairedRatio: no rounds");
   std::vector<double> logRatios(a.size());
@@ -66,7 +70,7 @@ PairedRatio pairedRatio(const std::vector<double>& a, const std::vector<double>&
   PairedRatio p;
   p.ratio = std::exp(e.value);
   p.ci = {std::exp(e.ci.low), std::exp(e.ci.high)};
-  p.direction = p.ci.low > 1 ? 1 : p.ci.high < 1 ? -1 : 0;
+  p.direction = ratioDirection(p.ci, minEffect);
   p.rounds = a.size();
   return p;
 }

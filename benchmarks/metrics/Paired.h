@@ -29,10 +29,16 @@ std::vector<double> blockMedians(const std::vector<double>& samples, const std::
 Interval roundBootstrapMedianCI(const std::vector<double>& samples, const std::vector<size_t>& blockSizes,
                                 uint64_t seed = 0, int resamples = 2000, double confidence = 0.95);
 
+// The direction of a ratio's CI given the smallest effect worth reporting: +1 when the CI lies above 1 + minEffect
+// (A slower), -1 when it lies below 1 / (1 + minEffect) (A faster), 0 otherwise. Two separately compiled copies
+// of one program differ consistently by up to ~1.5% here (memory placement: the A/A control measures it), an
+// effect of the instance, not the program; minEffect = 0.02 keeps such differences from being called findings.
+constexpr double kDefaultMinEffect = 0.02;
+int ratioDirection(const Interval& ci, double minEffect = 0);
+
 // Paired ratio of A to B measured in the same rounds: r_k = a_k / b_k per round k (a_k, b_k the round values),
-// ratio = exp(median_k log r_k), CI = exp of the bootstrap CI of that median. direction: +1 when the CI lies
-// above 1 (A slower), -1 below 1 (A faster), 0 when it contains 1. Throws when the lengths differ, a list is
-// empty, or a value is not positive.
+// ratio = exp(median_k log r_k), CI = exp of the bootstrap CI of that median, direction = ratioDirection(CI,
+// minEffect). Throws when the lengths differ, a list is empty, or a value is not positive.
 struct PairedRatio {
   double ratio = 1;
   Interval ci{1, 1};
@@ -41,6 +47,6 @@ struct PairedRatio {
   double relHalfWidth() const { return ci.halfWidth() / ratio; }
 };
 PairedRatio pairedRatio(const std::vector<double>& a, const std::vector<double>& b, uint64_t seed = 0,
-                        int resamples = 2000, double confidence = 0.95);
+                        int resamples = 2000, double confidence = 0.95, double minEffect = 0);
 
 }  // namespace friction::metrics

@@ -23,13 +23,13 @@ int sign(double v) { return (v > 0) - (v < 0); }
 
 // Ratio CI from two already drawn bootstrap median distributions, paired replicate by replicate.
 RatioCI ratioFromBootstrap(double ratio, const std::vector<double>& ma, const std::vector<double>& mb,
-                           double confidence) {
+                           double confidence, double minEffect) {
   std::vector<double> ratios(ma.size());
   for (size_t k = 0; k < ma.size(); ++k) ratios[k] = ma[k] / mb[k];
   RatioCI r;
   r.ratio = ratio;
   r.ci = percentileInterval(std::move(ratios), confidence);
-  r.direction = r.ci.low > 1 ? 1 : r.ci.high < 1 ? -1 : 0;
+  r.direction = ratioDirection(r.ci, minEffect);
   return r;
 }
 
@@ -61,9 +61,9 @@ double kendallTauB(const std::vector<double>& x, const std::vector<double>& y) {
 }
 
 RatioCI medianRatioCI(const std::vector<double>& a, const std::vector<double>& b, uint64_t seed, int resamples,
-                      double confidence) {
+                      double confidence, double minEffect) {
   return ratioFromBootstrap(median(a) / median(b), bootstrapMedians(a, resamples, mixSeed(seed, 0)),
-                            bootstrapMedians(b, resamples, mixSeed(seed, 1)), confidence);
+                            bootstrapMedians(b, resamples, mixSeed(seed, 1)), confidence, minEffect);
 }
 
 RankingComparison compareRankings(const std::vector<RankedItem>& items, const RankingOptions& o) {
@@ -89,8 +89,8 @@ RankingComparison compareRankings(const std::vector<RankedItem>& items, const Ra
   bool pairedA = paired(&RankedItem::roundsA), pairedB = paired(&RankedItem::roundsB);
   auto ratio = [&](bool usePairs, const std::vector<double>& ri, const std::vector<double>& rj, double medianRatio,
                    const std::vector<double>& bi, const std::vector<double>& bj, uint64_t stream) {
-    if (!usePairs) return ratioFromBootstrap(medianRatio, bi, bj, o.confidence);
-    PairedRatio p = pairedRatio(ri, rj, mixSeed(o.seed, stream), o.resamples, o.confidence);
+    if (!usePairs) return ratioFromBootstrap(medianRatio, bi, bj, o.confidence, o.minEffect);
+    PairedRatio p = pairedRatio(ri, rj, mixSeed(o.seed, stream), o.resamples, o.confidence, o.minEffect);
     return RatioCI{p.ratio, p.ci, p.direction};
   };
   for (size_t i = 0; i < n; ++i)

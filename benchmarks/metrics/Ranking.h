@@ -25,8 +25,9 @@ struct RatioCI {
   Interval ci;
   int direction = 0;
 };
+// minEffect: the direction is 0 unless the CI also clears 1 by this relative margin (Paired.h, ratioDirection).
 RatioCI medianRatioCI(const std::vector<double>& a, const std::vector<double>& b, uint64_t seed = 0,
-                      int resamples = 2000, double confidence = 0.95);
+                      int resamples = 2000, double confidence = 0.95, double minEffect = 0);
 
 struct RankedItem {
   std::string name;
@@ -57,6 +58,7 @@ struct RankingOptions {
   uint64_t seed = 0;
   int resamples = 2000;
   double confidence = 0.95;
+  double minEffect = 0;  // an ordering is significant only when its CI clears 1 by this margin (ratioDirection)
 };
 
 // Every item needs samples under both conditions. Deterministic for a given seed: the bootstrap medians of

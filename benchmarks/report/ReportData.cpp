@@ -75,7 +75,7 @@ using CellPair = std::pair<const CellRecord*, const CellRecord*>;
 
 // Ranks the models measured under both conditions (lower median first) and lists the pairs whose order flips
 // significantly (docs/metrics.md, "Ranking inversions"), on the raw samples. Null with fewer than two models.
-json compareModels(const std::map<std::string, CellPair>& models, const ResultsStore& store) {
+json compareModels(const std::map<std::string, CellPair>& models, const ResultsStore& store, double minEffect) {
   std::vector<metrics::RankedItem> items;
   std::vector<CellPair> pairs;
   for (const auto& [model, pair] : models)
@@ -88,7 +88,7 @@ json compareModels(const std::map<std::string, CellPair>& models, const ResultsS
   auto sameRounds = [&](auto side) {
     return std::all_of(pairs.begin(), pairs.end(), [&](const CellPair& p) {
       const Measurement& m = (p.*side)->m;
-      return !m.roundSizes.empty() && m.group == (pairs[0].*side)->m.group;
+      return measuredTogether(m, (pairs[0].*side)->m);
     });
   };
   bool pairedA = sameRounds(&CellPair::first), pairedB = sameRounds(&CellPair::second);
@@ -96,7 +96,9 @@ json compareModels(const std::map<std::string, CellPair>& models, const ResultsS
     if (pairedA) items[k].roundsA = metrics::blockMedians(items[k].samplesA, pairs[k].first->m.roundSizes);
     if (pairedB) items[k].roundsB = metrics::blockMedians(items[k].samplesB, pairs[k].second->m.roundSizes);
   }
-  auto r = metrics::compareRankings(items);
+  metrics::RankingOptions ro;
+  ro.minEffect = minEffect;
+  auto r = metrics::compareRankings(items, ro);
   json j{{"kendall_tau", r.kendallTau}, {"inversions", json::array()}, {"paired_a", pairedA}, {"paired_b", pairedB}};
   for (size_t i = 0; i < items.size(); ++i)
     j["items"].push_back({{"name", items[i].name}, {"median_a_ms", r.mediansA[i]}, {"median_b_ms", r.mediansB[i]},
@@ -109,7 +111,7 @@ json compareModels(const std::map<std::string, CellPair>& models, const ResultsS
 }
 
 // Items = models; condition A = all passes off, B = the default pipeline, within one backend.
-json rankings(const Cells& cells, const std::string& def, const ResultsStore& store) {
+json rankings(const Cells& cells, const std::string& def, const ResultsStore& store, double minEffect) {
   std::map<std::pair<std::string, int64_t>, std::map<std::string, CellPair>> groups;
   for (const auto& c : cells) {
     auto& slot = groups[{c.backend, c.batch}][c.model];
@@ -118,7 +120,7 @@ json rankings(const Cells& cells, const std::string& def, const ResultsStore& st
   }
   json out = json::array();
   for (const auto& [key, models] : groups) {
-    json j = compareModels(models, store);
+    json j = compareModels(models, store, minEffect);
     if (j.is_null()) continue;
     j.update({{"backend", key.first}, {"batch", key.second}, {"condition_a", "all-off"}, {"condition_b", "default"}});
     out.push_back(j);
@@ -197,7 +199,7 @@ json executors(const json& series, const std::map<DepthKey, std::map<int64_t, do
 // depth=N knob are compared with the other models at the same N; models without one form one group). Adds
 // each executor's totals ("vs_reference") to `execs`.
 json executorRankings(const Cells& cells, CellLabels& labels, const std::string& reference, json& execs,
-                      const ResultsStore& store) {
+                      const ResultsStore& store, double minEffect) {
   using Group = std::pair<int64_t, std::optional<int64_t>>;  // batch, depth
   std::map<std::string, std::map<Group, std::map<std::string, const CellRecord*>>> byExec;
   for (const auto& c : cells) {
@@ -218,7 +220,7 @@ json executorRankings(const Cells& cells, CellLabels& labels, const std::string&
       std::map<std::string, CellPair> pairs;
       for (const auto& [model, cell] : models)
         if (auto r = refModels->second.find(model); r != refModels->second.end()) pairs[model] = {r->second, cell};
-      json j = compareModels(pairs, store);
+      json j = compareModels(pairs, store, minEffect);
       if (j.is_null()) continue;
       j.update({{"reference", reference}, {"executor", name}, {"batch", group.first},
                 {"depth", group.second ? json(*group.second) : json(nullptr)}});
@@ -228,6 +230,48 @@ json executorRankings(const Cells& cells, CellLabels& labels, const std::string&
     }
     e["vs_reference"] = {{"reference", reference}, {"inversions", inversions}, {"groups_with_tau", groups},
                          {"mean_kendall_tau", groups ? json(tauSum / groups) : json(nullptr)}};
+  }
+  return out;
+}
+
+// Each executor against the reference executor, cell by cell (same model and batch): the paired ratio over
+// rounds when the two cells were measured in the same rounds, else the ratio of medians with independent
+// bootstraps. A cell "differs" when the ratio's CI clears 1 by minEffect. Adds each executor's summary
+// ("ratios_vs_reference": how many cells, the share that differ, the share within 3% and 5% of the reference)
+// to `execs`.
+json executorRatios(const Cells& cells, CellLabels& labels, const std::string& reference, json& execs,
+                    const ResultsStore& store, double minEffect) {
+  std::map<std::string, std::map<std::pair<std::string, int64_t>, const CellRecord*>> byExec;
+  for (const auto& c : cells) byExec[executorName(c.backend, labels.config(c.passes))][{c.model, c.batch}] = &c;
+  const auto& ref = byExec.at(reference);
+  json out = json::array();
+  for (auto& e : execs) {
+    const std::string name = e["executor"];
+    if (name == reference) continue;
+    size_t n = 0, differing = 0, within3 = 0, within5 = 0;
+    for (const auto& [key, cell] : byExec[name]) {
+      auto r = ref.find(key);
+      if (r == ref.end()) continue;
+      const Measurement &a = cell->m, &b = r->second->m;
+      std::vector<double> sa = store.samplesOf(cell->cellKey), sb = store.samplesOf(r->second->cellKey);
+      bool paired = measuredTogether(a, b);
+      metrics::RatioCI ratio;
+      if (paired) {
+        auto p = metrics::pairedRatio(metrics::blockMedians(sa, a.roundSizes), metrics::blockMedians(sb, b.roundSizes),
+                                      0, 2000, 0.95, minEffect);
+        ratio = {p.ratio, p.ci, p.direction};
+      } else {
+        ratio = metrics::medianRatioCI(sa, sb, 0, 2000, 0.95, minEffect);
+      }
+      n++, differing += ratio.direction != 0;
+      within3 += std::abs(ratio.ratio - 1) <= 0.03, within5 += std::abs(ratio.ratio - 1) <= 0.05;
+      out.push_back({{"executor", name}, {"reference", reference}, {"model", key.first}, {"batch", key.second},
+                     {"ratio", ratio.ratio}, {"ci", {ratio.ci.low, ratio.ci.high}}, {"differs", ratio.direction != 0},
+                     {"paired", paired}});
+    }
+    auto share = [n](size_t k) { return n ? json(double(k) / double(n)) : json(nullptr); };
+    e["ratios_vs_reference"] = {{"cells", n}, {"differing", share(differing)}, {"within_3_percent", share(within3)},
+                                {"within_5_percent", share(within5)}};
   }
   return out;
 }
@@ -247,8 +291,8 @@ std::string chooseReference(const json& execs, std::string reference) {
 }
 
 // The A/A controls (ResultsStore.h): each twin against its original, paired over their rounds, and the share
-// of controls whose CI excludes 1 (the protocol's observed false-difference rate).
-json aaControls(const Cells& all, const ResultsStore& store) {
+// of controls called different (CI clears 1 by minEffect: the protocol's observed false-difference rate).
+json aaControls(const Cells& all, const ResultsStore& store, double minEffect) {
   std::map<std::string, const CellRecord*> byKey;
   for (const auto& c : all) byKey[c.cellKey] = &c;
   json rows = json::array();
@@ -256,10 +300,10 @@ json aaControls(const Cells& all, const ResultsStore& store) {
   for (const auto& twin : all) {
     if (!isAAControl(twin)) continue;
     auto it = byKey.find(twin.cellKey.substr(0, twin.cellKey.size() - std::string(kAASuffix).size()));
-    if (it == byKey.end() || twin.m.roundSizes.empty() || twin.m.roundSizes.size() != it->second->m.roundSizes.size())
-      continue;
+    if (it == byKey.end() || !measuredTogether(twin.m, it->second->m)) continue;
     auto p = metrics::pairedRatio(metrics::blockMedians(store.samplesOf(twin.cellKey), twin.m.roundSizes),
-                                  metrics::blockMedians(store.samplesOf(it->first), it->second->m.roundSizes));
+                                  metrics::blockMedians(store.samplesOf(it->first), it->second->m.roundSizes), 0, 2000,
+                                  0.95, minEffect);
     differences += p.direction != 0;
     rows.push_back({{"model", twin.model}, {"backend", twin.backend}, {"batch", twin.batch}, {"group", twin.m.group},
                     {"ratio", p.ratio}, {"ci", {p.ci.low, p.ci.high}}, {"false_difference", p.direction != 0}});
@@ -305,7 +349,8 @@ DepthVariant depthVariant(const std::string& model) {
 
 std::string executorName(const std::string& backend, const std::string& config) { return backend + "|" + config; }
 
-json reportData(const Cells& allCells, const ResultsStore& store, const std::string& requestedReference) {
+json reportData(const Cells& allCells, const ResultsStore& store, const std::string& requestedReference,
+                double minEffect) {
   Cells cells;  // everything but the A/A twins, which only the A/A section reads
   std::copy_if(allCells.begin(), allCells.end(), std::back_inserter(cells), [](const CellRecord& c) { return !isAAControl(c); });
   FRICTION_CHECK(!cells.empty(), "the store holds only A/A controls");
@@ -314,11 +359,13 @@ json reportData(const Cells& allCells, const ResultsStore& store, const std::str
   auto depth = depthSeries(cells, labels);
   json execs = executors(series, depth);
   std::string reference = chooseReference(execs, requestedReference);
-  json execRankings = executorRankings(cells, labels, reference, execs, store);
+  json execRankings = executorRankings(cells, labels, reference, execs, store, minEffect);
+  json execRatios = executorRatios(cells, labels, reference, execs, store, minEffect);
   json data{{"measurements", cells.size()}, {"series", series},
-            {"rankings", rankings(cells, labels.def, store)}, {"depth", depthScaling(depth)},
+            {"rankings", rankings(cells, labels.def, store, minEffect)}, {"min_effect", minEffect}, {"depth", depthScaling(depth)},
             {"reference", reference}, {"executors", execs}, {"executor_rankings", execRankings},
-            {"aa", aaControls(allCells, store)}};
+            {"executor_ratios", execRatios},
+            {"aa", aaControls(allCells, store, minEffect)}};
   for (const auto& r : store.attributions())
     data["attributions"].push_back({{"experiment", r.experiment}, {"model", r.model}, {"backend", r.backend},
                                     {"batch", r.batch}, {"method", r.method}, {"pass", r.pass},

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "benchmarks/ResultsStore.h"
+#include "benchmarks/metrics/Paired.h"
 
 namespace friction::bench {
 
@@ -27,10 +28,13 @@ DepthVariant depthVariant(const std::string& model);
 std::string executorName(const std::string& backend, const std::string& config);
 
 // The report's data: "measurements", "series", "rankings", "depth", "reference", "executors",
-// "executor_rankings", "attributions", "machine". `cells` are the store's (without samples: rankings fetch the
+// "executor_rankings", "executor_ratios", "aa", "attributions", "machine". `cells` are the store's (without samples: rankings fetch the
 // few they need from `store`), at least one. `reference`: the executor the others' model rankings are compared
 // with; empty: cpu|all-off when measured, else the first. Throws Error when it is not an executor of the store.
-nlohmann::json reportData(const std::vector<CellRecord>& cells, const ResultsStore& store, const std::string& reference);
+// `minEffect`: comparisons (inversions, executor ratios, A/A controls) count as differences only when their CI
+// clears 1 by this relative margin (metrics/Paired.h, ratioDirection).
+nlohmann::json reportData(const std::vector<CellRecord>& cells, const ResultsStore& store, const std::string& reference,
+                          double minEffect = metrics::kDefaultMinEffect);
 
 // One row per cell with its summary statistics (the report's CSV).
 void writeCellsCsv(const std::vector<CellRecord>& cells, const std::string& path);

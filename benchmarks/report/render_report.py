@@ -180,7 +180,8 @@ def inversion_table(data):
     rows = [[html.escape(r["backend"]), str(r["batch"])] + inversion_cells(i)
             for r in data.get("rankings", []) for i in r.get("inversions", [])]
     if not rows:
-        return "<p>No significant ranking inversions (both CIs of the pair's ratio must exclude 1).</p>"
+        return ("<p>No significant ranking inversions (both CIs of the pair's ratio must clear 1 by the minimum "
+                f"effect, {data.get('min_effect', 0):.0%}).</p>")
     return table(["backend", "batch", "pair", "ratio all-off [95% CI]", "ratio default [95% CI]"], rows)
 
 
@@ -210,9 +211,9 @@ def executor_tables(data):
     if summary:
         out.append(f"<h3>Model rankings against {html.escape(ref)}</h3><p>Models are ranked at each batch and, for "
                    "zoo models with a depth knob, among models of the same depth. A pair is inverted only when both "
-                   "orderings are significant: the CI of the pair's ratio excludes 1 under both executors (paired over "
-                   "rounds where both models were measured in the same rounds, else bootstrap of the ratio of "
-                   "medians).</p>")
+                   "orderings are significant: the CI of the pair's ratio clears 1 by the minimum effect "
+                   f"({data.get('min_effect', 0):.0%}) under both executors (paired over rounds where both models "
+                   "were measured in the same rounds, else bootstrap of the ratio of medians).</p>")
         out.append(table(["executor", "significant inversions", "mean Kendall tau", "rankings averaged"], summary))
         rows = [[html.escape(r["executor"]), str(r["batch"]), num(r["depth"], "d")] + inversion_cells(i)
                 + [num(r["kendall_tau"], ".2f")] for r in data.get("executor_rankings", []) for i in r["inversions"]]
@@ -230,7 +231,8 @@ def aa_section(data):
         return ["<p>No A/A controls in this store (`aa_control = true` in a sweep spec; on by default in ablate, "
                 "whose A/A result it prints).</p>"]
     out = [f'<p>{len(rows)} A/A controls (one program compiled and measured twice, in the same interleaved rounds): '
-           f'false-difference rate {aa["false_difference_rate"]:.0%} (CI of the paired ratio excludes 1), '
+           f'false-difference rate {aa["false_difference_rate"]:.0%} (the CI of the paired ratio clears 1 by the '
+           f'minimum effect, {data.get("min_effect", 0):.0%}), '
            f'{aa["within_3_percent"]:.0%} within 3%. Read every other finding of this report against this rate.</p>']
     out.append(table(["model", "backend", "batch", "ratio twin/original [95% CI]", "false difference"],
                      [[html.escape(r["model"]), html.escape(r["backend"]), str(r["batch"]),

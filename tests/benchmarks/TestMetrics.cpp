@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "benchmarks/metrics/Attribution.h"
+#include "benchmarks/metrics/Paired.h"
 #include "benchmarks/metrics/Ranking.h"
 #include "benchmarks/metrics/Scaling.h"
 #include "benchmarks/metrics/Stats.h"
@@ -301,6 +302,45 @@ TEST(Ranking, SignificantUnderOnlyOneConditionIsNotAnInversion) {
   RankingComparison rc = compareRankings(items);
   EXPECT_DOUBLE_EQ(rc.kendallTau, -1.0);
   EXPECT_TRUE(rc.inversions.empty());
+}
+
+// Two items measured in the same rounds on a machine whose speed swings by +-30% from round to round: pooled,
+// their samples overlap and no ordering is significant; paired round by round, the swap is clear.
+TEST(Ranking, PairedRoundsSeeThroughDriftThatIndependentSamplesCannot) {
+  std::vector<double> drift = normalSamples(12, 1.0, 0.15, 21);
+  auto rounds = [&](double ms) {
+    std::vector<double> v;
+    for (size_t k = 0; k < drift.size(); ++k) v.push_back(ms * drift[k] * (1 + 0.002 * double(k % 3)));
+    return v;
+  };
+  std::vector<RankedItem> items = {{"a", rounds(10.0), rounds(11.0), {}, {}}, {"b", rounds(10.6), rounds(10.0), {}, {}}};
+  EXPECT_TRUE(compareRankings(items).inversions.empty());  // independent: the drift swamps 6-10%
+  for (auto& it : items) it.roundsA = it.samplesA, it.roundsB = it.samplesB;
+  RankingComparison rc = compareRankings(items, {.minEffect = 0.02});
+  ASSERT_EQ(rc.inversions.size(), 1u);
+  EXPECT_NEAR(rc.inversions[0].underA.ratio, 10.0 / 10.6, 0.005);
+  EXPECT_NEAR(rc.inversions[0].underB.ratio, 1.1, 0.005);
+}
+
+TEST(Paired, BlockMediansAndTheirRoundBootstrap) {
+  std::vector<double> samples = {1, 2, 3, 10, 20, 5, 6, 7, 8};
+  EXPECT_EQ(blockMedians(samples, {3, 2, 4}), (std::vector<double>{2, 15, 6.5}));
+  EXPECT_THROW(blockMedians(samples, {3, 3}), std::invalid_argument);
+  EXPECT_THROW(blockMedians(samples, {9, 0}), std::invalid_argument);
+  Interval ci = roundBootstrapMedianCI(samples, {3, 2, 4}, 1);
+  EXPECT_LE(ci.low, median(samples));
+  EXPECT_GE(ci.high, median(samples));
+  EXPECT_GE(ci.low, 2.0);  // every replicate pools whole rounds: its median lies within the rounds' range
+  EXPECT_LE(ci.high, 20.0);
+}
+
+TEST(Paired, DirectionNeedsTheMinimumEffect) {
+  EXPECT_EQ(ratioDirection({1.01, 1.02}), 1);
+  EXPECT_EQ(ratioDirection({1.01, 1.02}, 0.02), 0);
+  EXPECT_EQ(ratioDirection({1.021, 1.05}, 0.02), 1);
+  EXPECT_EQ(ratioDirection({0.95, 0.981}, 0.02), 0);  // 0.981 is not below 1 / 1.02 = 0.98039
+  EXPECT_EQ(ratioDirection({0.95, 0.98}, 0.02), -1);
+  EXPECT_EQ(ratioDirection({0.99, 1.01}), 0);
 }
 
 // ---------------------------------------------------------------- pass attribution

@@ -4,12 +4,14 @@
 // options call for, whether the executor times runs itself (bridges) or not.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <numeric>
 #include <thread>
 
 #include "benchmarks/Protocol.h"
 #include "frontend/zoo/Zoo.h"
+#include "ir/Error.h"
 #include "ir/Specialize.h"
 #include "runtime/Backend.h"
 
@@ -114,6 +116,48 @@ TEST_F(ProtocolTest, BatchesStayWithinTheTimeBudget) {
   EXPECT_EQ(m.stopReason, "time");
   EXPECT_GE(m.samplesMs.size(), 5u);
   EXPECT_LT(m.samplesMs.size(), 100u);
+}
+
+// Interleaved rounds: the interpreter's reference run, every compile and every output check happen before the
+// first timed block, so nothing but the configurations' own runs lies inside a measurement.
+TEST_F(ProtocolTest, CheckAndCompileComeBeforeAnyTiming) {
+  std::vector<std::string> events;
+  bench::setProtocolTrace([&](const std::string& e) { events.push_back(e); });
+  options.checkOutputs = true;
+  std::vector<Tensor> expected = bench::referenceOutputs(*graph, *graph, options.seed);
+  options.backend = "interp";
+  auto a = bench::prepare(*graph, &expected, options, "a");
+  auto b = bench::prepare(*graph, &expected, options, "b");
+  bench::RoundsOptions ro;
+  ro.rounds = 3;
+  ro.repsPerRound = 2;
+  ro.blockWarmupMs = 0;
+  ro.settleMs = 0;
+  bench::RoundsResult r = bench::measureInRounds({a.get(), b.get()}, ro, "group");
+  bench::setProtocolTrace(nullptr);
+
+  auto first = std::find(events.begin(), events.end(), "rounds begin");
+  ASSERT_NE(first, events.end());
+  for (auto it = events.begin(); it != first; ++it)
+    EXPECT_TRUE(it->rfind("compile", 0) == 0 || it->rfind("check", 0) == 0) << *it;
+  for (auto it = first + 1; it != events.end() - 1; ++it) EXPECT_EQ(it->rfind("block ", 0), 0u) << *it;
+  EXPECT_EQ(events.back(), "rounds end");
+  EXPECT_EQ(std::count(events.begin(), events.end(), "check a"), 1);
+  EXPECT_EQ(std::count(events.begin(), events.end(), "block b"), 1 + 3);  // the block-size probe, then 3 rounds
+  // The cells' measurements come from the rounds: 3 blocks of 2, outputs checked, the group recorded.
+  EXPECT_EQ(a->m.samplesMs.size(), 6u);
+  EXPECT_EQ(a->m.roundSizes, (std::vector<size_t>{2, 2, 2}));
+  EXPECT_EQ(a->m.group, "group");
+  EXPECT_EQ(a->m.maxAbsError, 0.0);
+  EXPECT_EQ(r.rounds.size(), 3u);
+}
+
+TEST_F(ProtocolTest, CellsMeasuredTogetherMustShareAThreadCount) {
+  options.backend = "test-self-timed";
+  auto a = bench::prepare(*graph, nullptr, options, "a");
+  auto b = bench::prepare(*graph, nullptr, options, "b");
+  b->m.threads = a->m.threads + 1;
+  EXPECT_THROW(bench::measureInRounds({a.get(), b.get()}, bench::RoundsOptions{}, "g"), Error);
 }
 
 }  // namespace

@@ -43,6 +43,7 @@ struct DriftingMachine {
     o.rounds = 20;
     o.repsPerRound = 20;
     o.settleMs = 0;
+    o.blockWarmupMs = 0;  // nothing on this machine ramps up
     o.order = order;
     o.calibration = [this] {
       double serial = run(0.3);
@@ -120,6 +121,11 @@ TEST(Rounds, BlockSizeFollowsTheTargetBlockTime) {
   RoundsResult r = runRounds({m.contender("fast", 0.5), m.contender("slow", 20)}, o);
   EXPECT_NEAR(r.reps[0], 80, 2);
   EXPECT_EQ(r.reps[1], 2);
+  EXPECT_EQ(r.warmupReps[0], 0);
+  o.blockWarmupMs = 10;  // untimed runs before every block: as many as fill 10 ms, at least one
+  r = runRounds({m.contender("fast", 0.5), m.contender("slow", 20)}, o);
+  EXPECT_NEAR(r.warmupReps[0], 20, 1);
+  EXPECT_EQ(r.warmupReps[1], 1);
   EXPECT_EQ(r.samples[0][1].size(), size_t(r.reps[0]));
 }
 

@@ -59,5 +59,17 @@ TEST(VendorSwitches, SwitchedOffSpecKeepsTheUsersOptionOrder) {
   EXPECT_THROW(vendor::withBooleanSwitchesOff("onednn?postops=on", {"postops"}), Error);
 }
 
+// `--threads N` reaches a bridge's own thread pool as its threads= option (OpenMP settings stay in friction's
+// process); a spec's own threads= wins, and friction's backends are left to OpenMP.
+TEST(VendorSwitches, ThreadsReachTheBridgesThatTakeThem) {
+  vendor::registerVendorBridges();
+  EXPECT_EQ(vendor::withThreads("ort", 2), "ort?threads=2");
+  EXPECT_EQ(vendor::withThreads("ort?level=all", 2), "ort?level=all&threads=2");
+  EXPECT_EQ(vendor::withThreads("ort?threads=4", 2), "ort?threads=4");
+  for (const char* b : {"openvino", "iree", "tvm"}) EXPECT_EQ(vendor::withThreads(b, 3), std::string(b) + "?threads=3");
+  EXPECT_EQ(vendor::withThreads("cpu", 2), "cpu");
+  EXPECT_EQ(vendor::withThreads("ort", 0), "ort");
+}
+
 }  // namespace
 }  // namespace friction

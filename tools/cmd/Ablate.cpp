@@ -6,7 +6,6 @@
 // all-on program a second time as an A/A control, then the attribution is
 // computed round by round. Everything goes to the results store.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <iostream>
 #include <map>
@@ -29,6 +28,7 @@ struct AblateArgs {
   std::vector<std::string> over;  // passes to attribute (default: all)
   int permutations = 16;
   bool resume = false, json = false, aaControl = true;
+  double minEffect = metrics::kDefaultMinEffect;  // relative to the all-on latency
   bench::MeasureOptions measure;
   bench::RoundsOptions rounds;
 };
@@ -78,10 +78,12 @@ struct Config {
   size_t cell = 0;  // index of the prepared cell that measures its program
 };
 
-// Median and CI over rounds of per-round values, and whether the CI excludes 0.
+// Median and CI over rounds of per-round values; measurable when the CI clears 0 by `margin` (ms: the
+// smallest effect worth reporting, minEffect x the all-on latency).
 struct Estimate {
   metrics::RoundEstimate e;
-  bool measurable() const { return e.ci.low > 0 || e.ci.high < 0; }
+  double margin = 0;
+  bool measurable() const { return e.ci.low > margin || e.ci.high < -margin; }
 };
 
 void ablateBatch(const AblateArgs& a, const std::vector<std::string>& passes, bool vendor, int64_t batch,
@@ -103,8 +105,8 @@ void ablateBatch(const AblateArgs& a, const std::vector<std::string>& passes, bo
     c.label = c.label.empty() ? (vendor ? "all switches" : "all passes") : c.label.substr(1);
     PipelineOptions& o = c.pipeline;
     bench::CellRecord& r = c.record;
-    r.backend = a.measure.backend;
-    if (vendor) o.passes = {"none"}, r.backend = vendor::withSwitchesOff(a.measure.backend, c.off);
+    r.backend = vendor::withThreads(a.measure.backend, a.measure.threads);  // the row records what ran
+    if (vendor) o.passes = {"none"}, r.backend = vendor::withSwitchesOff(r.backend, c.off);
     else o.disable = c.off;
     r.experiment = experiment, r.model = a.model, r.modelHash = hash, r.batch = batch;
     r.passes = bench::enabledPasses(o);
@@ -173,24 +175,16 @@ void ablateBatch(const AblateArgs& a, const std::vector<std::string>& passes, bo
     for (auto& c : cells) timed.push_back(c.get());
     bench::RoundsOptions ro = a.rounds;
     ro.seed = a.measure.seed;
-    auto t0 = std::chrono::steady_clock::now();
-    ro.onRound = [&](size_t r) {
-      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::fprintf(stderr, "batch %ld: round %zu/%d of %zu programs (%zu configurations), %.0f s\n", long(batch), r + 1,
-                   ro.rounds, cells.size(), configs.size(), s);
-    };
-    std::fprintf(stderr, "batch %ld: timing %zu programs in interleaved rounds\n", long(batch), cells.size());
-    bench::RoundsResult rounds = bench::measureInRounds(timed, ro, group);
-    auto fp = bench::Fingerprint::ofThisMachine();
+    std::fprintf(stderr, "batch %ld: timing %zu programs (%zu configurations) in interleaved rounds\n", long(batch),
+                 cells.size(), configs.size());
+    bench::RoundsResult rounds = measureGroup(timed, ro, group, "batch " + std::to_string(batch) + ":");
+    std::vector<bench::CellRecord> rows;
     for (Config& c : configs) {
       c.record.m = cells[c.cell]->m;
-      store.add(c.record, fp);
+      rows.push_back(c.record);
       roundValues.push_back(rounds.roundValues(c.cell));
     }
-    store.setRounds(group, rounds);
-    if (rounds.contended)
-      std::fprintf(stderr, "warning: the cores were not ours (median contention %.2f: another process ran); every cell is "
-                           "flagged unstable\n", rounds.medianContention);
+    storeGroup(store, rows, rounds, group);
   }
 
   // Per round, the attribution of that round's latencies; then the median over rounds with its CI.
@@ -201,10 +195,11 @@ void ablateBatch(const AblateArgs& a, const std::vector<std::string>& passes, bo
     for (size_t k = 0; k <= all; ++k) table[configs[k].mask] = roundValues[k][r];
     perRound.push_back(method(metrics::tableFunction(table)));
   }
+  const double margin = a.minEffect * metrics::median(roundValues[all]);
   auto estimate = [&](auto pick) {
     std::vector<double> v;
     for (const auto& att : perRound) v.push_back(pick(att));
-    return Estimate{metrics::medianOverRounds(v, a.measure.seed)};
+    return Estimate{metrics::medianOverRounds(v, a.measure.seed), margin};
   };
   std::vector<Estimate> value;
   for (int p = 0; p < n; ++p) value.push_back(estimate([p](const Attribution& x) { return x.value[size_t(p)]; }));
@@ -222,7 +217,8 @@ void ablateBatch(const AblateArgs& a, const std::vector<std::string>& passes, bo
     return index(base) == index(with);
   };
 
-  nlohmann::json row{{"batch", batch}, {"all_ms", latency(all)}, {"none_ms", latency(0)}, {"rounds", nRounds}};
+  nlohmann::json row{{"batch", batch}, {"all_ms", latency(all)}, {"none_ms", latency(0)}, {"rounds", nRounds},
+                     {"min_effect_ms", margin}};
   std::vector<bench::AttributionRecord> records;
   std::vector<double> stdErr(size_t(n), 0);
   auto record = [&](const std::string& how, const std::string& pass, const Estimate& e, double err = 0) {
@@ -257,7 +253,8 @@ void ablateBatch(const AblateArgs& a, const std::vector<std::string>& passes, bo
   nlohmann::json aaJson;
   std::string aaLine;
   if (a.aaControl) {
-    metrics::PairedRatio aa = metrics::pairedRatio(roundValues.back(), roundValues[all], a.measure.seed);
+    metrics::PairedRatio aa =
+        metrics::pairedRatio(roundValues.back(), roundValues[all], a.measure.seed, 2000, 0.95, a.minEffect);
     aaJson = {{"ratio", aa.ratio}, {"ci", {aa.ci.low, aa.ci.high}}, {"false_difference", aa.direction != 0}};
     row["aa_control"] = aaJson;
     char buf[256];
@@ -274,9 +271,10 @@ void ablateBatch(const AblateArgs& a, const std::vector<std::string>& passes, bo
   const char* meaning = a.mode == "loo"   ? "latency added by turning the pass off"
                         : a.mode == "aoi" ? "latency change from turning only this pass on"
                                           : "Shapley value (share of all-on minus all-off)";
-  std::printf("\n%s  backend %s  batch %ld: all on %.3f ms, all off %.3f ms, %zu interleaved rounds\n%-34s %10s %8s  %-21s (%s)\n",
-              a.model.c_str(), a.measure.backend.c_str(), long(batch), latency(all), latency(0), nRounds, "pass", "ms",
-              "%", "95% CI (ms)", meaning);
+  std::printf("\n%s  backend %s  batch %ld: all on %.3f ms, all off %.3f ms, %zu interleaved rounds; effects within "
+              "+-%.3f ms (%.0f%%) are not reported\n%-34s %10s %8s  %-21s (%s)\n",
+              a.model.c_str(), a.measure.backend.c_str(), long(batch), latency(all), latency(0), nRounds, margin,
+              100 * a.minEffect, "pass", "ms", "%", "95% CI (ms)", meaning);
   for (int p = 0; p < n; ++p) {
     const Estimate& e = value[size_t(p)];
     std::printf("%-34s %10.3f %7.1f%%  [%8.3f, %8.3f]%s\n", passes[size_t(p)].c_str(), e.e.value,
@@ -324,10 +322,14 @@ void addAblate(CLI::App& app) {
   cmd->add_option("--db", args->db, "results store (SQLite)");
   cmd->add_flag("--resume", args->resume, "reuse a batch's cells when all of them are in the store");
   cmd->add_option("--warmup", args->measure.warmup, "warm-up runs per configuration (before the rounds)");
-  cmd->add_option("--threads", args->measure.threads, "OpenMP threads");
+  cmd->add_option("--threads", args->measure.threads, "threads: OpenMP, and a vendor bridge's threads= option");
   cmd->add_flag("!--no-check", args->measure.checkOutputs, "skip the comparison with the interpreter (done before timing)");
   cmd->add_flag("!--no-aa", args->aaControl, "leave out the A/A control (the all-on program measured twice)");
   cmd->add_option("--seed", args->measure.seed, "seed of inputs, round orders and bootstrap");
+  cmd->add_option("--min-effect", args->minEffect,
+                  "smallest effect reported, relative to the all-on latency: an attribution's CI must clear 0 by "
+                  "this much (default 0.02; two compiled copies of one program differ by up to ~1.5%)")
+      ->check(CLI::Range(0.0, 1.0));
   addRoundsOptions(cmd, args->rounds);
   cmd->add_flag("--json", args->json, "machine-readable output");
   cmd->callback([args] { ablate(*args); });

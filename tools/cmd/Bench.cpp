@@ -1,11 +1,16 @@
 // `friction bench`: one model, one backend, one pass configuration, measured
-// under the protocol of benchmarks/Protocol.h.
+// under the protocol of benchmarks/Protocol.h: alone in one burst, or, with
+// `--compare EXECUTOR`, together with the other executors in interleaved
+// rounds, each compared with it round by round.
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "benchmarks/Protocol.h"
+#include "benchmarks/SweepSpec.h"
+#include "ir/Error.h"
 #include "tools/cmd/Commands.h"
 #include "tools/cmd/Common.h"
+#include "vendor_bridge/Bridges.h"
 
 namespace friction::cli {
 namespace {
@@ -14,10 +19,59 @@ struct BenchArgs {
   std::string model;
   int64_t batch = 1;
   bool json = false;
-  bool batchGiven = false, backendGiven = false;
+  bool batchGiven = false, backendGiven = false, maxSecondsGiven = false;
   PipelineOptions pipeline;
   bench::MeasureOptions measure;
+  std::vector<std::string> compare;  // BACKEND|CONFIG executors measured beside it in rounds
+  bench::RoundsOptions rounds;
 };
+
+// `--compare`: the model under each executor beside the one asked for, in interleaved rounds.
+void benchCompared(const BenchArgs& a, const ResolvedModel& model) {
+  std::vector<std::unique_ptr<Graph>> graphs;
+  std::vector<std::string> names = {a.measure.backend + " (this)"};
+  std::vector<std::unique_ptr<bench::PreparedCell>> cells;
+  std::vector<Tensor> expected;
+  if (a.measure.checkOutputs && model.reference) expected = bench::referenceOutputs(*model.reference, *model.graph, a.measure.seed);
+  const std::vector<Tensor>* check = expected.empty() ? nullptr : &expected;
+  cells.push_back(bench::prepare(*model.graph, check, a.measure, names[0]));
+  for (const auto& e : a.compare) {
+    size_t bar = e.rfind('|');
+    FRICTION_CHECK(bar != std::string::npos, "--compare takes BACKEND|CONFIG (e.g. 'ort?level=all|all-off'), not '" + e + "'");
+    bench::MeasureOptions mo = a.measure;
+    mo.backend = vendor::withThreads(e.substr(0, bar), a.measure.threads);
+    graphs.push_back(loadAndOptimize(a.model, a.batch, bench::parseSweepConfig(e.substr(bar + 1))));
+    names.push_back(mo.backend + "|" + e.substr(bar + 1));
+    cells.push_back(bench::prepare(*graphs.back(), check, mo, names.back()));
+  }
+  std::vector<bench::PreparedCell*> timed;
+  for (auto& c : cells) timed.push_back(c.get());
+  bench::RoundsOptions ro = a.rounds;
+  ro.seed = a.measure.seed;
+  ro.targetRelCI = a.measure.targetRelCI;
+  if (a.maxSecondsGiven) ro.maxSeconds = a.measure.maxSeconds;
+  bench::RoundsResult r = measureGroup(timed, ro, "bench", "bench:");
+  nlohmann::json rows = nlohmann::json::array();
+  if (!a.json) std::printf("%s  batch %ld  threads %d  %zu interleaved rounds\n", a.model.c_str(), long(a.batch),
+                           cells[0]->m.threads, r.keptRounds());
+  for (size_t k = 0; k < cells.size(); ++k) {
+    const auto& m = cells[k]->m;
+    metrics::PairedRatio p = r.ratio(k, 0, a.measure.seed, 2000);
+    p.direction = metrics::ratioDirection(p.ci, metrics::kDefaultMinEffect);
+    rows.push_back({{"executor", names[k]}, {"median_ms", m.summary.median},
+                    {"ci95_ms", {m.summary.medianCI.low, m.summary.medianCI.high}}, {"unstable", m.summary.unstable},
+                    {"ratio_to_first", p.ratio}, {"ratio_ci", {p.ci.low, p.ci.high}}, {"differs", p.direction != 0},
+                    {"max_rel_error", m.maxRelError >= 0 ? nlohmann::json(m.maxRelError) : nlohmann::json()},
+                    {"executor_description", m.executor}});
+    if (!a.json)
+      std::printf("  %-44s median %9.3f ms (95%% CI %.3f-%.3f)%s  ratio to first %.3f (CI %.3f-%.3f)%s\n",
+                  names[k].c_str(), m.summary.median, m.summary.medianCI.low, m.summary.medianCI.high,
+                  m.summary.unstable ? " UNSTABLE" : "", p.ratio, p.ci.low, p.ci.high,
+                  k == 0 ? "" : p.direction ? "" : "  no difference beyond 2%");
+  }
+  if (a.json)
+    std::cout << nlohmann::json{{"model", a.model}, {"batch", a.batch}, {"rounds", r.keptRounds()}, {"executors", rows}}.dump(2) << "\n";
+}
 
 void benchModel(BenchArgs a) {
   // An ahead-of-time artifact runs its compiled code (backend cpu?aot=FILE; "compile" is the load), checked
@@ -26,7 +80,8 @@ void benchModel(BenchArgs a) {
                                                .backend = a.measure.backend, .backendGiven = a.backendGiven,
                                                .reference = a.measure.checkOutputs});
   a.batch = *model.batch;
-  a.measure.backend = model.backend;
+  a.measure.backend = vendor::withThreads(model.backend, a.measure.threads);  // a bridge's own thread pool too
+  if (!a.compare.empty()) return benchCompared(a, model);
   bench::Measurement m = bench::measure(*model.graph, model.reference.get(), a.measure);
   const auto& s = m.summary;
   if (a.json) {
@@ -78,14 +133,19 @@ void addBench(CLI::App& app) {
   cmd->add_option("--reps", args->measure.reps, "maximum measured runs")->check(CLI::PositiveNumber);
   cmd->add_option("--min-reps", args->measure.minReps, "runs before the adaptive stop may end")->check(CLI::PositiveNumber);
   cmd->add_option("--target-ci", args->measure.targetRelCI, "stop once the 95% CI half-width / median is below this (0: off)");
-  cmd->add_option("--max-seconds", args->measure.maxSeconds, "time budget for the measured runs");
-  cmd->add_option("--threads", args->measure.threads, "OpenMP threads (default: all cores)");
+  auto* maxSeconds = cmd->add_option("--max-seconds", args->measure.maxSeconds, "time budget for the measured runs");
+  cmd->add_option("--threads", args->measure.threads, "threads: OpenMP, and a vendor bridge's threads= option (default: all cores)");
   cmd->add_option("--seed", args->measure.seed, "seed of inputs and bootstrap");
   cmd->add_flag("!--no-check", args->measure.checkOutputs, "skip the comparison with the interpreter");
   cmd->add_flag("--json", args->json, "machine-readable output with raw samples");
+  cmd->add_option("--compare", args->compare,
+                  "also measure the model under this executor (BACKEND|CONFIG, CONFIG as in sweep specs: default, "
+                  "all-off, -pass,...), all in interleaved rounds with ratios to the first (repeatable)");
+  addRoundsOptions(cmd, args->rounds, /*budget=*/false);  // with --compare; --target-ci/--max-seconds apply to the rounds
   addPipelineOptions(cmd, args->pipeline);
-  cmd->callback([args, batch, backend] {
+  cmd->callback([args, batch, backend, maxSeconds] {
     args->batchGiven = batch->count() > 0;
+    args->maxSecondsGiven = maxSeconds->count() > 0;
     args->backendGiven = backend->count() > 0;
     benchModel(*args);
   });

@@ -94,21 +94,46 @@ void addPipelineOptions(CLI::App* cmd, PipelineOptions& o) {
   on->excludes(p);
 }
 
-void addRoundsOptions(CLI::App* cmd, bench::RoundsOptions& o) {
+void addRoundsOptions(CLI::App* cmd, bench::RoundsOptions& o, bool budget) {
   cmd->add_option("--rounds", o.rounds, "interleaved rounds at most")->check(CLI::PositiveNumber);
   cmd->add_option("--min-rounds", o.minRounds, "rounds before the CI target or the time budget may stop")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--reps", o.repsPerRound, "repetitions of each configuration per round (0: enough for --block-ms)")
-      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--block-ms", o.blockMs, "target time of one configuration's block in a round")->check(CLI::PositiveNumber);
-  cmd->add_option("--target-ci", o.targetRelCI, "stop once every paired CI half-width / ratio is below this (0: off)");
-  cmd->add_option("--max-seconds", o.maxSeconds, "time budget of the rounds (after --min-rounds)");
+  if (budget) {
+    cmd->add_option("--reps", o.repsPerRound, "repetitions of each configuration per round (0: enough for --block-ms)")
+        ->check(CLI::NonNegativeNumber);
+    cmd->add_option("--target-ci", o.targetRelCI, "stop once every paired CI half-width / ratio is below this (0: off)");
+    cmd->add_option("--max-seconds", o.maxSeconds, "time budget of the rounds (after --min-rounds)");
+  }
   cmd->add_option("--order", o.order, "shuffled (a fresh random order every round), fixed, or sequential (the old "
                                       "protocol, every round of one configuration before the next: for comparison)")
       ->transform(CLI::CheckedTransformer(std::map<std::string, bench::RoundOrder>{
           {"shuffled", bench::RoundOrder::Shuffled}, {"fixed", bench::RoundOrder::Fixed},
           {"sequential", bench::RoundOrder::Sequential}}));
   cmd->add_flag("--repeat-slow-rounds", o.repeatSlowRounds, "replace rounds the calibration flags as slow");
+}
+
+bench::RoundsResult measureGroup(const std::vector<bench::PreparedCell*>& cells, bench::RoundsOptions options,
+                                 const std::string& group, const std::string& progress) {
+  auto t0 = std::chrono::steady_clock::now();
+  options.onRound = [&](size_t r) {
+    std::fprintf(stderr, "%s round %zu/%d of %zu programs, %.0f s\n", progress.c_str(), r + 1, options.rounds,
+                 cells.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  };
+  bench::RoundsResult rounds = bench::measureInRounds(cells, options, group);
+  if (rounds.contended)
+    std::fprintf(stderr, "warning: %s the cores were not ours (median contention %.2f: another process ran); these "
+                         "cells are flagged unstable\n", progress.c_str(), rounds.medianContention);
+  return rounds;
+}
+
+void storeGroup(bench::ResultsStore& store, const std::vector<bench::CellRecord>& rows,
+                const bench::RoundsResult& rounds, const std::string& group) {
+  auto fp = bench::Fingerprint::ofThisMachine();
+  store.inTransaction([&] {
+    for (const auto& r : rows) store.add(r, fp);
+    store.setRounds(group, rounds);
+  });
 }
 
 std::string humanCount(double v) {

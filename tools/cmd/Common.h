@@ -8,6 +8,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "benchmarks/Protocol.h"
+#include "benchmarks/ResultsStore.h"
 #include "benchmarks/Rounds.h"
 #include "codegen/aot/Artifact.h"
 #include "ir/Graph.h"
@@ -22,9 +24,18 @@ std::string humanCount(double v);
 // runs no pass), shared by opt, run, bench and later commands.
 void addPipelineOptions(CLI::App* cmd, PipelineOptions& options);
 
-// --rounds/--min-rounds/--reps/--block-ms/--target-ci/--max-seconds/--order/--repeat-slow-rounds: the interleaved
-// rounds of ablate, sweep and bench --compare (benchmarks/Rounds.h).
-void addRoundsOptions(CLI::App* cmd, bench::RoundsOptions& options);
+// --rounds/--min-rounds/--block-ms/--order/--repeat-slow-rounds and, with `budget`, --reps/--target-ci/
+// --max-seconds: the interleaved rounds of ablate and bench --compare (benchmarks/Rounds.h). `bench` has its
+// own budget options (one burst) and passes budget = false.
+void addRoundsOptions(CLI::App* cmd, bench::RoundsOptions& options, bool budget = true);
+
+// Times prepared cells together in interleaved rounds (bench::measureInRounds) with progress on stderr, each
+// line starting `progress`, and warns when the machine was contended.
+bench::RoundsResult measureGroup(const std::vector<bench::PreparedCell*>& cells, bench::RoundsOptions options,
+                                 const std::string& group, const std::string& progress);
+// Stores a group's rows and its rounds in one transaction: a group is stored whole or not at all.
+void storeGroup(bench::ResultsStore& store, const std::vector<bench::CellRecord>& rows,
+                const bench::RoundsResult& rounds, const std::string& group);
 
 // What a command asks of MODEL: an .onnx or .fir path, a zoo spec, or an ahead-of-time artifact (OUT.so from
 // `friction compile`: its embedded graph, already optimized and bound to the batch it was compiled for).

@@ -20,6 +20,7 @@ namespace {
 struct ReportArgs {
   std::string db, output = "report.html";
   std::string reference;  // executor the others' rankings are compared with; empty: cpu|all-off, else the first
+  double minEffect = metrics::kDefaultMinEffect;
 };
 
 void report(const ReportArgs& a) {
@@ -28,7 +29,7 @@ void report(const ReportArgs& a) {
   // Without samples: the rankings fetch the few they need.
   std::vector<bench::CellRecord> cells = store.cells("", /*withSamples=*/false);
   FRICTION_CHECK(!cells.empty(), "results store '" + a.db + "' has no measurements");
-  nlohmann::json data = bench::reportData(cells, store, a.reference);
+  nlohmann::json data = bench::reportData(cells, store, a.reference, a.minEffect);
   data["db"] = a.db;
   fs::path out(a.output);
   if (out.has_parent_path()) fs::create_directories(out.parent_path());
@@ -53,6 +54,10 @@ void addReport(CLI::App& app) {
   cmd->add_option("--reference", args->reference,
                   "executor (BACKEND|CONFIG, e.g. 'cpu|all-off') the others' model rankings are compared with; "
                   "default: cpu|all-off when measured, else the first executor");
+  cmd->add_option("--min-effect", args->minEffect,
+                  "smallest relative difference reported as one: a ratio's CI must clear 1 by this margin (default "
+                  "0.02; two compiled copies of one program differ by up to ~1.5%)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->callback([args] { report(*args); });
 }
 

@@ -8,7 +8,6 @@
 // prepared is reported and left out (not stored); the sweep goes on and exits
 // 1 at the end.
 #include <algorithm>
-#include <chrono>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -17,6 +16,7 @@
 #include "ir/Error.h"
 #include "tools/cmd/Commands.h"
 #include "tools/cmd/Common.h"
+#include "vendor_bridge/Bridges.h"
 
 namespace friction::cli {
 namespace {
@@ -37,7 +37,7 @@ struct GroupCell {
 class SweepRunner {
  public:
   SweepRunner(const bench::SweepSpec& spec, const SweepArgs& a, bench::ResultsStore& store)
-      : spec_(spec), a_(a), store_(store), fp_(bench::Fingerprint::ofThisMachine()) {}
+      : spec_(spec), a_(a), store_(store) {}
 
   // Measures one group's cells together; returns false when it was already stored (--resume).
   bool measureGroup(const bench::SweepGroup& group, size_t index, size_t count) {
@@ -64,7 +64,7 @@ class SweepRunner {
       std::fprintf(stderr, "[group %zu/%zu %s] compiling %zu/%zu: %s %s %s\n", index + 1, count, group.key.c_str(),
                    k + 1, cells.size(), c.cell.model.c_str(), c.cell.backend.c_str(), c.cell.config.c_str());
       bench::MeasureOptions mo = spec_.measure;
-      mo.backend = c.cell.backend;
+      mo.backend = c.record.backend;
       try {
         c.prepared = bench::prepare(*c.graph, mo.checkOutputs ? &expected(c.cell) : nullptr, mo,
                                     c.cell.model + " " + c.cell.backend + " " + c.cell.config +
@@ -82,24 +82,16 @@ class SweepRunner {
     if (timed.empty()) return true;
     bench::RoundsOptions ro = spec_.rounds;
     ro.maxSeconds = spec_.maxSecondsPerCell * double(timed.size());
-    auto t0 = std::chrono::steady_clock::now();
-    ro.onRound = [&](size_t r) {
-      std::fprintf(stderr, "[group %zu/%zu %s] round %zu/%d of %zu cells, %.0f s\n", index + 1, count, group.key.c_str(),
-                   r + 1, ro.rounds, timed.size(),
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    };
-    bench::RoundsResult rounds = bench::measureInRounds(timed, ro, groupKey);
-    store_.inTransaction([&] {  // a group is stored whole or not at all: --resume measures it again
-      for (GroupCell* c : kept) {
-        c->record.m = c->prepared->m;
-        store_.add(c->record, fp_);
-      }
-      store_.setRounds(groupKey, rounds);
-    });
+    char progress[256];
+    std::snprintf(progress, sizeof progress, "[group %zu/%zu %s]", index + 1, count, group.key.c_str());
+    bench::RoundsResult rounds = cli::measureGroup(timed, ro, groupKey, progress);
+    std::vector<bench::CellRecord> rows;
+    for (GroupCell* c : kept) {
+      c->record.m = c->prepared->m;
+      rows.push_back(c->record);
+    }
+    storeGroup(store_, rows, rounds, groupKey);  // whole or not at all: --resume measures it again
     measured += kept.size();
-    if (rounds.contended)
-      std::fprintf(stderr, "warning: group %s: the cores were not ours (median contention %.2f); its cells are flagged "
-                           "unstable\n", group.key.c_str(), rounds.medianContention);
     return true;
   }
 
@@ -114,7 +106,10 @@ class SweepRunner {
     g.graph = loadAndOptimize(c.model, c.batch, po);
     bench::CellRecord& r = g.record;
     r.experiment = "sweep:" + spec_.name;
-    r.model = c.model, r.backend = c.backend, r.batch = c.batch, r.modelHash = bench::modelHash(reference(c));
+    // A bridge gets the spec's thread count as its own option (OpenMP settings do not reach its process); the
+    // row records the spec that ran.
+    r.model = c.model, r.backend = vendor::withThreads(c.backend, spec_.measure.threads), r.batch = c.batch;
+    r.modelHash = bench::modelHash(reference(c));
     r.passes = bench::enabledPasses(po);
     r.cellKey = r.key(spec_.measure.threads);
     const auto& mo = spec_.measure;
@@ -140,7 +135,6 @@ class SweepRunner {
   const bench::SweepSpec& spec_;
   const SweepArgs& a_;
   bench::ResultsStore& store_;
-  bench::Fingerprint fp_;
   std::map<std::pair<std::string, int64_t>, std::unique_ptr<Graph>> references_;
   std::map<std::pair<std::string, int64_t>, std::vector<Tensor>> expected_;
 };
