@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -26,7 +27,7 @@ double chainWork(int steps) {
   for (int i = 0; i < steps; ++i) x = x * a + 1e-9;
   return x;
 }
-constexpr int kCalibrationSteps = 200000, kProbeSteps = 20000;
+constexpr int kCalibrationSteps = 200000;
 
 volatile double calibrationSink;  // keeps the work observable
 
@@ -55,13 +56,32 @@ Calibration timeChain(int threads, int steps) {
 
 Calibration calibrate(int threads) { return timeChain(threads, kCalibrationSteps); }
 
-double quiesce(int threads, double maxMs) {
-  if (threads < 2 || maxMs <= 0) return 0;
+namespace {
+// CPU time every process has used (user, nice, system, irq, softirq; not idle, iowait or steal), in the
+// kernel's USER_HZ ticks (10 ms), from /proc/stat; -1 when unavailable.
+int64_t busyTicks() {
+  std::ifstream f("/proc/stat");
+  std::string cpu;
+  int64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0;
+  if (!(f >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq) || cpu != "cpu") return -1;
+  return user + nice + system + irq + softirq;
+}
+}  // namespace
+
+double quiesce(double maxMs) {
+  // Wait until a whole window passes in which no process used the CPU (this one sleeps meanwhile). A short
+  // timed probe is not enough: a pool that spins and yields lets a probe through yet halves a core for a
+  // kernel that runs for milliseconds (ONNX Runtime's, for ~50 ms after its last run).
+  constexpr double kWindowMs = 10;  // one USER_HZ tick
+  if (maxMs <= 0) return 0;
   auto t0 = Clock::now();
+  int64_t before = busyTicks();
+  if (before < 0) return 0;
   while (msSince(t0) < maxMs) {
-    Calibration probe = timeChain(threads, kProbeSteps);
-    if (probe.parallelMs < 1.5 * probe.serialMs + 0.02) return msSince(t0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(kWindowMs));
+    int64_t after = busyTicks();
+    if (after == before) return msSince(t0);
+    before = after;
   }
   return maxMs;
 }
@@ -132,7 +152,7 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
   double waited = 0;  // quiescing in the current round
   auto settle = [&] {
     if (o.settleMs > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.settleMs));
-    if (!o.calibration) waited += quiesce(o.threads, o.quiesceMs);  // a synthetic machine has no real threads
+    if (!o.calibration) waited += quiesce(o.quiesceMs);  // a synthetic machine has no real threads
   };
 
   // Block sizes: three probe runs of each configuration (extra warm-up) set its repetitions per round, from
@@ -142,7 +162,7 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
     std::vector<double> probe = c.time(3);
     double ms = probe.empty() ? 1 : std::max(*std::min_element(probe.begin(), probe.end()), 1e-3);
     auto runsFor = [ms](double budgetMs) { return int(std::clamp(std::round(budgetMs / ms), 1.0, 10000.0)); };
-    res.reps.push_back(o.repsPerRound > 0 ? o.repsPerRound : runsFor(o.blockMs));
+    res.reps.push_back(o.repsPerRound > 0 ? o.repsPerRound : std::max(runsFor(o.blockMs), o.minBlockReps));
     res.warmupReps.push_back(o.blockWarmupMs > 0 ? runsFor(o.blockWarmupMs) : 0);
   }
   auto timeBlock = [&](size_t c, size_t round) {

@@ -31,11 +31,11 @@ struct Calibration {
 };
 Calibration calibrate(int threads);
 
-// Waits, up to `maxMs`, until nothing else competes for the cores: a short probe timed on one thread and then
-// on `threads` threads at once must take about as long. Executors leave thread pools spinning after a run
-// (ONNX Runtime's keep a core busy for ~50 ms here); the block timed next would pay for them. Returns the
-// milliseconds waited; maxMs when the cores stayed busy (another process).
-double quiesce(int threads, double maxMs);
+// Waits, up to `maxMs`, until nothing else uses the cores: a 10 ms window (one tick of /proc/stat) in which no
+// process ran while this one slept. Executors leave thread pools spinning after a run (ONNX Runtime's keep a
+// core busy for ~50 ms here, and the block timed next ran up to 2x slow); the wait is for them. Returns the
+// milliseconds waited (at least 10 when /proc/stat is readable); maxMs when the cores stayed busy.
+double quiesce(double maxMs);
 
 enum class RoundOrder {
   Shuffled,    // every round in a fresh random order (the protocol)
@@ -47,13 +47,14 @@ struct RoundsOptions {
   int rounds = 10;           // rounds at most
   int minRounds = 5;         // the CI target and the time budget never stop a run before this many
   int repsPerRound = 0;      // repetitions of each configuration per round; 0: enough for `blockMs`
-  double blockMs = 25;       // target duration of one configuration's block when repsPerRound = 0
+  double blockMs = 25;       // target duration of one configuration's block when repsPerRound = 0 ...
+  int minBlockReps = 3;      // ... but at least this many runs: a round's value is its block's median
   // Untimed runs before each block, as many as fill this (at least one): an executor whose thread pool went idle
   // during the other blocks runs up to 2x slow for several ms (ONNX Runtime here) before its steady state.
   double blockWarmupMs = 10;
   double targetRelCI = 0;    // > 0: stop once every comparison's paired CI half-width / ratio is below this
   double maxSeconds = 120;   // time budget of the rounds
-  double settleMs = 1;       // pause before each block, then quiesce(threads, quiesceMs) unless `calibration` is set
+  double settleMs = 1;       // pause before each block, then quiesce(quiesceMs) unless `calibration` is set
   double quiesceMs = 150;    // 0: no quiescing
   int threads = 1;           // threads of the parallel calibration
   RoundOrder order = RoundOrder::Shuffled;
