@@ -65,6 +65,10 @@ expect_ok bench-profile "profile over 4 runs: .* conv nhwc .* compiled Gemm .* c
 # Ablation into a store, then the report: every figure must be an inline PNG that decodes.
 expect_ok ablate "measurements stored" -- "$F" ablate "zoo:mlp?depth=2" --batches 1,2 --mode shapley --over fold-constants,eliminate-dead-code --reps 3 --warmup 1 --db "$T/r.db"
 expect_ok ablate-resume "stored" -- "$F" ablate "zoo:mlp?depth=2" --batches 1,2 --mode shapley --over fold-constants,eliminate-dead-code --reps 3 --warmup 1 --db "$T/r.db" --resume
+expect_ok ablate-aa-control "A/A control \(all-on compiled twice\): ratio [0-9.]+, 95% CI" -- "$F" ablate "zoo:mlp?depth=2" --batches 1 --over fold-constants --reps 3 --rounds 4 --db "$T/aa.db"
+expect_ok ablate-json-intervals '"attribution_ci_ms"' -- bash -c "'$F' ablate 'zoo:mlp?depth=2' --batches 1 --over fold-constants --reps 3 --rounds 4 --db '$T/aa.db' --json 2>/dev/null"
+expect_ok bench-compare "cpu\|all-off .*ratio to first" -- bash -c "'$F' bench 'zoo:mlp' --backend cpu --compare 'cpu|all-off' --rounds 3 2>/dev/null | tr '\n' ' '"
+expect_error bench-compare-bad "--compare takes BACKEND\|CONFIG" -- "$F" bench "zoo:mlp" --backend cpu --compare cpu
 expect_error report-missing-db "does not exist" -- "$F" report --db "$T/none.db" -o "$T/x.html"
 if [[ -x "$(dirname "$0")/../../.venv/bin/python" ]]; then
   expect_ok report "wrote" -- "$F" report --db "$T/r.db" -o "$T/report/report.html"

@@ -115,6 +115,12 @@ void addRoundsOptions(CLI::App* cmd, bench::RoundsOptions& o, bool budget) {
 
 bench::RoundsResult measureGroup(const std::vector<bench::PreparedCell*>& cells, bench::RoundsOptions options,
                                  const std::string& group, const std::string& progress) {
+  // Before the rounds: whether this thread count can have the cores (the median of three calibrations).
+  std::vector<double> contention;
+  for (int k = 0; k < 3; ++k) contention.push_back(bench::calibrate(cells[0]->m.threads).contention());
+  if (double c = metrics::median(contention); c > options.contentionLimit)
+    std::fprintf(stderr, "warning: %s other processes hold the cores: %d threads at once run %.1fx slower than one; "
+                         "measure on an idle machine or with fewer --threads\n", progress.c_str(), cells[0]->m.threads, c);
   auto t0 = std::chrono::steady_clock::now();
   options.onRound = [&](size_t r) {
     std::fprintf(stderr, "%s round %zu/%d of %zu programs, %.0f s\n", progress.c_str(), r + 1, options.rounds,
