@@ -166,11 +166,12 @@ RoundsResult measureInRounds(const std::vector<PreparedCell*>& cells, const Roun
     metrics::SummaryOptions so;
     so.seed = options.seed;
     m.summary = metrics::summarize(m.samplesMs, so);
-    // Resampling whole rounds keeps drift between rounds in the interval, which resampling single runs hides;
-    // a machine that was not ours throughout is unstable however narrow the interval.
+    // Resampling whole rounds keeps drift between rounds in the interval, which resampling single runs hides.
+    // The contention figure is recorded but does not mark cells unstable: after quiesce's waits the parallel
+    // calibration reads 2-20x slow on this machine with no other process running (not understood yet).
     m.summary.medianCI = metrics::roundBootstrapMedianCI(m.samplesMs, m.roundSizes, options.seed);
     m.summary.relHalfWidth = metrics::relativeHalfWidth(m.summary.medianCI, m.summary.median);
-    m.summary.unstable = m.summary.relHalfWidth > so.instabilityThreshold || r.contended;
+    m.summary.unstable = m.summary.relHalfWidth > so.instabilityThreshold;
     recordProcessState(*cells[k]);
   }
   return r;

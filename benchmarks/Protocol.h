@@ -85,8 +85,9 @@ std::unique_ptr<PreparedCell> prepare(const Graph& optimized, const std::vector<
 void measureBurst(PreparedCell& cell);
 
 // Times the cells together in interleaved rounds and fills each cell's measurement from the kept rounds:
-// its samples, summary (median of all samples, CI by resampling whole rounds), stop reason, round sizes and
-// contention; `group` names the comparison. The cells must share a thread setting.
+// its samples, summary (median of all samples, CI by resampling whole rounds; unstable when its relative
+// half-width exceeds 5%), stop reason, round sizes and contention; `group` names the comparison. The cells
+// must share a thread setting.
 RoundsResult measureInRounds(const std::vector<PreparedCell*>& cells, const RoundsOptions& options,
                              const std::string& group);
 

@@ -6,42 +6,15 @@ spellings, from `friction report`'s data (the numbers are the report's, computed
     minimum effect: false differences), the share of ratios within 3%, and the p10-p90 range of the ratios;
   - whether the two spellings of the second program get the same set of significant ranking inversions
     against the first program (they must: they are one executor).
-With a second store (the same spec measured again later), the per-cell executor ratios of the two runs are
-compared: the share that agree within 5%.
-Usage: aa_summary.py STORE.db [STORE2.db] [--friction build/bin/friction]
+Two runs of any spec are compared by compare_runs.py.
+Usage: aa_summary.py STORE.db [STORE.db ...] [--friction build/bin/friction]
 """
 import argparse
-import json
-import os
-import subprocess
-import tempfile
+
+from report_json import inversion_set, quantile, ratios, report
 
 PAIRS = [("cpu|default", "cpu?profile=off|default"),
          ("ort?level=all&threads=2|all-off", "ort?threads=2&level=all|all-off")]
-
-
-def report(friction, db, reference):
-    with tempfile.TemporaryDirectory() as d:
-        subprocess.run([friction, "report", "--db", db, "-o", os.path.join(d, "r.html"), "--reference", reference],
-                       check=True, stdout=subprocess.DEVNULL)
-        with open(os.path.join(d, "r.json")) as f:
-            return json.load(f)
-
-
-def quantile(xs, q):
-    xs = sorted(xs)
-    h = (len(xs) - 1) * q
-    lo = int(h)
-    return xs[lo] if lo + 1 >= len(xs) else xs[lo] + (h - lo) * (xs[lo + 1] - xs[lo])
-
-
-def ratios(data, executor):
-    return {(r["model"], r["batch"]): r for r in data["executor_ratios"] if r["executor"] == executor}
-
-
-def inversion_set(data, executor):
-    return {(r["batch"], r["depth"], i["a"], i["b"]) for r in data["executor_rankings"] if r["executor"] == executor
-            for i in r["inversions"]}
 
 
 def summarize(friction, db):
@@ -68,10 +41,8 @@ def main():
     ap.add_argument("stores", nargs="+")
     ap.add_argument("--friction", default="build/bin/friction")
     a = ap.parse_args()
-    results = []
     for db in a.stores:
-        s, data = summarize(a.friction, db)
-        results.append(data)
+        s, _ = summarize(a.friction, db)
         print(f"== {db}")
         for twin, r in s.items():
             if twin == "inversion_sets":
@@ -81,13 +52,6 @@ def main():
             print(f"  {twin}: {r['cells']} cells{' (paired over rounds)' if r['paired'] else ''}, false differences "
                   f"{r['false_differences']} ({r['false_differences'] / r['cells']:.0%}), within 3%: "
                   f"{r['within_3_percent']:.0%}, ratios p10-p90 {r['p10']:.3f}-{r['p90']:.3f}")
-    if len(results) == 2:  # the same executor ratios measured twice
-        for e in {r["executor"] for r in results[0]["executor_ratios"]}:
-            first, second = ratios(results[0], e), ratios(results[1], e)
-            common = [k for k in first if k in second]
-            if common:
-                agree = sum(abs(second[k]["ratio"] / first[k]["ratio"] - 1) <= 0.05 for k in common) / len(common)
-                print(f"  across runs, {e} / cpu|default per cell: {agree:.0%} of {len(common)} cells agree within 5%")
 
 
 if __name__ == "__main__":
