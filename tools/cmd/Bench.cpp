@@ -56,8 +56,8 @@ void benchCompared(const BenchArgs& a, const ResolvedModel& model) {
                            cells[0]->m.threads, r.keptRounds());
   for (size_t k = 0; k < cells.size(); ++k) {
     const auto& m = cells[k]->m;
-    metrics::PairedRatio p = r.ratio(k, 0, a.measure.seed, 2000);
-    p.direction = metrics::ratioDirection(p.ci, metrics::kDefaultMinEffect);
+    metrics::PairedRatio p = metrics::pairedRatio(r.roundValues(k), r.roundValues(0), a.measure.seed, 2000, 0.95,
+                                                  metrics::kDefaultMinEffect);
     rows.push_back({{"executor", names[k]}, {"median_ms", m.summary.median},
                     {"ci95_ms", {m.summary.medianCI.low, m.summary.medianCI.high}}, {"unstable", m.summary.unstable},
                     {"ratio_to_first", p.ratio}, {"ratio_ci", {p.ci.low, p.ci.high}}, {"differs", p.direction != 0},
