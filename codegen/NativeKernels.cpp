@@ -39,7 +39,7 @@ class ConvKernel : public NativeKernel {
   std::string describe() const override {
     const std::string layout = layout_ == Layout::Nhwc ? "nhwc" : "nchw";
     std::string d = g_.depthwise()   ? "depthwise conv " + layout
-                    : g_.group > 1   ? "grouped conv " + layout + " (sgemm per group)"
+                    : g_.group > 1   ? "grouped conv " + layout + (layout_ == Layout::Nhwc ? " (direct)" : " (sgemm per group)")
                     : g_.pointwise() ? "conv " + layout + " 1x1 (sgemm)"
                                      : "conv " + layout + " (im2col + sgemm)";
     if (residual_) d += " + add";
@@ -48,8 +48,6 @@ class ConvKernel : public NativeKernel {
     return d;
   }
   bool fuse(const FusedEpilogue& e) override {
-    // NHWC depthwise would add the residual in a second pass: the compiled epilogue is as good.
-    if (e.residual && g_.depthwise() && layout_ == Layout::Nhwc) return false;
     residual_ = e.residual != nullptr;
     epilogue_.lo = e.lo, epilogue_.hi = e.hi;
     return true;

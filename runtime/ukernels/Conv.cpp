@@ -37,31 +37,29 @@ void gemmEpilogue(void* ctx, float* C, int64_t ldc, int64_t i0, int64_t j0, int6
 }
 
 // One row of the NHWC im2col matrix: the (kh, kw, c) patch of output pixel
-// (n, oh, ow) over the `cg` channels from c0 (one group's), zeros outside the
-// input. An undilated window row inside the input over all channels is S*C
-// contiguous floats: one copy.
-void gatherPatch(const Conv2d& g, const float* x, int64_t n, int64_t oh, int64_t ow, int64_t c0, int64_t cg,
-                 float* row) {
-  const int64_t iw0 = ow * g.strideW - g.padLeft, span = g.S * cg;
-  const bool rowInside = g.dilW == 1 && cg == g.C && iw0 >= 0 && iw0 + g.S <= g.W;
+// (n, oh, ow), zeros outside the input. An undilated window row inside the
+// input is S*C contiguous floats: one copy.
+void gatherPatch(const Conv2d& g, const float* x, int64_t n, int64_t oh, int64_t ow, float* row) {
+  const int64_t iw0 = ow * g.strideW - g.padLeft, span = g.S * g.C;
+  const bool rowInside = g.dilW == 1 && iw0 >= 0 && iw0 + g.S <= g.W;
   for (int64_t r = 0; r < g.R; ++r, row += span) {
     int64_t ih = oh * g.strideH - g.padTop + r * g.dilH;
     if (ih < 0 || ih >= g.H) {
       std::fill(row, row + span, 0.f);
       continue;
     }
-    const float* in = x + (n * g.H + ih) * g.W * g.C + c0;
+    const float* in = x + (n * g.H + ih) * g.W * g.C;
     if (rowInside) {
       std::copy(in + iw0 * g.C, in + iw0 * g.C + span, row);
       continue;
     }
     for (int64_t s = 0; s < g.S; ++s) {
       int64_t iw = iw0 + s * g.dilW;
-      float* cell = row + s * cg;
+      float* cell = row + s * g.C;
       if (iw < 0 || iw >= g.W)
-        std::fill(cell, cell + cg, 0.f);
+        std::fill(cell, cell + g.C, 0.f);
       else
-        std::copy(in + iw * g.C, in + iw * g.C + cg, cell);
+        std::copy(in + iw * g.C, in + iw * g.C + g.C, cell);
     }
   }
 }
@@ -172,111 +170,169 @@ void forEachWindow(const Conv2d& g, const float* x, float* y, int64_t C, Start s
       }
 }
 
-// Depthwise convolution, one output row (n, oh) at a time, 16 channels at a
-// time: the pixels whose window lies inside the input row in blocks of 8, 4,
-// 2, 1 (accumulators in vector registers, no bounds checks), the border
-// pixels one by one with checks. Outputs start from the bias and leave
-// clamped to [lo, hi] (a fused Relu/Clip), so each is written once.
+// Direct NHWC convolution for depthwise and grouped convolutions (no im2col):
+// one output row (n, oh) and 16 output channels (one block) at a time; the
+// pixels whose window lies inside the input row in blocks of 8, 4, 2, 1
+// (accumulators in vector registers, no bounds checks), the border pixels one
+// by one with checks. Outputs start from the bias and leave with the residual
+// added and clamped to [lo, hi] (a fused Relu/Clip), so each is written once.
 typedef float v16f __attribute__((vector_size(64)));
-// DwRow's helpers pass v16f by value; they are inlined into each ISA's clone
-// of depthwiseRow, so no vector ever crosses a call between ISAs.
+// The helpers below pass v16f by value; they are forced inline into each
+// ISA's clone of directRow, so no vector ever crosses a call between ISAs.
 #pragma GCC diagnostic ignored "-Wpsabi"
-constexpr int64_t kDwChannels = 16;
+constexpr int64_t kLanes = 16;
 
-struct DwRow {
-  const Conv2d& g;
-  const float* x;  // input at (n, 0, 0, c0)
-  const float* w;  // packed weights at channel c0
-  v16f bias, lo, hi;
-  const int64_t* rows;  // window rows inside the input, and their input rows
-  const int64_t* inRows;
-  int64_t nRows;
-  float* y;  // output row at channel c0
-
-  static v16f load(const float* p) {
-    v16f v;
+// The first `lanes` floats at p, zeros above (a constant 16 compiles to one load).
+FRICTION_INLINE v16f loadLanes(const float* p, int64_t lanes) {
+  v16f v{};
+  if (lanes == kLanes)
     std::memcpy(&v, p, sizeof v);
-    return v;
-  }
-  void store(int64_t ow, v16f v) const {
-    v = v < lo ? lo : v;
-    v = v > hi ? hi : v;
-    std::memcpy(y + ow * g.C, &v, sizeof v);
-  }
-  // P pixels from ow0, every window cell inside the row.
+  else
+    std::memcpy(&v, p, size_t(lanes) * sizeof(float));
+  return v;
+}
+
+// Depthwise: lane c reads input channel c0 + c; weights [R*S, C]. `Partial`:
+// the last block of a channel count that is not a multiple of 16.
+template <bool Partial>
+struct DepthwiseCells {
+  int64_t lanes;
   template <int P>
-  void interior(int64_t ow0) const {
-    v16f acc[P];
-    for (int p = 0; p < P; ++p) acc[p] = bias;
-    for (int64_t ri = 0; ri < nRows; ++ri) {
-      const float* xrow = x + inRows[ri] * g.W * g.C;
-      for (int64_t s = 0; s < g.S; ++s) {
-        const v16f wv = load(w + (rows[ri] * g.S + s) * g.C);
-        const float* xs = xrow + (ow0 * g.strideW - g.padLeft + s * g.dilW) * g.C;
+  FRICTION_INLINE void accumulate(v16f* acc, const float* x, int64_t pixelStride, const float* w) const {
+    const v16f wv = loadLanes(w, Partial ? lanes : kLanes);
 #pragma GCC unroll 8
-        for (int p = 0; p < P; ++p) acc[p] += load(xs + p * g.strideW * g.C) * wv;
-      }
-    }
-    for (int p = 0; p < P; ++p) store(ow0 + p, acc[p]);
-  }
-  void border(int64_t ow) const {
-    v16f acc = bias;
-    for (int64_t ri = 0; ri < nRows; ++ri)
-      for (int64_t s = 0; s < g.S; ++s) {
-        int64_t iw = ow * g.strideW - g.padLeft + s * g.dilW;
-        if (iw >= 0 && iw < g.W) acc += load(x + (inRows[ri] * g.W + iw) * g.C) * load(w + (rows[ri] * g.S + s) * g.C);
-      }
-    store(ow, acc);
+    for (int p = 0; p < P; ++p) acc[p] += loadLanes(x + p * pixelStride, Partial ? lanes : kLanes) * wv;
   }
 };
 
-FRICTION_MULTIVERSION
-void depthwiseRow(const Conv2d& g, const float* x, const float* w, const float* bias, float lo, float hi, int64_t n,
-                  int64_t oh, float* y) {
-  const int64_t C = g.C;
-  std::vector<int64_t> rows, inRows;  // window rows inside the input
-  for (int64_t r = 0; r < g.R; ++r) {
-    int64_t ih = oh * g.strideH - g.padTop + r * g.dilH;
-    if (ih >= 0 && ih < g.H) rows.push_back(r), inRows.push_back(ih);
+// Grouped: the block's 16 output channels read the input channels of their
+// groups (`inputs` of them from the block's first); each is broadcast and
+// multiplied by a 16-lane weight vector that is zero in the lanes of other
+// groups. Group widths below 16 waste lanes (8: half), which still beats a
+// GEMM per group whose 8 columns waste as many and pay an im2col besides.
+struct GroupedCells {
+  int64_t inputs;
+  template <int P>
+  FRICTION_INLINE void accumulate(v16f* acc, const float* x, int64_t pixelStride, const float* w) const {
+    for (int64_t ci = 0; ci < inputs; ++ci) {
+      const v16f wv = loadLanes(w + ci * kLanes, kLanes);
+#pragma GCC unroll 8
+      for (int p = 0; p < P; ++p) acc[p] += x[p * pixelStride + ci] * wv;
+    }
   }
-  // Output columns [owA, owB) read only inside the input row.
-  int64_t owA = std::min(g.OW, (g.padLeft + g.strideW - 1) / g.strideW);
-  int64_t owB = std::max(owA, std::min(g.OW, (g.W - 1 + g.padLeft - (g.S - 1) * g.dilW) / g.strideW + 1));
-  if (g.W - 1 + g.padLeft - (g.S - 1) * g.dilW < 0) owB = owA;
-  const int64_t cFull = C / kDwChannels * kDwChannels;
-  for (int64_t c0 = 0; c0 < cFull; c0 += kDwChannels) {
-    DwRow row{g, x + n * g.H * g.W * C + c0, w + c0, v16f{}, v16f{} + lo, v16f{} + hi,
-              rows.data(), inRows.data(), int64_t(rows.size()), y + c0};
-    if (bias) row.bias = DwRow::load(bias + c0);
-    for (int64_t ow = 0; ow < owA; ++ow) row.border(ow);
-    int64_t ow = owA;
-    for (; ow + 8 <= owB; ow += 8) row.interior<8>(ow);
-    if (ow + 4 <= owB) row.interior<4>(ow), ow += 4;
-    if (ow + 2 <= owB) row.interior<2>(ow), ow += 2;
-    if (ow < owB) row.interior<1>(ow), ow += 1;
-    for (; ow < g.OW; ++ow) row.border(ow);
+};
+
+template <class Cells>
+struct DirectRow {
+  const Conv2d& g;
+  Cells cells;
+  const float* x;        // input at (n, 0, 0, the block's first input channel)
+  const float* w;        // the block's weights; window cell (r, s) at w + (r * S + s) * cellStride
+  int64_t cellStride;
+  int64_t oh, rLo, rHi;  // the window rows [rLo, rHi) lie inside the input
+  v16f bias, lo, hi;
+  const float* residual;  // at (n, oh, 0, k0), or null
+  float* y;               // output at (n, oh, 0, k0)
+  int64_t lanes;          // output channels in this block
+
+  FRICTION_INLINE const float* inputRow(int64_t r) const { return x + (oh * g.strideH - g.padTop + r * g.dilH) * g.W * g.C; }
+  FRICTION_INLINE void store(int64_t ow, v16f v) const {
+    if (residual) v += loadLanes(residual + ow * g.K, lanes);
+    v = v < lo ? lo : v;
+    v = v > hi ? hi : v;
+    if (lanes == kLanes)
+      std::memcpy(y + ow * g.K, &v, sizeof v);
+    else
+      std::memcpy(y + ow * g.K, &v, size_t(lanes) * sizeof(float));
   }
-  if (cFull == C) return;
-  // Leftover channels (C not a multiple of 16), one pixel at a time.
-  for (int64_t ow = 0; ow < g.OW; ++ow) {
-    float* out = y + ow * C;
-    for (int64_t c = cFull; c < C; ++c) out[c] = bias ? bias[c] : 0.f;
-    for (size_t ri = 0; ri < rows.size(); ++ri)
+  // P pixels from ow0, every window cell inside the row.
+  template <int P>
+  FRICTION_INLINE void interior(int64_t ow0) const {
+    v16f acc[P];
+    for (int p = 0; p < P; ++p) acc[p] = bias;
+    for (int64_t r = rLo; r < rHi; ++r) {
+      const float* xrow = inputRow(r);
+      for (int64_t s = 0; s < g.S; ++s)
+        cells.template accumulate<P>(acc, xrow + (ow0 * g.strideW - g.padLeft + s * g.dilW) * g.C, g.strideW * g.C,
+                                     w + (r * g.S + s) * cellStride);
+    }
+    for (int p = 0; p < P; ++p) store(ow0 + p, acc[p]);
+  }
+  FRICTION_INLINE void border(int64_t ow) const {
+    v16f acc = bias;
+    for (int64_t r = rLo; r < rHi; ++r)
       for (int64_t s = 0; s < g.S; ++s) {
         int64_t iw = ow * g.strideW - g.padLeft + s * g.dilW;
-        if (iw < 0 || iw >= g.W) continue;
-        const float* in = x + ((n * g.H + inRows[ri]) * g.W + iw) * C;
-        const float* wk = w + (rows[ri] * g.S + s) * C;
-        for (int64_t c = cFull; c < C; ++c) out[c] += in[c] * wk[c];
+        if (iw >= 0 && iw < g.W) cells.template accumulate<1>(&acc, inputRow(r) + iw * g.C, 0, w + (r * g.S + s) * cellStride);
       }
-    for (int64_t c = cFull; c < C; ++c) out[c] = std::min(std::max(out[c], lo), hi);
+    store(ow, acc);
+  }
+  FRICTION_INLINE void run() const {
+    // Output columns [owA, owB) read only inside the input row.
+    int64_t owA = std::min(g.OW, (g.padLeft + g.strideW - 1) / g.strideW);
+    int64_t owB = std::max(owA, std::min(g.OW, (g.W - 1 + g.padLeft - (g.S - 1) * g.dilW) / g.strideW + 1));
+    if (g.W - 1 + g.padLeft - (g.S - 1) * g.dilW < 0) owB = owA;
+    for (int64_t ow = 0; ow < owA; ++ow) border(ow);
+    int64_t ow = owA;
+    for (; ow + 8 <= owB; ow += 8) interior<8>(ow);
+    if (ow + 4 <= owB) interior<4>(ow), ow += 4;
+    if (ow + 2 <= owB) interior<2>(ow), ow += 2;
+    if (ow < owB) interior<1>(ow), ow += 1;
+    for (; ow < g.OW; ++ow) border(ow);
+  }
+};
+
+// The input channels block b's output channels [16b, 16b + 16) read: [first, first + count).
+struct BlockInputs {
+  int64_t first, count;
+};
+BlockInputs blockInputs(const Conv2d& g, int64_t b) {
+  if (g.depthwise()) return {b * kLanes, std::min(kLanes, g.C - b * kLanes)};
+  const int64_t cg = g.C / g.group, kg = g.K / g.group;
+  const int64_t k0 = b * kLanes, k1 = std::min(g.K, k0 + kLanes);
+  return {k0 / kg * cg, ((k1 - 1) / kg - k0 / kg + 1) * cg};
+}
+int64_t blocks(const Conv2d& g) { return (g.K + kLanes - 1) / kLanes; }
+// Grouped weights: per block, R*S cells of `maxInputs` x 16 lanes.
+int64_t maxBlockInputs(const Conv2d& g) {
+  int64_t m = 0;
+  for (int64_t b = 0; b < blocks(g); ++b) m = std::max(m, blockInputs(g, b).count);
+  return m;
+}
+
+FRICTION_MULTIVERSION
+void directRow(const Conv2d& g, const float* x, const float* packed, const ConvEpilogue& e, int64_t n, int64_t oh,
+               int64_t b, float* y) {
+  // Window rows inside the input: r with 0 <= oh * strideH - padTop + r * dilH < H.
+  const int64_t top = oh * g.strideH - g.padTop;
+  const int64_t rLo = top >= 0 ? 0 : (-top + g.dilH - 1) / g.dilH;
+  const int64_t rHi = std::max(rLo, std::min(g.R, g.H - 1 - top < 0 ? 0 : (g.H - 1 - top) / g.dilH + 1));
+  const int64_t k0 = b * kLanes, lanes = std::min(kLanes, g.K - k0), pixel = (n * g.OH + oh) * g.OW * g.K + k0;
+  const BlockInputs in = blockInputs(g, b);
+  const v16f bias = e.bias ? loadLanes(e.bias + k0, lanes) : v16f{};
+  const float* res = e.residual ? e.residual + pixel : nullptr;
+  const float* xn = x + n * g.H * g.W * g.C + in.first;
+  const v16f lo = v16f{} + e.lo, hi = v16f{} + e.hi;
+  if (!g.depthwise()) {
+    const int64_t cellStride = maxBlockInputs(g) * kLanes;
+    DirectRow<GroupedCells>{g,  GroupedCells{in.count}, xn, packed + b * g.R * g.S * cellStride, cellStride, oh, rLo, rHi,
+                            bias, lo, hi, res, y + pixel, lanes}
+        .run();
+  } else if (lanes == kLanes) {
+    DirectRow<DepthwiseCells<false>>{g, {kLanes}, xn, packed + k0, g.C, oh, rLo, rHi, bias, lo, hi, res, y + pixel, lanes}
+        .run();
+  } else {
+    DirectRow<DepthwiseCells<true>>{g, {lanes}, xn, packed + k0, g.C, oh, rLo, rHi, bias, lo, hi, res, y + pixel, lanes}
+        .run();
   }
 }
 
-void depthwise(const Conv2d& g, const float* x, const float* w, const float* bias, float lo, float hi, float* y) {
-#pragma omp parallel for collapse(2) schedule(static) if (windowWork(g, g.C) > kParallelWork)
+void direct(const Conv2d& g, const float* x, const float* packed, const ConvEpilogue& e, float* y) {
+  const int64_t nb = blocks(g);
+#pragma omp parallel for collapse(3) schedule(static) if (windowWork(g, g.K * (g.C / g.group)) > kParallelWork)
   for (int64_t n = 0; n < g.N; ++n)
-    for (int64_t oh = 0; oh < g.OH; ++oh) depthwiseRow(g, x, w, bias, lo, hi, n, oh, y + (n * g.OH + oh) * g.OW * g.K);
+    for (int64_t oh = 0; oh < g.OH; ++oh)
+      for (int64_t b = 0; b < nb; ++b) directRow(g, x, packed, e, n, oh, b, y);
 }
 
 }  // namespace
@@ -288,73 +344,52 @@ std::vector<float> packConvWeights(const Conv2d& g, const float* oihw) {
       for (int64_t rs = 0; rs < g.R * g.S; ++rs) p[size_t(rs * g.C + c)] = oihw[c * g.R * g.S + rs];
     return p;
   }
-  const int64_t cg = g.C / g.group, kg = g.K / g.group, block = g.R * g.S * cg * kg;
-  std::vector<float> p(size_t(block * g.group));
-  for (int64_t gi = 0; gi < g.group; ++gi)
-    for (int64_t rs = 0; rs < g.R * g.S; ++rs)
-      for (int64_t c = 0; c < cg; ++c) {
-        float* dst = p.data() + gi * block + (rs * cg + c) * kg;
-        for (int64_t k = 0; k < kg; ++k) dst[k] = oihw[((gi * kg + k) * cg + c) * g.R * g.S + rs];
+  const int64_t cg = g.C / g.group, kg = g.K / g.group;
+  if (g.group > 1) {
+    // Per block of 16 output channels: R*S cells of [maxBlockInputs, 16], zero
+    // where an input channel is outside the lane's group (or the lane past K).
+    const int64_t inputs = maxBlockInputs(g), cell = inputs * kLanes;
+    std::vector<float> p(size_t(blocks(g) * g.R * g.S * cell), 0.f);
+    for (int64_t b = 0; b < blocks(g); ++b) {
+      const BlockInputs in = blockInputs(g, b);
+      for (int64_t lane = 0; lane < kLanes && b * kLanes + lane < g.K; ++lane) {
+        const int64_t k = b * kLanes + lane, c0 = k / kg * cg - in.first;  // the lane's group, from the block's first input
+        for (int64_t rs = 0; rs < g.R * g.S; ++rs)
+          for (int64_t c = 0; c < cg; ++c)
+            p[size_t((b * g.R * g.S + rs) * cell + (c0 + c) * kLanes + lane)] = oihw[(k * cg + c) * g.R * g.S + rs];
       }
+    }
+    return p;
+  }
+  std::vector<float> p(size_t(g.R * g.S * g.C * g.K));  // [R*S*C, K]
+  for (int64_t rs = 0; rs < g.R * g.S; ++rs)
+    for (int64_t c = 0; c < g.C; ++c)
+      for (int64_t k = 0; k < g.K; ++k) p[size_t((rs * g.C + c) * g.K + k)] = oihw[(k * g.C + c) * g.R * g.S + rs];
   return p;
 }
 
 void convNhwc(const Conv2d& g, const float* x, const float* packedW, const ConvEpilogue& e, float* y) {
-  if (g.depthwise()) {
-    if (!e.residual) return depthwise(g, x, packedW, e.bias, e.lo, e.hi, y);
-    // The residual is not in the register loop: a second pass over y.
-    depthwise(g, x, packedW, e.bias, -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity(), y);
-    return epilogueRow(y, nullptr, e.residual, g.N * g.OH * g.OW * g.K, e.lo, e.hi);
-  }
+  if (g.group > 1) return direct(g, x, packedW, e, y);  // depthwise too
+  // One GEMM: rows are output pixels, columns output channels.
+  const int64_t rows = g.N * g.OH * g.OW, depth = g.R * g.S * g.C;
   const bool anyEpilogue = e.bias || e.residual || clamps(e);
-  const int64_t cg = g.C / g.group, kg = g.K / g.group;
-  const int64_t rows = g.N * g.OH * g.OW, depth = g.R * g.S * cg;
-  // One GEMM per group: its channel slice of x, its block of weights, its columns of y.
-  auto gemm = [&](int64_t gi, int64_t r0, int64_t nr, const float* a, int64_t lda, int threads = 0) {
-    ConvEpilogue ge = shifted(e, gi * kg, r0 * g.K + gi * kg);
+  auto gemm = [&](int64_t r0, int64_t nr, const float* a, int64_t lda) {
+    ConvEpilogue ge = shifted(e, 0, r0 * g.K);
     GemmEpilogue ep{&gemmEpilogue, &ge};
-    sgemm(false, false, nr, kg, depth, 1.f, a, lda, packedW + gi * depth * kg, kg, 0.f, y + r0 * g.K + gi * kg, g.K,
-          anyEpilogue ? &ep : nullptr, threads);
+    sgemm(false, false, nr, g.K, depth, 1.f, a, lda, packedW, g.K, 0.f, y + r0 * g.K, g.K, anyEpilogue ? &ep : nullptr);
   };
-  if (g.unitWindow()) {
-    for (int64_t gi = 0; gi < g.group; ++gi) gemm(gi, 0, rows, x + gi * cg, g.C);
-    return;
-  }
-  if (g.group > 1) {
-    // Each group's GEMM is narrow (K/g columns): threads take bands of output rows small enough that a
-    // band's patches stay in cache, gather them one group at a time and run that group's GEMM alone,
-    // instead of every thread meeting at each group's gather and GEMM over matrices that spill to memory.
-    // (For group 1 the one wide GEMM over large bands measured faster: ResNet-18/50 batch 1.)
-    const int64_t band = std::max<int64_t>(16, std::min<int64_t>(rows, (int64_t(1) << 16) / std::max<int64_t>(depth, 1)));
-    const int64_t bands = (rows + band - 1) / band;
-#pragma omp parallel for schedule(dynamic) if (bands > 1 && rows * depth * g.K > (int64_t(1) << 20))
-    for (int64_t b = 0; b < bands; ++b) {
-      thread_local std::vector<float> cols;
-      cols.resize(size_t(band * depth));
-      const int64_t r0 = b * band, nr = std::min(band, rows - r0);
-      for (int64_t gi = 0; gi < g.group; ++gi) {
-        for (int64_t i = 0; i < nr; ++i) {
-          int64_t p = r0 + i, n = p / (g.OH * g.OW), oh = p / g.OW % g.OH, ow = p % g.OW;
-          gatherPatch(g, x, n, oh, ow, gi * cg, cg, cols.data() + i * depth);
-        }
-        gemm(gi, r0, nr, cols.data(), depth, 1);
-      }
-    }
-    return;
-  }
+  if (g.unitWindow()) return gemm(0, rows, x, g.C);
   // im2col in bands of output rows, so the gathered matrix stays bounded (and in cache for small layers).
   const int64_t band = std::max<int64_t>(1, std::min<int64_t>(rows, (int64_t(1) << 22) / std::max<int64_t>(depth, 1)));
   std::unique_ptr<float[]> cols(new float[size_t(band * depth)]);
   for (int64_t r0 = 0; r0 < rows; r0 += band) {
-    int64_t nr = std::min(band, rows - r0);
-    for (int64_t gi = 0; gi < g.group; ++gi) {
+    const int64_t nr = std::min(band, rows - r0);
 #pragma omp parallel for schedule(static) if (nr * depth > (1 << 16))
-      for (int64_t i = 0; i < nr; ++i) {
-        int64_t p = r0 + i, n = p / (g.OH * g.OW), oh = p / g.OW % g.OH, ow = p % g.OW;
-        gatherPatch(g, x, n, oh, ow, gi * cg, cg, cols.get() + i * depth);
-      }
-      gemm(gi, r0, nr, cols.get(), depth);
+    for (int64_t i = 0; i < nr; ++i) {
+      int64_t p = r0 + i, n = p / (g.OH * g.OW), oh = p / g.OW % g.OH, ow = p % g.OW;
+      gatherPatch(g, x, n, oh, ow, cols.get() + i * depth);
     }
+    gemm(r0, nr, cols.get(), depth);
   }
 }
 

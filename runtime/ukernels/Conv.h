@@ -1,14 +1,14 @@
 // Convolution and pooling microkernels for the compiled `cpu` backend, in
 // both layouts. NHWC (convert-layout's "nhwc" regions): channels are
-// innermost, so a convolution is one GEMM per group: rows are output pixels,
+// innermost, so a dense convolution is one GEMM: rows are output pixels,
 // columns output channels, and the reduction runs over (kh, kw, input
 // channel), gathered by an NHWC im2col (skipped for 1x1 stride-1
-// convolutions, whose input already is that matrix); depthwise convolution
-// and pooling are direct loops vectorized over channels. NCHW (the graph as
-// imported, convert-layout off): the same GEMM transposed, rows are output
-// channels and columns output pixels (W_g [K/g, C/g*R*S] times an NCHW
-// im2col); depthwise convolution and pooling are direct loops vectorized
-// along the output row.
+// convolutions, whose input already is that matrix); grouped and depthwise
+// convolutions and pooling are direct loops vectorized over output channels.
+// NCHW (the graph as imported, convert-layout off): the GEMM transposed, rows
+// are output channels and columns output pixels (W_g [K/g, C/g*R*S] times an
+// NCHW im2col, per group); depthwise convolution and pooling are direct loops
+// vectorized along the output row.
 #pragma once
 #include <cstdint>
 #include <limits>
@@ -35,9 +35,10 @@ struct Conv2d {
   bool depthwise() const { return group == C && group == K && group > 1; }
 };
 
-// OIHW weights [K, C/group, R, S] rearranged once, at compile time, into the
-// NHWC GEMM's B operands, one [R*S*C/group, K/group] block per group, or
-// [R*S, C] (depthwise). NCHW convolutions take the OIHW weights as they are.
+// OIHW weights [K, C/group, R, S] rearranged once, at compile time, for the
+// NHWC kernels: the GEMM's B operand [R*S*C, K] (group 1), [R*S, C]
+// (depthwise), or per block of 16 output channels R*S cells of [the block's
+// input channels, 16] (grouped). NCHW convolutions take OIHW as it is.
 std::vector<float> packConvWeights(const Conv2d& g, const float* oihw);
 
 // What a convolution applies to each output before storing it, in order:
@@ -50,7 +51,7 @@ struct ConvEpilogue {
 };
 
 // y = epilogue(conv(x, w)), NHWC in and out, w from packConvWeights; any
-// group count (depthwise: no residual).
+// group count.
 void convNhwc(const Conv2d& g, const float* x, const float* packedW, const ConvEpilogue& epilogue, float* y);
 // y = epilogue(conv(x, w)), NCHW in and out, w the OIHW weights; any group
 // count. The bias and the clamp are per output channel, as in NHWC.

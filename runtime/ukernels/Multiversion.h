@@ -10,3 +10,12 @@
 #else
 #define FRICTION_MULTIVERSION
 #endif
+
+// Forces a helper of a FRICTION_MULTIVERSION function inline, so it is
+// compiled for each clone's instruction set (and vectors passed by value
+// never cross a call between ISAs).
+#if defined(__GNUC__)
+#define FRICTION_INLINE inline __attribute__((always_inline))
+#else
+#define FRICTION_INLINE inline
+#endif

@@ -121,7 +121,11 @@ TEST(Conv, BothLayoutsAnyGroupWithEpiloguesOfBiasResidualAndClamp) {
   };
   for (const Case& c : std::vector<Case>{{8, 40, 1, 1, 0, 1, 1},  {5, 19, 3, 2, 1, 1, 1},  {35, 35, 3, 1, 1, 35, 1},
                                          {48, 48, 5, 2, 2, 48, 1}, {12, 18, 3, 1, 1, 3, 1},  {16, 8, 1, 1, 0, 4, 1},
-                                         {6, 12, 3, 2, 1, 6, 1},   {8, 8, 3, 1, 2, 8, 2},    {6, 10, 3, 1, 2, 2, 2}}) {
+                                         {6, 12, 3, 2, 1, 6, 1},   {8, 8, 3, 1, 2, 8, 2},    {6, 10, 3, 1, 2, 2, 2},
+                                         // grouped, direct: 16-lane blocks over 2 groups (width 8), a partial last
+                                         // block (104 = 6.5 x 16), groups of 24 that straddle blocks, width 32
+                                         {48, 48, 3, 1, 1, 6, 1},  {104, 104, 3, 2, 1, 13, 1}, {72, 72, 3, 1, 1, 3, 1},
+                                         {64, 64, 3, 1, 1, 2, 1},  {40, 80, 1, 1, 0, 5, 1}}) {
     Conv2d g;
     g.N = 2, g.H = 9, g.W = 13, g.C = c.C, g.K = c.K, g.R = g.S = c.R, g.strideH = g.strideW = c.stride;
     g.padTop = g.padLeft = c.pad, g.group = c.group, g.dilH = g.dilW = c.dil;
