@@ -62,22 +62,37 @@ struct Tile {
   // acc = sum_k A[0..MR)[k] (x) bp[k][0..NR); then C = alpha*acc + (first ? beta*C : C).
   // A is a packed panel (ap[k * MR + r]) when ldaRows is 0, else MR whole rows of
   // op(A) read in place (ap[r * ldaRows + k]).
+  // A tile of fewer rows (a GEMV, the last rows of a GEMM) accumulates only
+  // as many as it has, rounded up to 1, 2, 4 or 8: computing all MR would
+  // multiply a GEMV's work by MR.
   static void micro(int64_t kc, const float* __restrict ap, int64_t ldaRows, const float* __restrict bp, float* C,
                     int64_t ldc, int64_t rows, int64_t cols, float alpha, float beta, bool first) {
-    if (ldaRows == 0)
-      accumulate<true>(kc, ap, MR, bp, C, ldc, rows, cols, alpha, beta, first);
-    else
-      accumulate<false>(kc, ap, ldaRows, bp, C, ldc, rows, cols, alpha, beta, first);
+    if (rows >= MR) return rowsOf<MR>(kc, ap, ldaRows, bp, C, ldc, rows, cols, alpha, beta, first);
+    if (rows == 1) return rowsOf<1>(kc, ap, ldaRows, bp, C, ldc, rows, cols, alpha, beta, first);
+    if (rows == 2) return rowsOf<2>(kc, ap, ldaRows, bp, C, ldc, rows, cols, alpha, beta, first);
+    if (rows <= 4 || MR <= 4) return rowsOf<std::min(4, MR)>(kc, ap, ldaRows, bp, C, ldc, rows, cols, alpha, beta, first);
+    if (rows <= 8 || MR <= 8) return rowsOf<std::min(8, MR)>(kc, ap, ldaRows, bp, C, ldc, rows, cols, alpha, beta, first);
+    rowsOf<MR>(kc, ap, ldaRows, bp, C, ldc, rows, cols, alpha, beta, first);
   }
 
-  template <bool Packed>
+  template <int R>
+  static void rowsOf(int64_t kc, const float* __restrict ap, int64_t ldaRows, const float* __restrict bp, float* C,
+                     int64_t ldc, int64_t rows, int64_t cols, float alpha, float beta, bool first) {
+    if (ldaRows == 0)
+      accumulate<true, R>(kc, ap, MR, bp, C, ldc, rows, cols, alpha, beta, first);
+    else
+      accumulate<false, R>(kc, ap, ldaRows, bp, C, ldc, rows, cols, alpha, beta, first);
+  }
+
+  // R rows of the tile (R <= MR); a packed A panel keeps its MR-row stride.
+  template <bool Packed, int R>
   static inline __attribute__((always_inline)) void accumulate(int64_t kc, const float* __restrict ap, int64_t lda,
                                                                const float* __restrict bp, float* C, int64_t ldc,
                                                                int64_t rows, int64_t cols, float alpha, float beta,
                                                                bool first) {
-    V acc[MR][NV];
+    V acc[R][NV];
 #pragma GCC unroll 32
-    for (int r = 0; r < MR; ++r)
+    for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) acc[r][j] = V{};
     for (int64_t k = 0; k < kc; ++k) {
@@ -85,15 +100,15 @@ struct Tile {
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) b[j] = loadu<V>(bp + k * NR + j * W);
 #pragma GCC unroll 32
-      for (int r = 0; r < MR; ++r) {
-        float a = Packed ? ap[k * MR + r] : ap[r * lda + k];
+      for (int r = 0; r < R; ++r) {
+        float a = Packed ? ap[k * lda + r] : ap[r * lda + k];
 #pragma GCC unroll 4
         for (int j = 0; j < NV; ++j) acc[r][j] += a * b[j];
       }
     }
-    if (rows == MR && cols == NR) {
+    if (rows == R && cols == NR) {
 #pragma GCC unroll 32
-      for (int r = 0; r < MR; ++r)
+      for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
         for (int j = 0; j < NV; ++j) update(C + r * ldc + j * W, alpha * acc[r][j], beta, first);
       return;
@@ -101,7 +116,7 @@ struct Tile {
     // A partial tile (the edges of C; every tile of a GEMM narrower than NR):
     // whole vectors where they fit, the last partial vector lane by lane.
 #pragma GCC unroll 32
-    for (int r = 0; r < MR; ++r) {
+    for (int r = 0; r < R; ++r) {
       if (r >= rows) break;
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) {
