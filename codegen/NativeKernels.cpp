@@ -38,10 +38,8 @@ class ConvKernel : public NativeKernel {
   }
   std::string describe() const override {
     const std::string layout = layout_ == Layout::Nhwc ? "nhwc" : "nchw";
-    std::string d = g_.depthwise()   ? "depthwise conv " + layout
-                    : g_.group > 1   ? "grouped conv " + layout + (layout_ == Layout::Nhwc ? " (direct)" : " (sgemm per group)")
-                    : g_.pointwise() ? "conv " + layout + " 1x1 (sgemm)"
-                                     : "conv " + layout + " (im2col + sgemm)";
+    std::string d = (g_.depthwise() ? "depthwise conv " : g_.group > 1 ? "grouped conv " : "conv ") + layout +
+                    (g_.pointwise() ? " 1x1" : "") + " (" + ukernels::convMethod(g_, layout_ == Layout::Nhwc) + ")";
     if (residual_) d += " + add";
     if (epilogue_.lo != -std::numeric_limits<float>::infinity() || epilogue_.hi != std::numeric_limits<float>::infinity())
       d += " + clamp";

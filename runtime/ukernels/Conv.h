@@ -50,6 +50,10 @@ struct ConvEpilogue {
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
 };
 
+// How conv{Nhwc,Nchw} computes g: "direct", "sgemm" (1x1), "im2col + sgemm"
+// or "sgemm per group" (NCHW grouped).
+const char* convMethod(const Conv2d& g, bool nhwc);
+
 // y = epilogue(conv(x, w)), NHWC in and out, w from packConvWeights; any
 // group count.
 void convNhwc(const Conv2d& g, const float* x, const float* packedW, const ConvEpilogue& epilogue, float* y);

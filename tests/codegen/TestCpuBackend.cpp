@@ -463,7 +463,7 @@ TEST_F(CpuBackendTest, OtherConvEpiloguesAreOneCompiledInPlaceKernel) {
       },
       {2, 8, 6, 6}, {});
   EXPECT_EQ(nativeCallsOf(r.stats, "conv"), 2) << r.description;
-  EXPECT_EQ(nativeCallsOf(r.stats, "depthwise conv nhwc + add"), 1) << r.description;
+  EXPECT_EQ(nativeCallsOf(r.stats, "depthwise conv nhwc (direct) + add"), 1) << r.description;
   EXPECT_EQ(r.stats.kernelCalls, 1) << r.description;
 }
 
