@@ -95,7 +95,7 @@ class CpuBackend : public Backend {
   std::string name() const override { return "cpu"; }
   std::unique_ptr<CompiledModel> compile(const Graph& graph) override {
     ProgramStats stats;
-    ProgramBuilder builder(cache_, stats);
+    ProgramBuilder builder(cache_, stats, options_.codegen);
     auto program = builder.buildProgram(graph, *source_);
     if (options_.profile) enableProfiling(*program);
     std::string d = "cpu: " + std::to_string(stats.kernelCalls) + " kernels compiled (" +
@@ -125,11 +125,12 @@ std::unique_ptr<Backend> createCpuBackend(const CpuBackendOptions& options, std:
   return std::make_unique<CpuBackend>(options, std::move(source));
 }
 
-std::unique_ptr<CompiledModel> compileCpuModel(const Graph& graph, KernelSource& source, const std::string& what) {
+std::unique_ptr<CompiledModel> compileCpuModel(const Graph& graph, KernelSource& source, const std::string& what,
+                                               const CodegenOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
   KernelCache cache;
   ProgramStats stats;
-  ProgramBuilder builder(cache, stats);
+  ProgramBuilder builder(cache, stats, options);
   auto program = builder.buildProgram(graph, source);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::string d = "cpu (" + what + "): " + std::to_string(stats.kernelCalls) + " kernel calls (" +

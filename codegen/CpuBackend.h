@@ -31,8 +31,10 @@ struct CpuBackendOptions {
 std::unique_ptr<Backend> createCpuBackend(const CpuBackendOptions& options, std::unique_ptr<KernelSource> source);
 
 // A cpu model of `graph` (which must outlive it) with kernels from `source`
-// and no cache beyond this call; `what` names the source in description().
-std::unique_ptr<CompiledModel> compileCpuModel(const Graph& graph, KernelSource& source, const std::string& what);
+// and no cache beyond this call; `what` names the source in description();
+// `options` as the kernels were compiled under (an artifact's manifest).
+std::unique_ptr<CompiledModel> compileCpuModel(const Graph& graph, KernelSource& source, const std::string& what,
+                                               const CodegenOptions& options = {});
 
 // Statistics of a model compiled by the cpu backend (nullptr for other models).
 const CpuStats* cpuStats(const CompiledModel& model);

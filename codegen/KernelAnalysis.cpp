@@ -6,7 +6,9 @@
 
 #include "codegen/NativeKernels.h"
 #include "ir/FusedRegion.h"
+#include "ir/Error.h"
 #include "ir/Structural.h"
+#include "ir/ops/NnShapes.h"
 
 namespace friction::codegen {
 namespace {
@@ -25,7 +27,27 @@ bool fail(std::string* why, const std::string& msg) {
   return false;
 }
 
-bool isContraction(const Node& n) { return n.op() == "MatMul" || n.op() == "Gemm"; }
+bool isContraction(const Node& n) { return n.op() == "MatMul" || n.op() == "Gemm" || n.op() == "Conv"; }
+
+// Checks a Conv for the window generics (KernelBuilder's convolution()).
+bool checkConv(const Node& n, std::string* why) {
+  std::vector<int64_t> xs = n.input(0)->shape().staticDims(), ws = n.input(1)->shape().staticDims();
+  std::vector<int64_t> ys = n.output(0)->shape().staticDims();
+  if (xs.size() < 3 || ws.size() != xs.size() || ys.size() != xs.size()) return fail(why, "Conv not 1-D, 2-D or 3-D");
+  const int64_t group = n.attrInt("group", 1);
+  if (group < 1 || xs[1] % group || ys[1] % group || ws[0] != ys[1] || ws[1] * group != xs[1])
+    return fail(why, "Conv weights do not match the channels and group");
+  if (n.input(2) && n.input(2)->shape().staticDims() != std::vector<int64_t>{ys[1]})
+    return fail(why, "Conv bias is not one value per output channel");
+  try {
+    Window w = resolveWindow(n, {xs.begin() + 2, xs.end()}, {ws.begin() + 2, ws.end()});
+    if (w.outputSpatial({xs.begin() + 2, xs.end()}) != std::vector<int64_t>(ys.begin() + 2, ys.end()))
+      return fail(why, "Conv output shape does not match its window");
+  } catch (const Error& e) {
+    return fail(why, e.what());
+  }
+  return true;
+}
 
 // Checks the contraction node itself (operand ranks and types).
 bool checkContraction(const Node& n, std::string* why) {
@@ -34,6 +56,7 @@ bool checkContraction(const Node& n, std::string* why) {
   if (!isStaticF32(n.output(0))) return fail(why, n.op() + " with a non-static result");
   const Value *a = n.input(0), *b = n.input(1);
   if (!a || !b) return fail(why, n.op() + " without two operands");
+  if (n.op() == "Conv") return checkConv(n, why);
   if (n.op() == "MatMul") {
     if (a->shape().rank() < 2 || b->shape().rank() < 2) return fail(why, "MatMul on 1-D operands");
     return true;
@@ -79,7 +102,7 @@ bool isSupportedElementwise(const Node& n) {
   return it != ops.end() && n.numOutputs() == 1 && n.numInputs() >= it->second.min && n.numInputs() <= it->second.max;
 }
 
-std::unique_ptr<KernelView> analyzeKernel(const Node& node, std::string* why) {
+std::unique_ptr<KernelView> analyzeKernel(const Node& node, const CodegenOptions& options, std::string* why) {
   auto view = std::make_unique<KernelView>();
   auto region = FusedRegion::of(node);
   if (region) {
@@ -105,7 +128,10 @@ std::unique_ptr<KernelView> analyzeKernel(const Node& node, std::string* why) {
     if (!isStaticF32(v) || v->shape().staticDims() != view->domain)
       return fail(why, "region outputs differ in shape"), nullptr;
   std::vector<const Node*> elementwise(view->nodes.begin(), view->nodes.end());
-  if (isContraction(first)) {
+  // An anchor with a native kernel runs it (a Conv only while microkernels are on).
+  const bool nativeAnchor = region && view->nodes.size() > 1 &&
+                            matchNative(first, region->outerInputs(first), nullptr, options.ukernels());
+  if (isContraction(first) && !nativeAnchor) {
     view->kind = KernelKind::Contraction;
     if (!checkContraction(first, why)) return nullptr;
     if (first.output(0)->shape().staticDims() != view->domain)
@@ -114,7 +140,7 @@ std::unique_ptr<KernelView> analyzeKernel(const Node& node, std::string* why) {
       for (const Value* v : view->outputs)
         if (v == first.output(0)) return fail(why, "the accumulator is a region output"), nullptr;
     elementwise.erase(elementwise.begin());
-  } else if (region && view->nodes.size() > 1 && matchNative(first, region->outerInputs(first))) {
+  } else if (nativeAnchor) {
     view->kind = KernelKind::NativeEpilogue;
     for (const Value* v : first.inputs())
       if (v && std::find(view->inputs.begin(), view->inputs.end(), v) == view->inputs.end())

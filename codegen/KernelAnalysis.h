@@ -10,7 +10,11 @@
 //   Contraction  MatMul/Gemm, or a Fused "epilogue" region anchored on one:
 //                linalg.fill + linalg.matmul/batch_matmul (or a contraction
 //                generic), then ONE generic applying alpha/C and the epilogue
-//                in place on the accumulator
+//                in place on the accumulator. A Conv without a native kernel
+//                (ukernels=off, or one the microkernels do not cover: 1-D,
+//                3-D) is one too: the bias, then one contraction generic per
+//                window cell over the output pixels it reaches (no padding
+//                copy), then the epilogue
 //   NativeEpilogue  a Fused "epilogue" region anchored on an op the backend
 //                runs natively (NativeKernels.h: NHWC conv, pooling): the
 //                caller fills the output buffer with the anchor's result, the
@@ -21,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/CodegenOptions.h"
 #include "ir/Graph.h"
 
 namespace friction::codegen {
@@ -49,8 +54,9 @@ struct KernelView {
 
 // Ops the elementwise payload emitter handles (codegen/ScalarOps.def).
 bool isSupportedElementwise(const Node& n);
-// The kernel view of `node`, or nullptr with the reason in `why`.
-std::unique_ptr<KernelView> analyzeKernel(const Node& node, std::string* why = nullptr);
+// The kernel view of `node` under `options` (ukernels=off: convolutions are
+// compiled kernels), or nullptr with the reason in `why`.
+std::unique_ptr<KernelView> analyzeKernel(const Node& node, const CodegenOptions& options, std::string* why = nullptr);
 // A structural key (ir/Structural.h's nodeStructure, tensors hashed): op,
 // attributes (Fused bodies structurally, node names and provenance left
 // out), input and output types. Equal keys compute the same function, so

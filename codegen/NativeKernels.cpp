@@ -199,7 +199,8 @@ std::optional<FusedEpilogue> matchFusedEpilogue(const Node& region, const Node& 
   return e;
 }
 
-std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Value*> outer, std::string* why) {
+std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Value*> outer, std::string* why,
+                                          bool convolutions) {
   if (outer.empty()) outer.assign(node.inputs().begin(), node.inputs().end());
   if (node.op() == "Transpose") {
     const Value* x = outer.empty() ? nullptr : outer[0];
@@ -240,6 +241,7 @@ std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Va
   if (op->op() == "GlobalAveragePool")
     return std::make_unique<PoolKernel>(g, op->op(), ukernels::PoolKind::Average, layout);
   std::vector<int64_t> kernel, ws;  // ws: the Conv's OIHW weight shape
+  if (op->op() == "Conv" && !convolutions) return noNative(why, "convolutions are compiled (ukernels=off)");
   if (op->op() == "Conv") {
     if (outer.size() < 2 || !isStaticF32(outer[1]) || (outer.size() > 2 && outer[2] && !isStaticF32(outer[2])))
       return noNative(why, "conv weights not f32/static");

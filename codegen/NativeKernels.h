@@ -75,8 +75,9 @@ std::unique_ptr<NativeKernel> matchTypedOp(const Node& node, const std::vector<c
 // The native kernel of `node`, or nullptr with the reason in `why`. `outer`
 // are the values feeding node's inputs as the caller sees them (for a node in
 // a region body, the region's operands): prepare() packs weights that are
-// constants there. Empty `outer`: node.inputs().
+// constants there. Empty `outer`: node.inputs(). `convolutions` false (the
+// `ukernels` stage off): Conv is left to the code generator.
 std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Value*> outer = {},
-                                          std::string* why = nullptr);
+                                          std::string* why = nullptr, bool convolutions = true);
 
 }  // namespace friction::codegen

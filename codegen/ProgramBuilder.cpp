@@ -144,7 +144,7 @@ std::unique_ptr<Program> ProgramBuilder::build(const Graph& g, const OuterMap& o
     if (isZeroCopyView(n)) {
       s.kind = Step::View;
       stats_.views++;
-    } else if (auto native = matchNative(n, outer)) {
+    } else if (auto native = matchNative(n, outer, nullptr, options_.ukernels())) {
       s.kind = Step::Native;
       native->prepare();
       s.native = std::move(native);
@@ -175,7 +175,7 @@ std::unique_ptr<Program> ProgramBuilder::build(const Graph& g, const OuterMap& o
 
 bool ProgramBuilder::compiledStep(Step& s, Program& p, const std::function<const Value*(const Value*)>& resolve) {
   const Node& n = *s.node;
-  auto view = analyzeKernel(n);
+  auto view = analyzeKernel(n, options_);
   if (!view) return false;
   s.kind = Step::Compiled;
   if (view->splitDim >= 0) {
@@ -191,7 +191,7 @@ bool ProgramBuilder::compiledStep(Step& s, Program& p, const std::function<const
     std::vector<const Value*> resolved;
     for (const Value* v : outer) resolved.push_back(resolve(v));
     s.kind = Step::Native;
-    s.native = matchNative(anchor, resolved);
+    s.native = matchNative(anchor, resolved, nullptr, options_.ukernels());
     s.native->prepare();
     for (const Value* v : outer) s.nativeIn.push_back(v ? p.slotOf(v) : -1);
     auto fused = matchFusedEpilogue(n, anchor, resolve);

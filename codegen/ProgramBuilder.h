@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "codegen/CodegenOptions.h"
 #include "codegen/Program.h"
 
 namespace friction::codegen {
@@ -24,7 +25,9 @@ using KernelCache = std::unordered_map<std::string, std::shared_ptr<KernelEntry>
 
 class ProgramBuilder {
  public:
-  ProgramBuilder(KernelCache& cache, ProgramStats& stats) : cache_(cache), stats_(stats) {}
+  // `options` decide what the code generator compiles (ukernels=off: convolutions too).
+  ProgramBuilder(KernelCache& cache, ProgramStats& stats, CodegenOptions options = {})
+      : cache_(cache), stats_(stats), options_(std::move(options)) {}
 
   // The steps of `g`; kernels it needs that are not in the cache become
   // pending. Shape arithmetic left in `g` (fold-constants off) is evaluated
@@ -66,6 +69,7 @@ class ProgramBuilder {
 
   KernelCache& cache_;
   ProgramStats& stats_;
+  CodegenOptions options_;
   std::vector<std::pair<std::string, const Node*>> pending_;
   std::vector<std::shared_ptr<KernelEntry>> pendingEntries_;
   std::map<std::string, std::pair<std::shared_ptr<KernelEntry>, int64_t>> used_;  // key -> kernel, calls

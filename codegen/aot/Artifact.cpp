@@ -216,7 +216,7 @@ std::unique_ptr<CompiledModel> Artifact::instantiate(const Graph& g) const {
   LibrarySource source(std::shared_ptr<void>(self, handle_), handle_, info_.path, kernels_, failed_);
   std::string what = "AOT artifact " + info_.path + ", friction " + info_.revision + ", compiled for " + info_.cpu +
                      ", batch " + std::to_string(info_.batch);
-  auto inner = compileCpuModel(g, source, what);
+  auto inner = compileCpuModel(g, source, what, info_.codegen);
   return std::make_unique<AotModel>(self, g, std::move(inner));
 }
 

@@ -107,7 +107,7 @@ AotCompileReport compileArtifact(const Graph& g, const std::string& outPath, con
   auto t = Clock::now();
   KernelCache cache;
   ProgramStats stats;
-  ProgramBuilder builder(cache, stats);
+  ProgramBuilder builder(cache, stats, options.codegen);
   auto program = builder.build(g);
   const auto& kernels = builder.pending();
   r.programMs = msSince(t);

@@ -39,9 +39,10 @@ std::string printOp(mlir::Operation* op);
 using Clock = std::chrono::steady_clock;
 inline double msSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-// One func.func per node (KernelBuilder.cpp), named names[i].
+// One func.func per node (KernelBuilder.cpp), named names[i]; `options` as
+// the program builder saw them (analyzeKernel).
 mlir::OwningOpRef<mlir::ModuleOp> buildModule(mlir::MLIRContext& ctx, const std::vector<const Node*>& nodes,
-                                              const std::vector<std::string>& names);
+                                              const std::vector<std::string>& names, const CodegenOptions& options);
 
 // Runs the stages of codegen/CodegenStages.def that `options` enables, down
 // to the LLVM dialect (Pipeline.cpp); `observe` sees the module after each

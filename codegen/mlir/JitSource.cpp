@@ -107,7 +107,7 @@ class JitSource : public KernelSource {
     std::vector<std::string> names;
     for (size_t i = 0; i < nodes.size(); ++i) names.push_back("k" + std::to_string(i));
     auto t0 = Clock::now();
-    auto module = buildModule(mc.ctx, nodes, names);
+    auto module = buildModule(mc.ctx, nodes, names, options_);
     times.buildMs += msSince(t0);
     t0 = Clock::now();
     lowerToLlvmDialect(*module, options_);
@@ -190,7 +190,7 @@ std::vector<StageDump> kernelStages(const std::vector<const Node*>& nodes, const
   std::lock_guard<std::mutex> lock(mc.mu);
   std::vector<std::string> names;
   for (size_t i = 0; i < nodes.size(); ++i) names.push_back("k" + std::to_string(i));
-  auto module = buildModule(mc.ctx, nodes, names);
+  auto module = buildModule(mc.ctx, nodes, names, options);
   std::vector<StageDump> dump;
   lowerToLlvmDialect(*module, options,
                      [&](const std::string& stage, mlir::ModuleOp m) { dump.push_back({stage, printOp(m)}); });

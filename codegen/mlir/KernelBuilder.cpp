@@ -10,6 +10,7 @@
 #include "codegen/KernelAnalysis.h"
 #include "codegen/mlir/Context.h"
 #include "ir/Error.h"
+#include "ir/ops/NnShapes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -253,6 +254,7 @@ class KernelBuilder {
   // where one fits (the `ukernels` stage turns those into microkernel calls),
   // else as a contraction generic.
   mlir::Value contraction(const Node& n, mlir::Value init) {
+    if (n.op() == "Conv") return convolution(n, init);
     mlir::Value a = args_.at(n.input(0)), bm = args_.at(n.input(1));
     std::vector<int64_t> as = n.input(0)->shape().staticDims(), bs = n.input(1)->shape().staticDims();
     std::vector<int64_t> ys = n.output(0)->shape().staticDims();
@@ -310,6 +312,107 @@ class KernelBuilder {
               nb2.create<mlir::linalg::YieldOp>(l, mlir::ValueRange{s});
             })
         .getResult(0);
+  }
+
+  // Conv (NC + spatial, any group count, 1-3 spatial dims) into `init`:
+  // with the channels split as [G, K/G] (output, weights) and the input read
+  // at channel g * C/G + c, the accumulator starts from the bias, then each
+  // window cell adds one contraction generic over the output pixels whose
+  // input lies inside x, dims (n, g, k, c, spatial...): the last spatial dim
+  // innermost, contiguous in the output (and the input at stride 1), which
+  // LLVM's loop vectorizer handles. No padded copy of x is made.
+  mlir::Value convolution(const Node& n, mlir::Value init) {
+    const std::vector<int64_t> xs = n.input(0)->shape().staticDims(), ws = n.input(1)->shape().staticDims();
+    const std::vector<int64_t> ys = n.output(0)->shape().staticDims();
+    const size_t d = xs.size() - 2;
+    const Window win = resolveWindow(n, {xs.begin() + 2, xs.end()}, {ws.begin() + 2, ws.end()});
+    const int64_t G = n.attrInt("group", 1), K = ys[1], C = xs[1], kg = K / G, cg = C / G;
+    auto index = [&](int64_t v) { return mlir::OpFoldResult(b_.getIndexAttr(v)); };
+    auto dim = [&](unsigned i) { return b_.getAffineDimExpr(i); };
+    // acc5 = init as [N, G, K/G, spatial...].
+    std::vector<int64_t> y5 = {ys[0], G, kg};
+    y5.insert(y5.end(), ys.begin() + 2, ys.end());
+    llvm::SmallVector<mlir::ReassociationIndices> splitChannels = {{0}, {1, 2}};
+    for (size_t i = 0; i < d; ++i) splitChannels.push_back({int64_t(3 + i)});
+    mlir::Value acc = b_.create<mlir::tensor::ExpandShapeOp>(loc_, tensorType(b_, y5), init, splitChannels);
+    // The bias (or zero) in every output.
+    const unsigned outDims = unsigned(y5.size());
+    auto identity = b_.getMultiDimIdentityMap(outDims);
+    llvm::SmallVector<mlir::utils::IteratorType> outIters(outDims, mlir::utils::IteratorType::parallel);
+    if (n.input(2)) {
+      mlir::Value bias = b_.create<mlir::tensor::ExpandShapeOp>(loc_, tensorType(b_, {G, kg}), args_.at(n.input(2)),
+                                                                llvm::SmallVector<mlir::ReassociationIndices>{{0, 1}});
+      auto biasMap = mlir::AffineMap::get(outDims, 0, {dim(1), dim(2)}, b_.getContext());
+      acc = b_.create<mlir::linalg::GenericOp>(loc_, mlir::TypeRange{acc.getType()}, mlir::ValueRange{bias},
+                                               mlir::ValueRange{acc}, llvm::ArrayRef<mlir::AffineMap>{biasMap, identity},
+                                               outIters,
+                                               [](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
+                                                 pb.create<mlir::linalg::YieldOp>(l, mlir::ValueRange{v[0]});
+                                               })
+                .getResult(0);
+    } else {
+      acc = b_.create<mlir::linalg::FillOp>(loc_, mlir::ValueRange{f32(0)}, mlir::ValueRange{acc}).getResult(0);
+    }
+    // Weights as [G, K/G, C/G, window...].
+    std::vector<int64_t> w5 = {G, kg, cg};
+    w5.insert(w5.end(), ws.begin() + 2, ws.end());
+    llvm::SmallVector<mlir::ReassociationIndices> splitFilters = {{0, 1}};  // [K, C/G, ...]: K is dim 0
+    for (size_t i = 0; i <= d; ++i) splitFilters.push_back({int64_t(2 + i)});
+    mlir::Value w = b_.create<mlir::tensor::ExpandShapeOp>(loc_, tensorType(b_, w5), args_.at(n.input(1)), splitFilters);
+    const mlir::Value x = args_.at(n.input(0));
+    // Generic dims: n, g, k, c, then the spatial dims of the output slice.
+    const unsigned nd = unsigned(4 + d);
+    llvm::SmallVector<mlir::AffineExpr> xe = {dim(0), dim(1) * cg + dim(3)}, we = {dim(1), dim(2), dim(3)},
+                                        ye = {dim(0), dim(1), dim(2)};
+    for (unsigned i = 0; i < d; ++i) xe.push_back(dim(4 + i)), ye.push_back(dim(4 + i));
+    llvm::SmallVector<mlir::AffineMap> maps = {mlir::AffineMap::get(nd, 0, xe, b_.getContext()),
+                                               mlir::AffineMap::get(nd, 0, we, b_.getContext()),
+                                               mlir::AffineMap::get(nd, 0, ye, b_.getContext())};
+    llvm::SmallVector<mlir::utils::IteratorType> iters(nd, mlir::utils::IteratorType::parallel);
+    iters[3] = mlir::utils::IteratorType::reduction;
+    // Every window cell (row-major over the window dims).
+    const int64_t cells = win.kernelSize();
+    for (int64_t cell = 0; cell < cells; ++cell) {
+      std::vector<int64_t> at(d);  // the cell's window position per spatial dim
+      for (size_t i = d, rest = size_t(cell); i-- > 0;) at[i] = int64_t(rest % size_t(ws[2 + i])), rest /= size_t(ws[2 + i]);
+      // Output positions o with 0 <= o * stride + at * dilation - pad < extent, per dim.
+      llvm::SmallVector<mlir::OpFoldResult> xOff = {index(0), index(0)}, xSize = {index(xs[0]), index(C)},
+                                            xStride = {index(1), index(1)};
+      llvm::SmallVector<mlir::OpFoldResult> yOff = {index(0), index(0), index(0)}, ySize = {index(ys[0]), index(G), index(kg)},
+                                            ones(y5.size(), index(1));
+      std::vector<int64_t> slice = {ys[0], G, kg};
+      bool empty = false;
+      for (size_t i = 0; i < d; ++i) {
+        const int64_t shift = at[i] * win.dilations[i] - win.pads[i], stride = win.strides[i], extent = xs[2 + i];
+        const int64_t lo = shift >= 0 ? 0 : (-shift + stride - 1) / stride;
+        const int64_t hi = extent - 1 - shift < 0 ? 0 : std::min(ys[2 + i], (extent - 1 - shift) / stride + 1);
+        if (hi <= lo) empty = true;
+        xOff.push_back(index(lo * stride + shift)), xSize.push_back(index(std::max<int64_t>(hi - lo, 1))),
+            xStride.push_back(index(stride));
+        yOff.push_back(index(lo)), ySize.push_back(index(std::max<int64_t>(hi - lo, 1))), slice.push_back(hi - lo);
+      }
+      if (empty) continue;
+      std::vector<int64_t> xSlice = {xs[0], C};
+      xSlice.insert(xSlice.end(), slice.begin() + 3, slice.end());
+      mlir::Value xc = b_.create<mlir::tensor::ExtractSliceOp>(loc_, tensorType(b_, xSlice), x, xOff, xSize, xStride);
+      // The cell's weights [G, K/G, C/G] (the window dims dropped).
+      llvm::SmallVector<mlir::OpFoldResult> wOff = {index(0), index(0), index(0)}, wSize = {index(G), index(kg), index(cg)};
+      for (size_t i = 0; i < d; ++i) wOff.push_back(index(at[i])), wSize.push_back(index(1));
+      llvm::SmallVector<mlir::OpFoldResult> wOnes(w5.size(), index(1));
+      mlir::Value wc = b_.create<mlir::tensor::ExtractSliceOp>(loc_, tensorType(b_, {G, kg, cg}), w, wOff, wSize, wOnes);
+      mlir::Value yc = b_.create<mlir::tensor::ExtractSliceOp>(loc_, tensorType(b_, slice), acc, yOff, ySize, ones);
+      mlir::Value sum =
+          b_.create<mlir::linalg::GenericOp>(loc_, mlir::TypeRange{yc.getType()}, mlir::ValueRange{xc, wc},
+                                             mlir::ValueRange{yc}, maps, iters,
+                                             [](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
+                                               auto p = pb.create<mlir::arith::MulFOp>(l, v[0], v[1]);
+                                               auto s = pb.create<mlir::arith::AddFOp>(l, v[2], p);
+                                               pb.create<mlir::linalg::YieldOp>(l, mlir::ValueRange{s});
+                                             })
+              .getResult(0);
+      acc = b_.create<mlir::tensor::InsertSliceOp>(loc_, sum, acc, yOff, ySize, ones);
+    }
+    return b_.create<mlir::tensor::CollapseShapeOp>(loc_, init.getType(), acc, splitChannels);
   }
 
   // One linalg.generic over the domain computing `nodes` per element. With an
@@ -372,14 +475,14 @@ class KernelBuilder {
 }  // namespace
 
 mlir::OwningOpRef<mlir::ModuleOp> buildModule(mlir::MLIRContext& ctx, const std::vector<const Node*>& nodes,
-                                              const std::vector<std::string>& names) {
+                                              const std::vector<std::string>& names, const CodegenOptions& options) {
   FRICTION_CHECK(nodes.size() == names.size(), "codegen: one name per kernel");
   mlir::OpBuilder b(&ctx);
   mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(b.getUnknownLoc());
   b.setInsertionPointToEnd(module->getBody());
   for (size_t i = 0; i < nodes.size(); ++i) {
     std::string why;
-    auto view = analyzeKernel(*nodes[i], &why);
+    auto view = analyzeKernel(*nodes[i], options, &why);
     FRICTION_CHECK(view, "codegen: " + nodes[i]->describe() + " is not a kernel: " + why);
     KernelBuilder(b, *view).build(names[i]);
   }

@@ -73,7 +73,7 @@ CompileTimes emitKernelObject(const std::vector<const Node*>& nodes, const std::
   std::lock_guard<std::mutex> lock(mc.mu);
   CompileTimes out;
   auto t0 = Clock::now();
-  auto module = buildModule(mc.ctx, nodes, names);
+  auto module = buildModule(mc.ctx, nodes, names, options);
   out.buildMs = msSince(t0);
   t0 = Clock::now();
   lowerToLlvmDialect(*module, options);

@@ -84,6 +84,10 @@ void bufferize(mlir::ModuleOp module, const CodegenOptions&) {
     // Folds expand_shape(collapse_shape(arg)) back to arg, so results become recognizably equivalent.
     pm.addPass(mlir::createCanonicalizerPass());
     pm.addPass(mlir::bufferization::createDropEquivalentBufferResultsPass());
+    // A slice updated in place (a convolution's window cells) leaves a copy of a subview onto an identical
+    // one: CSE makes them one value, and the canonicalizer drops the self-copy.
+    pm.addPass(mlir::createCSEPass());
+    pm.addPass(mlir::createCanonicalizerPass());
   });
   // The caller's buffers are the outputs: a function still returning one would leak or copy.
   for (auto fn : module.getOps<mlir::func::FuncOp>())

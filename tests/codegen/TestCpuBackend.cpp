@@ -37,8 +37,8 @@ struct CpuRun {
   std::string description;
 };
 
-CpuRun runCpu(const Graph& g, const std::vector<Tensor>& inputs) {
-  auto backend = createBackend("cpu");
+CpuRun runCpu(const Graph& g, const std::vector<Tensor>& inputs, const std::string& backendSpec = "cpu") {
+  auto backend = createBackend(backendSpec);
   auto model = backend->compile(g);
   CpuRun r;
   r.outputs = model->run(inputs);
@@ -342,7 +342,7 @@ int64_t nativeCallsOf(const codegen::CpuStats& stats, const std::string& what) {
 // Runs the graph `body` makes after the pipeline of `options`; on cpu it must
 // match interp on the unoptimized graph.
 CpuRun expectOptimizedMatches(const std::function<void(GraphBuilder&, Value*)>& body, const Shape_& in,
-                         const PipelineOptions& options) {
+                              const PipelineOptions& options, const std::string& backendSpec = "cpu") {
   auto make = [&] {
     auto g = std::make_unique<Graph>();
     GraphBuilder b(*g);
@@ -354,7 +354,7 @@ CpuRun expectOptimizedMatches(const std::function<void(GraphBuilder&, Value*)>& 
   runPipeline(*g, buildPipeline(options));
   std::vector<Tensor> inputs = {randomTensor(in, 60)};
   auto want = interp::run(*reference, inputs);
-  CpuRun r = runCpu(*g, inputs);
+  CpuRun r = runCpu(*g, inputs, backendSpec);
   EXPECT_EQ(r.outputs.size(), want.size());
   for (size_t i = 0; i < want.size() && i < r.outputs.size(); ++i) expectClose(r.outputs[i], want[i], 1e-4, "optimized");
   return r;
@@ -368,40 +368,95 @@ std::vector<std::pair<std::string, PipelineOptions>> bothLayouts() {
   return {{"nhwc", layoutOnly}, {"nchw", none}};
 }
 
-TEST_F(CpuBackendTest, ConvVariantsRunNativeKernelsInBothLayouts) {
-  struct ConvCase {
-    int64_t cin, cout, k, stride, pad, dilation, group;
-    bool bias;
-  };
-  std::vector<ConvCase> cases = {{3, 8, 3, 1, 1, 1, 1, true},   {8, 16, 1, 1, 0, 1, 1, true},
-                                 {8, 16, 1, 2, 0, 1, 1, false}, {4, 6, 5, 2, 2, 1, 1, true},
-                                 {6, 6, 3, 1, 1, 1, 6, true},   {6, 6, 3, 2, 1, 1, 6, false},
-                                 {5, 7, 3, 1, 2, 2, 1, true},   {4, 4, 7, 1, 3, 1, 4, true},
-                                 // depthwise in 16-channel vector blocks: whole, with a leftover, strided, dilated
-                                 {32, 32, 3, 1, 1, 1, 32, true}, {20, 20, 3, 2, 1, 1, 20, true},
-                                 {16, 16, 5, 1, 2, 2, 16, false}, {17, 17, 3, 1, 0, 1, 17, true},
-                                 // grouped: 3 groups, 1x1 in 4 groups, depthwise with a channel multiplier
-                                 {6, 9, 3, 1, 1, 1, 3, true}, {8, 8, 1, 1, 0, 1, 4, false}, {4, 8, 3, 2, 1, 1, 4, true}};
-  for (const auto& [layout, options] : bothLayouts())
-  for (const auto& c : cases) {
-    SCOPED_TRACE(layout + " conv " + std::to_string(c.cin) + "->" + std::to_string(c.cout) + " k" + std::to_string(c.k) + " s" +
-                 std::to_string(c.stride) + " p" + std::to_string(c.pad) + " d" + std::to_string(c.dilation) + " g" +
-                 std::to_string(c.group));
-    auto r = expectOptimizedMatches(
-        [&](GraphBuilder& b, Value* x) {
-          std::vector<Value*> ins = {x, b.constant(randomTensor({c.cout, c.cin / c.group, c.k, c.k}, 61))};
-          if (c.bias) ins.push_back(b.constant(randomTensor({c.cout}, 62)));
-          b.output(b.op("Conv", ins,
-                        {{"kernel_shape", std::vector<int64_t>{c.k, c.k}},
-                         {"strides", std::vector<int64_t>{c.stride, c.stride}},
-                         {"pads", std::vector<int64_t>{c.pad, c.pad, c.pad, c.pad}},
-                         {"dilations", std::vector<int64_t>{c.dilation, c.dilation}},
-                         {"group", c.group}}));
-        },
-        {2, c.cin, 9, 11}, options);
-    EXPECT_EQ(nativeCallsOf(r.stats, "conv " + layout), 1) << r.description;
-    EXPECT_EQ(r.stats.fallbackNodes, 0) << r.description;
+struct ConvCase {
+  int64_t cin, cout, k, stride, pad, dilation, group;
+  bool bias;
+  std::string str() const {
+    return "conv " + std::to_string(cin) + "->" + std::to_string(cout) + " k" + std::to_string(k) + " s" +
+           std::to_string(stride) + " p" + std::to_string(pad) + " d" + std::to_string(dilation) + " g" +
+           std::to_string(group);
   }
+  // The Conv of this case on x, with `spatial` window dims.
+  Value* on(GraphBuilder& b, Value* x, size_t spatial = 2) const {
+    std::vector<int64_t> wshape = {cout, cin / group};
+    wshape.resize(2 + spatial, k);
+    std::vector<Value*> ins = {x, b.constant(randomTensor(wshape, 61))};
+    if (bias) ins.push_back(b.constant(randomTensor({cout}, 62)));
+    auto each = [&](int64_t v, size_t n) { return std::vector<int64_t>(n, v); };
+    return b.op("Conv", ins,
+                {{"kernel_shape", each(k, spatial)}, {"strides", each(stride, spatial)},
+                 {"pads", each(pad, 2 * spatial)}, {"dilations", each(dilation, spatial)}, {"group", group}});
+  }
+};
+
+const std::vector<ConvCase>& convCases() {
+  static const std::vector<ConvCase> cases = {
+      {3, 8, 3, 1, 1, 1, 1, true},   {8, 16, 1, 1, 0, 1, 1, true},   {8, 16, 1, 2, 0, 1, 1, false},
+      {4, 6, 5, 2, 2, 1, 1, true},   {6, 6, 3, 1, 1, 1, 6, true},    {6, 6, 3, 2, 1, 1, 6, false},
+      {5, 7, 3, 1, 2, 2, 1, true},   {4, 4, 7, 1, 3, 1, 4, true},
+      // depthwise in 16-channel vector blocks: whole, with a leftover, strided, dilated
+      {32, 32, 3, 1, 1, 1, 32, true}, {20, 20, 3, 2, 1, 1, 20, true}, {16, 16, 5, 1, 2, 2, 16, false},
+      {17, 17, 3, 1, 0, 1, 17, true},
+      // grouped: 3 groups, 1x1 in 4 groups, depthwise with a channel multiplier, 16-lane blocks over groups of 8
+      {6, 9, 3, 1, 1, 1, 3, true},   {8, 8, 1, 1, 0, 1, 4, false},   {4, 8, 3, 2, 1, 1, 4, true},
+      {24, 24, 3, 1, 1, 1, 3, true}};
+  return cases;
+}
+
+TEST_F(CpuBackendTest, ConvVariantsRunNativeKernelsInBothLayouts) {
+  for (const auto& [layout, options] : bothLayouts())
+    for (const ConvCase& c : convCases()) {
+      SCOPED_TRACE(layout + " " + c.str());
+      auto r = expectOptimizedMatches([&](GraphBuilder& b, Value* x) { b.output(c.on(b, x)); }, {2, c.cin, 9, 11},
+                                      options);
+      EXPECT_EQ(nativeCallsOf(r.stats, "conv " + layout), 1) << r.description;
+      EXPECT_EQ(r.stats.fallbackNodes, 0) << r.description;
+    }
+}
+
+TEST_F(CpuBackendTest, ConvVariantsCompileThroughMlirWithMicrokernelsOff) {
+  // cpu?ukernels=off: every Conv is a compiled kernel (bias, then one contraction generic per window cell),
+  // in both layouts (NHWC: inside the region's transposes), and matches interp.
+  for (const auto& [layout, options] : bothLayouts())
+    for (const ConvCase& c : convCases()) {
+      SCOPED_TRACE(layout + " " + c.str());
+      auto r = expectOptimizedMatches([&](GraphBuilder& b, Value* x) { b.output(c.on(b, x)); }, {2, c.cin, 9, 11},
+                                      options, "cpu?ukernels=off");
+      EXPECT_EQ(nativeCallsOf(r.stats, "conv"), 0) << r.description;
+      EXPECT_EQ(r.stats.kernelCalls, 1) << r.description;
+      EXPECT_EQ(r.stats.fallbackNodes, 0) << r.description;
+    }
+}
+
+TEST_F(CpuBackendTest, ConvWithEpilogueIsOneCompiledKernelWithMicrokernelsOff) {
+  // Conv + residual Add + Sigmoid in one fuse-epilogue region: one kernel, the epilogue on the accumulator.
+  PipelineOptions fuse;
+  fuse.only = {"fuse-epilogues"};
+  const ConvCase c{6, 6, 3, 1, 1, 1, 2, true};
+  auto r = expectOptimizedMatches(
+      [&](GraphBuilder& b, Value* x) { b.output(b.op("Sigmoid", {b.op("Add", {c.on(b, x), x})})); }, {2, 6, 7, 5},
+      fuse, "cpu?ukernels=off");
+  EXPECT_EQ(nativeCallsOf(r.stats, "conv"), 0) << r.description;
+  EXPECT_EQ(r.stats.kernelCalls, 1) << r.description;
+  EXPECT_EQ(r.stats.fallbackNodes, 0) << r.description;
+}
+
+TEST_F(CpuBackendTest, OneAndThreeDimensionalConvsCompile) {
+  // No microkernel covers them: with the default options too they are compiled window generics.
+  PipelineOptions none;
+  none.passes = {"none"};
+  for (const std::string backend : {"cpu", "cpu?ukernels=off"})
+    for (const ConvCase& c : {ConvCase{4, 6, 3, 1, 1, 1, 1, true}, ConvCase{6, 6, 3, 2, 2, 2, 3, false}}) {
+      SCOPED_TRACE(backend + " " + c.str());
+      auto conv1d = expectOptimizedMatches([&](GraphBuilder& b, Value* x) { b.output(c.on(b, x, 1)); },
+                                           {2, c.cin, 13}, none, backend);
+      EXPECT_EQ(conv1d.stats.kernelCalls, 1) << conv1d.description;
+      EXPECT_EQ(conv1d.stats.fallbackNodes, 0) << conv1d.description;
+      auto conv3d = expectOptimizedMatches([&](GraphBuilder& b, Value* x) { b.output(c.on(b, x, 3)); },
+                                           {1, c.cin, 5, 6, 7}, none, backend);
+      EXPECT_EQ(conv3d.stats.kernelCalls, 1) << conv3d.description;
+      EXPECT_EQ(conv3d.stats.fallbackNodes, 0) << conv3d.description;
+    }
 }
 
 TEST_F(CpuBackendTest, PoolingRunsNativeKernelsInBothLayouts) {
@@ -497,7 +552,7 @@ TEST_F(CpuBackendTest, ElementwiseKernelsRunOnSlabsOfTheirSplitDim) {
       if (fused) runPipeline(g, buildPipeline(fuse));
       auto r = expectMatchesInterp(g, in, 1e-5);
       EXPECT_EQ(r.stats.kernelCalls, fused ? 1 : 6) << r.description;
-      EXPECT_EQ(codegen::analyzeKernel(*g.nodes().back())->splitDim, split - shape.begin());
+      EXPECT_EQ(codegen::analyzeKernel(*g.nodes().back(), {})->splitDim, split - shape.begin());
       EXPECT_EQ(r.stats.fallbackNodes, 0) << r.description;
     }
   }
