@@ -1,20 +1,27 @@
 // Differential testing of the compiler: random valid graphs
 // (tests/common/RandomGraph.h) through every pass configuration (default,
-// all-off, every leave-one-out) on `cpu`, each against the reference
-// interpreter on the unoptimized graph. A mismatch prints the seed, the
-// configuration and the graph in friction's text format: save it under
-// tests/codegen/regressions/ (checked by RegressionGraphs below) once
-// minimized. FRICTION_DIFFERENTIAL_SEEDS=N runs seeds [0, N) instead of the
-// bounded CI set.
+// all-off, every leave-one-out) on `cpu`, and default and all-off on
+// `cpu?ukernels=off` (MLIR-generated convolutions and matmuls), each against
+// the reference interpreter on the unoptimized graph. A mismatch prints the
+// seed, the configuration, the graph in friction's text format and the graph
+// minimized (tests/common/GraphReducer.h) to the nodes the mismatch needs;
+// FRICTION_DIFFERENTIAL_SAVE=DIR also writes the minimized graph there, to
+// keep under tests/codegen/regressions/ (checked by RegressionGraphs below).
+// FRICTION_DIFFERENTIAL_SEEDS=N runs seeds [0, N) instead of the bounded CI
+// set.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstdlib>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "codegen/Registration.h"
+#include "ir/Builder.h"
+#include "ir/OpRegistry.h"
 #include "ir/TextFormat.h"
 #include "passes/Pass.h"
 #include "passes/PassManager.h"
@@ -22,6 +29,7 @@
 #include "runtime/Inputs.h"
 #include "runtime/interp/Interpreter.h"
 #include "tests/common/BackendTestUtil.h"
+#include "tests/common/GraphReducer.h"
 #include "tests/common/RandomGraph.h"
 
 namespace friction {
@@ -30,6 +38,7 @@ namespace {
 struct Config {
   std::string label;
   PipelineOptions options;
+  std::string backend = "cpu";
 };
 
 std::vector<Config> everyConfiguration() {
@@ -39,7 +48,40 @@ std::vector<Config> everyConfiguration() {
     configs.push_back({"without " + p.name, {}});
     configs.back().options.disable = {p.name};
   }
+  const std::string mlirKernels = "cpu?ukernels=off";
+  configs.push_back({"default on " + mlirKernels, {}, mlirKernels});
+  configs.push_back({"none on " + mlirKernels, configs[1].options, mlirKernels});
   return configs;
+}
+
+// The first output of `c`'s program on `g` that differs from interp beyond the tolerance, or "".
+std::string firstMismatch(const Graph& g, const Config& c, Backend& backend, const std::vector<Tensor>& inputs,
+                          const std::vector<Tensor>& want) {
+  auto optimized = cloneGraph(g);
+  runPipeline(*optimized, buildPipeline(c.options));
+  auto got = backend.compile(*optimized)->run(inputs);
+  if (got.size() != want.size()) return "output count";
+  for (size_t i = 0; i < want.size(); ++i)
+    if (!test::closeEnough(got[i], want[i], 1e-4)) return "output " + std::to_string(i);
+  return "";
+}
+
+// Prints (and with FRICTION_DIFFERENTIAL_SAVE writes) `g` minimized to what still mismatches under `c`.
+void reportMinimized(const Graph& g, const Config& c, Backend& backend, uint64_t inputSeed, const std::string& what) {
+  auto still = [&](const Graph& candidate) {
+    auto inputs = seededInputs(candidate, inputSeed);
+    return !firstMismatch(candidate, c, backend, inputs, interp::run(candidate, inputs)).empty();
+  };
+  if (!still(g)) return;  // a failure the reducer cannot reproduce (a crash in the comparison itself)
+  auto small = test::minimizeGraph(g, still);
+  std::cout << what << " minimized to " << small->nodes().size() << " of " << g.nodes().size()
+            << " nodes, still mismatching under " << c.label << ":\n" << printGraph(*small) << "\n";
+  if (const char* dir = std::getenv("FRICTION_DIFFERENTIAL_SAVE")) {
+    std::string name = what;
+    for (char& ch : name)
+      if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    std::ofstream(std::filesystem::path(dir) / (name + ".fir")) << printGraph(*small);
+  }
 }
 
 // Runs the graph `make` builds under every configuration on one cpu backend;
@@ -51,10 +93,12 @@ int64_t expectEveryConfigurationMatches(const std::function<std::unique_ptr<Grap
   if (std::getenv("FRICTION_DIFFERENTIAL_PRINT")) std::cout << what << ":\n" << printGraph(*reference) << std::endl;
   auto inputs = seededInputs(*reference, inputSeed);
   auto want = interp::run(*reference, inputs);
-  auto backend = createBackend("cpu");
+  std::map<std::string, std::shared_ptr<Backend>> backends;  // one kernel cache per backend spec
   int64_t interpNodes = 0;
   bool printed = false;
   for (const Config& c : everyConfiguration()) {
+    auto& backend = backends[c.backend];
+    if (!backend) backend = createBackend(c.backend);
     auto g = make();
     runPipeline(*g, buildPipeline(c.options));
     auto model = backend->compile(*g);
@@ -66,6 +110,7 @@ int64_t expectEveryConfigurationMatches(const std::function<std::unique_ptr<Grap
       test::expectClose(got[i], want[i], 1e-4, what + ", " + c.label + ", output " + std::to_string(i));
     if (!printed && ::testing::Test::HasFailure()) {
       std::cout << what << " mismatches under " << c.label << "; the graph:\n" << printGraph(*reference) << "\n";
+      reportMinimized(*reference, c, *backend, inputSeed, what);
       printed = true;
     }
   }
@@ -94,6 +139,36 @@ std::vector<uint64_t> seeds() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, Differential, ::testing::ValuesIn(seeds()));
+
+// The reducer keeps what a failure needs: with "contains a Sigmoid" (or a Conv) as the failure, a chain
+// around it shrinks to that one node (same-type neighbours bypassed, everything after it cut off); a
+// predicate the graph does not satisfy after a move keeps that move from happening.
+TEST(GraphReducer, ShrinksToTheNodesTheFailureNeeds) {
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F32, Shape::fromStatic({1, 4, 6, 6})});
+  Value* t = b.op("Tanh", {b.op("Sigmoid", {b.op("Relu", {x})})});
+  Value* conv = b.op("Conv", {t, b.constant(test::randomTensor({8, 4, 3, 3}, 1))},
+                     {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  b.output(b.op("Add", {conv, conv}));
+  inferGraph(g);
+  auto contains = [](const std::string& op) {
+    return [op](const Graph& c) {
+      return std::any_of(c.nodes().begin(), c.nodes().end(), [&](const auto& n) { return n->op() == op; });
+    };
+  };
+  for (const std::string op : {"Sigmoid", "Conv"}) {
+    auto small = test::minimizeGraph(g, contains(op));
+    ASSERT_EQ(small->nodes().size(), 1u) << printGraph(*small);
+    EXPECT_EQ(small->nodes()[0]->op(), op);
+  }
+  // Needing both the Relu and the Add: the nodes between them that keep the types stay bypassable, the Conv
+  // (which changes the channels) stays.
+  auto both = test::minimizeGraph(g, [&](const Graph& c) { return contains("Relu")(c) && contains("Add")(c); });
+  std::vector<std::string> ops;
+  for (const auto& n : both->nodes()) ops.push_back(n->op());
+  EXPECT_EQ(ops, (std::vector<std::string>{"Relu", "Conv", "Add"})) << printGraph(*both);
+}
 
 // Graphs a differential run once found wrong, minimized by hand, kept as regressions.
 TEST(DifferentialRegressions, RegressionGraphsMatchInterp) {

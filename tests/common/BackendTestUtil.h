@@ -23,21 +23,38 @@ inline Tensor randomTensor(const std::vector<int64_t>& shape, uint64_t seed, flo
 
 // |got - want| <= rtol * (|want| + 1e-2 * max|want|): relative, with an
 // absolute floor at 1% of the output's scale (small logits carry the rounding
-// of large ones). NaN matches NaN. Reports at most 5 elements.
+// of large ones). NaN matches NaN.
+struct Tolerance {
+  double rtol, atol;
+  Tolerance(const Tensor& want, double rtol) : rtol(rtol) {
+    double scale = 0;
+    for (int64_t i = 0; i < want.numel(); ++i) scale = std::max(scale, std::abs(double(want.data<float>()[i])));
+    atol = rtol * std::max(scale, 1e-3) * 1e-2;
+  }
+  bool accepts(double got, double want) const {
+    return (std::isnan(want) && std::isnan(got)) || std::abs(got - want) <= rtol * std::abs(want) + atol;
+  }
+};
+
+inline bool closeEnough(const Tensor& got, const Tensor& want, double rtol) {
+  if (got.shape() != want.shape() || got.dtype() != want.dtype()) return false;
+  Tolerance t(want, rtol);
+  for (int64_t i = 0; i < want.numel(); ++i)
+    if (!t.accepts(got.data<float>()[i], want.data<float>()[i])) return false;
+  return true;
+}
+
+// The same comparison as test failures; reports at most 5 elements.
 inline void expectClose(const Tensor& got, const Tensor& want, double rtol, const std::string& what) {
   ASSERT_EQ(got.shape(), want.shape()) << what;
   ASSERT_EQ(got.dtype(), want.dtype()) << what;
-  double scale = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) scale = std::max(scale, std::abs(double(want.data<float>()[i])));
-  double atol = rtol * std::max(scale, 1e-3) * 1e-2;
+  Tolerance t(want, rtol);
   int bad = 0;
   for (int64_t i = 0; i < want.numel() && bad < 5; ++i) {
     double g = got.data<float>()[i], w = want.data<float>()[i];
-    if (std::isnan(w) && std::isnan(g)) continue;
-    if (!(std::abs(g - w) <= rtol * std::abs(w) + atol)) {
-      ADD_FAILURE() << what << ": element " << i << " is " << g << ", reference says " << w;
-      bad++;
-    }
+    if (t.accepts(g, w)) continue;
+    ADD_FAILURE() << what << ": element " << i << " is " << g << ", reference says " << w;
+    bad++;
   }
 }
 
