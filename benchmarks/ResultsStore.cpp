@@ -39,7 +39,7 @@ CREATE INDEX IF NOT EXISTS measurements_experiment ON measurements (experiment);
 CREATE TABLE IF NOT EXISTS attributions (
   experiment TEXT NOT NULL, model TEXT NOT NULL, backend TEXT NOT NULL, batch INTEGER NOT NULL,
   method TEXT NOT NULL, pass TEXT NOT NULL, value_ms REAL NOT NULL, stderr_ms REAL NOT NULL,
-  ci_low_ms REAL, ci_high_ms REAL,
+  ci_low_ms REAL, ci_high_ms REAL, margin_ms REAL,
   PRIMARY KEY (experiment, model, backend, batch, method, pass));
 CREATE TABLE IF NOT EXISTS rounds (
   group_key TEXT NOT NULL, round INTEGER NOT NULL, order_json TEXT NOT NULL, start_s REAL NOT NULL,
@@ -55,6 +55,12 @@ ALTER TABLE measurements ADD COLUMN contention REAL;
 ALTER TABLE attributions ADD COLUMN ci_low_ms REAL;
 ALTER TABLE attributions ADD COLUMN ci_high_ms REAL;
 UPDATE meta SET value = '3' WHERE key = 'schema_version';
+)";
+
+// Version 3 -> 4: the margin an attribution's verdict used.
+const char* kUpgradeFrom3 = R"(
+ALTER TABLE attributions ADD COLUMN margin_ms REAL;
+UPDATE meta SET value = '4' WHERE key = 'schema_version';
 )";
 
 // The measurement columns, in the order add() binds them and mergeFrom copies them.
@@ -122,6 +128,7 @@ ResultsStore::ResultsStore(const std::string& path) : path_(path) {
       if (sqlite3_step(get.s) == SQLITE_ROW) v = std::stoi(get.colText(0));
     }
     if (v == 2) inTransaction([&] { exec(kUpgradeFrom2); }), v = 3;
+    if (v == 3) inTransaction([&] { exec(kUpgradeFrom3); }), v = 4;
     exec(kSchema);
     if (v != 0) {
       FRICTION_CHECK(v == kSchemaVersion, "results store '" + path + "' has schema version " + std::to_string(v) +
@@ -253,17 +260,19 @@ void ResultsStore::setAttributions(const std::vector<AttributionRecord>& rows) {
   inTransaction([&] {
     for (const auto& r : rows) {
       Stmt q(db_, R"(INSERT OR REPLACE INTO attributions (experiment, model, backend, batch, method, pass, value_ms,
-        stderr_ms, ci_low_ms, ci_high_ms) VALUES (?,?,?,?,?,?,?,?,?,?))");
+        stderr_ms, ci_low_ms, ci_high_ms, margin_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?))");
       q.text(1, r.experiment), q.text(2, r.model), q.text(3, r.backend), q.integer(4, r.batch);
       q.text(5, r.method), q.text(6, r.pass), q.real(7, r.valueMs), q.real(8, r.stdErrMs);
       if (r.hasCI()) q.real(9, r.ciLowMs), q.real(10, r.ciHighMs);
+      if (!std::isnan(r.marginMs)) q.real(11, r.marginMs);
       FRICTION_CHECK(sqlite3_step(q.s) == SQLITE_DONE, "results store '" + path_ + "': " + sqlite3_errmsg(db_));
     }
   });
 }
 
 std::vector<AttributionRecord> ResultsStore::attributions() const {
-  Stmt q(db_, "SELECT experiment, model, backend, batch, method, pass, value_ms, stderr_ms, ci_low_ms, ci_high_ms "
+  Stmt q(db_, "SELECT experiment, model, backend, batch, method, pass, value_ms, stderr_ms, ci_low_ms, ci_high_ms, "
+              "margin_ms "
               "FROM attributions ORDER BY experiment, model, backend, batch, method, rowid");
   std::vector<AttributionRecord> out;
   while (sqlite3_step(q.s) == SQLITE_ROW) {
@@ -273,6 +282,7 @@ std::vector<AttributionRecord> ResultsStore::attributions() const {
     r.valueMs = sqlite3_column_double(q.s, 6), r.stdErrMs = sqlite3_column_double(q.s, 7);
     if (sqlite3_column_type(q.s, 8) != SQLITE_NULL)
       r.ciLowMs = sqlite3_column_double(q.s, 8), r.ciHighMs = sqlite3_column_double(q.s, 9);
+    if (sqlite3_column_type(q.s, 10) != SQLITE_NULL) r.marginMs = sqlite3_column_double(q.s, 10);
     out.push_back(std::move(r));
   }
   return out;

@@ -17,7 +17,7 @@ struct sqlite3;
 
 namespace friction::bench {
 
-constexpr int kSchemaVersion = 3;  // 2 is upgraded in place when opened
+constexpr int kSchemaVersion = 4;  // 2 and 3 are upgraded in place when opened
 
 // Where a measurement was taken: recorded in every row.
 struct Fingerprint {
@@ -49,14 +49,21 @@ constexpr const char* kAASuffix = "|A/A";
 // A pass's attributed latency for one model/backend/batch ("loo", "aoi",
 // "shapley", or "interaction" with pass = "a|b").
 // Measured in interleaved rounds, the value is the median over rounds of the per-round attribution and
-// [ciLowMs, ciHighMs] its bootstrap CI over rounds (NaN: not known, e.g. a store of schema version 2).
+// [ciLowMs, ciHighMs] its bootstrap CI over rounds (NaN: not known, e.g. a store of schema version 2);
+// marginMs the smallest effect the ablation counted (its --min-effect times the all-on latency; NaN before
+// schema version 4, read as 0).
 struct AttributionRecord {
   std::string experiment, model, backend, method, pass;
   int64_t batch = 1;
   double valueMs = 0, stdErrMs = 0;
   double ciLowMs = std::nan(""), ciHighMs = std::nan("");
+  double marginMs = std::nan("");
   bool hasCI() const { return !std::isnan(ciLowMs) && !std::isnan(ciHighMs); }
-  bool measurable() const { return !hasCI() || ciLowMs > 0 || ciHighMs < 0; }  // the CI excludes 0
+  // The verdict `ablate` printed: the CI clears 0 by the margin.
+  bool measurable() const {
+    const double margin = std::isnan(marginMs) ? 0 : marginMs;
+    return !hasCI() || ciLowMs > margin || ciHighMs < -margin;
+  }
 };
 
 // One round of an interleaved measurement (Rounds.h), for the comparison group its cells name.

@@ -70,7 +70,9 @@ TEST_F(StoreFiles, RoundsColumnsAndTableRoundTrip) {
   bench::markAAControl(twin);
   store.add(twin, fp);
   store.setRounds("g", threeRounds());
-  store.setAttributions({{"ablate:loo", "m", "cpu", "loo", "p", 1, 0.5, 0, 0.1, 0.9}});
+  // Two verdicts from the stored margin: [0.1, 0.9] clears 0.05 ms, [0.1, 0.9] does not clear 0.2 ms.
+  store.setAttributions({{"ablate:loo", "m", "cpu", "loo", "p", 1, 0.5, 0, 0.1, 0.9, 0.05},
+                         {"ablate:loo", "m", "cpu", "loo", "q", 1, 0.5, 0, 0.1, 0.9, 0.2}});
 
   auto cells = store.cells();
   ASSERT_EQ(cells.size(), 2u);
@@ -86,10 +88,12 @@ TEST_F(StoreFiles, RoundsColumnsAndTableRoundTrip) {
   EXPECT_TRUE(rounds[2].slow);
   EXPECT_DOUBLE_EQ(rounds[0].quiesceMs, 2);
   auto att = store.attributions();
-  ASSERT_EQ(att.size(), 1u);
+  ASSERT_EQ(att.size(), 2u);
   EXPECT_TRUE(att[0].hasCI());
-  EXPECT_TRUE(att[0].measurable());
   EXPECT_DOUBLE_EQ(att[0].ciHighMs, 0.9);
+  EXPECT_DOUBLE_EQ(att[1].marginMs, 0.2);
+  EXPECT_TRUE(att[0].measurable());
+  EXPECT_FALSE(att[1].measurable());
 }
 
 TEST_F(StoreFiles, VersionTwoIsUpgradedInPlace) {
@@ -127,9 +131,11 @@ TEST_F(StoreFiles, VersionTwoIsUpgradedInPlace) {
   EXPECT_TRUE(cells[0].m.roundSizes.empty());  // one burst: no rounds, no group
   EXPECT_EQ(cells[0].m.group, "");
   EXPECT_FALSE(store.attributions()[0].hasCI());
-  store.add(cell("new", "g"), bench::Fingerprint::ofThisMachine());  // and it takes version-3 rows
+  EXPECT_TRUE(std::isnan(store.attributions()[0].marginMs));
+  store.add(cell("new", "g"), bench::Fingerprint::ofThisMachine());  // and it takes version-4 rows
+  store.setAttributions({{"ablate:loo", "m", "cpu", "loo", "q", 1, 0.5, 0, 0.1, 0.9, 0.2}});
   EXPECT_EQ(store.cells().size(), 2u);
-  bench::ResultsStore again(path("v2.db"));  // now version 3: opens without upgrading twice
+  bench::ResultsStore again(path("v2.db"));  // now version 4: opens without upgrading twice
   EXPECT_EQ(again.cells().size(), 2u);
 }
 

@@ -222,7 +222,8 @@ void ablateBatch(const AblateArgs& a, const std::vector<std::string>& passes, bo
   std::vector<bench::AttributionRecord> records;
   std::vector<double> stdErr(size_t(n), 0);
   auto record = [&](const std::string& how, const std::string& pass, const Estimate& e, double err = 0) {
-    records.push_back({experiment, a.model, a.measure.backend, how, pass, batch, e.e.value, err, e.e.ci.low, e.e.ci.high});
+    records.push_back(
+        {experiment, a.model, a.measure.backend, how, pass, batch, e.e.value, err, e.e.ci.low, e.e.ci.high, e.margin});
   };
   if (a.mode == "shapley" && !method.exact()) {  // the permutations' own sampling error, beside the rounds' CI
     std::map<metrics::PassMask, double> medians;
