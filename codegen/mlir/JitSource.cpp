@@ -27,7 +27,6 @@
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/Transforms/SubsetInsertionOpInterfaceImpl.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "runtime/ukernels/Sgemm.h"
@@ -119,7 +118,9 @@ class JitSource : public KernelSource {
     auto tm = jtmb->createTargetMachine();
     FRICTION_CHECK(bool(tm), "codegen: no target machine: " + llvm::toString(tm.takeError()));
     // ExecutionEngineOptions::transformer is a function_ref: the function must outlive create().
-    auto transformer = mlir::makeOptimizingTransformer(kLlvmOptLevel, 0, tm->get());
+    std::function<llvm::Error(llvm::Module*)> transformer = [&](llvm::Module* m) {
+      return optimizeLlvmModule(m, tm->get());
+    };
     mlir::ExecutionEngineOptions options;
     options.transformer = transformer;
     options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;

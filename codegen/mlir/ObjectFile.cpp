@@ -10,12 +10,12 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
 namespace friction::codegen {
@@ -67,6 +67,27 @@ HostCpu hostCpu() {
   return h;
 }
 
+llvm::Error optimizeLlvmModule(llvm::Module* module, llvm::TargetMachine* target) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopUnrolling = false;
+  tuning.LoopInterleaving = false;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  llvm::PassBuilder pb(target, tuning);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+  mpm.run(*module, mam);
+  return llvm::Error::success();
+}
+
 CompileTimes emitKernelObject(const std::vector<const Node*>& nodes, const std::vector<std::string>& names,
                               const CodegenOptions& options, const std::string& path) {
   MlirContext& mc = MlirContext::get();
@@ -86,7 +107,7 @@ CompileTimes emitKernelObject(const std::vector<const Node*>& nodes, const std::
   auto tm = hostObjectTargetMachine();
   mlir::ExecutionEngine::setupTargetTripleAndDataLayout(llvmModule.get(), tm.get());
   addPackedWrappers(*llvmModule, names);
-  if (auto err = mlir::makeOptimizingTransformer(kLlvmOptLevel, 0, tm.get())(llvmModule.get()))
+  if (auto err = optimizeLlvmModule(llvmModule.get(), tm.get()))
     throw Error("codegen: LLVM O" + std::to_string(kLlvmOptLevel) + " failed: " + llvm::toString(std::move(err)));
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
