@@ -171,58 +171,67 @@ void forEachWindow(const Conv2d& g, const float* x, float* y, int64_t C, Start s
 }
 
 // Direct NHWC convolution for depthwise and grouped convolutions (no im2col):
-// one output row (n, oh) and 16 output channels (one block) at a time; the
+// one output row (n, oh) and one block of output channels (a vector) at a time; the
 // pixels whose window lies inside the input row in blocks of 8, 4, 2, 1
 // (accumulators in vector registers, no bounds checks), the border pixels one
 // by one with checks. Outputs start from the bias and leave with the residual
 // added and clamped to [lo, hi] (a fused Relu/Clip), so each is written once.
-typedef float v16f __attribute__((vector_size(64)));
-// The helpers below pass v16f by value; they are forced inline into each
+// The helpers below pass vectors by value; they are forced inline into each
 // ISA's clone of directRow, so no vector ever crosses a call between ISAs.
 #pragma GCC diagnostic ignored "-Wpsabi"
 constexpr int64_t kLanes = 16;
+// W floats in one vector: 16 (a zmm, 2 ymm or 4 xmm), and 8, 4, 1 for the
+// channels left after the 16-wide blocks of a depthwise conv.
+template <int W>
+struct Lanes {
+  typedef float V __attribute__((vector_size(W * sizeof(float))));
+};
+using v16f = Lanes<kLanes>::V;
 
-// The first `lanes` floats at p, zeros above (a constant 16 compiles to one load).
-FRICTION_INLINE v16f loadLanes(const float* p, int64_t lanes) {
-  v16f v{};
-  if (lanes == kLanes)
+// The first `lanes` floats at p, zeros above (lanes == the width: one load).
+template <typename V>
+FRICTION_INLINE V loadLanes(const float* p, int64_t lanes) {
+  V v{};
+  if (lanes * int64_t(sizeof(float)) == int64_t(sizeof(V)))
     std::memcpy(&v, p, sizeof v);
   else
     std::memcpy(&v, p, size_t(lanes) * sizeof(float));
   return v;
 }
 
-// Depthwise: lane c reads input channel c0 + c; weights [R*S, C]. `Partial`:
-// the last block of a channel count that is not a multiple of 16.
-template <bool Partial>
+// Depthwise: lane c reads input channel k0 + c; weights [R*S, C]. Blocks are
+// exactly one vector wide (16, then 8, 4, 1 for what is left), so no load in
+// the loop is partial.
+template <typename V>
 struct DepthwiseCells {
-  int64_t lanes;
   template <int P>
-  FRICTION_INLINE void accumulate(v16f* acc, const float* x, int64_t pixelStride, const float* w) const {
-    const v16f wv = loadLanes(w, Partial ? lanes : kLanes);
+  FRICTION_INLINE void accumulate(V* acc, const float* x, int64_t pixelStride, const float* w) const {
+    constexpr int64_t width = sizeof(V) / sizeof(float);
+    const V wv = loadLanes<V>(w, width);
 #pragma GCC unroll 8
-    for (int p = 0; p < P; ++p) acc[p] += loadLanes(x + p * pixelStride, Partial ? lanes : kLanes) * wv;
+    for (int p = 0; p < P; ++p) acc[p] += loadLanes<V>(x + p * pixelStride, width) * wv;
   }
 };
 
 // Grouped: the block's 16 output channels read the input channels of their
 // groups (`inputs` of them from the block's first); each is broadcast and
 // multiplied by a 16-lane weight vector that is zero in the lanes of other
-// groups. Group widths below 16 waste lanes (8: half), which still beats a
-// GEMM per group whose 8 columns waste as many and pay an im2col besides.
+// groups (and past K, so in the last block only the store may be partial).
+// Group widths below 16 waste lanes (8: half), which still beats a GEMM per
+// group whose 8 columns waste as many and pay an im2col besides.
 struct GroupedCells {
   int64_t inputs;
   template <int P>
   FRICTION_INLINE void accumulate(v16f* acc, const float* x, int64_t pixelStride, const float* w) const {
     for (int64_t ci = 0; ci < inputs; ++ci) {
-      const v16f wv = loadLanes(w + ci * kLanes, kLanes);
+      const v16f wv = loadLanes<v16f>(w + ci * kLanes, kLanes);
 #pragma GCC unroll 8
       for (int p = 0; p < P; ++p) acc[p] += x[p * pixelStride + ci] * wv;
     }
   }
 };
 
-template <class Cells>
+template <class Cells, typename V>
 struct DirectRow {
   const Conv2d& g;
   Cells cells;
@@ -230,17 +239,17 @@ struct DirectRow {
   const float* w;        // the block's weights; window cell (r, s) at w + (r * S + s) * cellStride
   int64_t cellStride;
   int64_t oh, rLo, rHi;  // the window rows [rLo, rHi) lie inside the input
-  v16f bias, lo, hi;
+  V bias, lo, hi;
   const float* residual;  // at (n, oh, 0, k0), or null
   float* y;               // output at (n, oh, 0, k0)
   int64_t lanes;          // output channels in this block
 
   FRICTION_INLINE const float* inputRow(int64_t r) const { return x + (oh * g.strideH - g.padTop + r * g.dilH) * g.W * g.C; }
-  FRICTION_INLINE void store(int64_t ow, v16f v) const {
-    if (residual) v += loadLanes(residual + ow * g.K, lanes);
+  FRICTION_INLINE void store(int64_t ow, V v) const {
+    if (residual) v += loadLanes<V>(residual + ow * g.K, lanes);
     v = v < lo ? lo : v;
     v = v > hi ? hi : v;
-    if (lanes == kLanes)
+    if (lanes * int64_t(sizeof(float)) == int64_t(sizeof(V)))
       std::memcpy(y + ow * g.K, &v, sizeof v);
     else
       std::memcpy(y + ow * g.K, &v, size_t(lanes) * sizeof(float));
@@ -248,7 +257,7 @@ struct DirectRow {
   // P pixels from ow0, every window cell inside the row.
   template <int P>
   FRICTION_INLINE void interior(int64_t ow0) const {
-    v16f acc[P];
+    V acc[P];
     for (int p = 0; p < P; ++p) acc[p] = bias;
     for (int64_t r = rLo; r < rHi; ++r) {
       const float* xrow = inputRow(r);
@@ -259,7 +268,7 @@ struct DirectRow {
     for (int p = 0; p < P; ++p) store(ow0 + p, acc[p]);
   }
   FRICTION_INLINE void border(int64_t ow) const {
-    v16f acc = bias;
+    V acc = bias;
     for (int64_t r = rLo; r < rHi; ++r)
       for (int64_t s = 0; s < g.S; ++s) {
         int64_t iw = ow * g.strideW - g.padLeft + s * g.dilW;
@@ -282,61 +291,88 @@ struct DirectRow {
   }
 };
 
-// The input channels block b's output channels [16b, 16b + 16) read: [first, first + count).
-struct BlockInputs {
-  int64_t first, count;
-};
-BlockInputs blockInputs(const Conv2d& g, int64_t b) {
-  if (g.depthwise()) return {b * kLanes, std::min(kLanes, g.C - b * kLanes)};
-  const int64_t cg = g.C / g.group, kg = g.K / g.group;
-  const int64_t k0 = b * kLanes, k1 = std::min(g.K, k0 + kLanes);
-  return {k0 / kg * cg, ((k1 - 1) / kg - k0 / kg + 1) * cg};
-}
 // Grouped and depthwise convolutions run direct. (Dense convolutions with
 // few output channels gain 1.1-1.9x in isolation, but nothing measurable on
 // DenseNet-121 or ResNet-18, so they keep im2col + GEMM.)
 bool runsDirect(const Conv2d& g) { return g.group > 1; }
-int64_t blocks(const Conv2d& g) { return (g.K + kLanes - 1) / kLanes; }
-// Grouped weights: per block, R*S cells of `maxInputs` x 16 lanes.
+
+// Output channels [k0, k0 + lanes), computed together.
+struct Block {
+  int64_t k0, lanes;
+};
+// Grouped: blocks of 16 (the packed weights' blocks; the last may be partial).
+// Depthwise: blocks of 16, then of 8, 4 and 1 for the rest, each one whole
+// vector (72 channels took 3.3x the time of 64 with a partial last block).
+std::vector<Block> blocksOf(const Conv2d& g) {
+  std::vector<Block> blocks;
+  for (int64_t k0 = 0; k0 < g.K; k0 += blocks.back().lanes) {
+    int64_t w = kLanes;
+    if (g.depthwise())
+      while (w > g.K - k0) w = w == kLanes ? 8 : w == 8 ? 4 : 1;
+    blocks.push_back({k0, std::min(w, g.K - k0)});
+  }
+  return blocks;
+}
+
+// The input channels a grouped block's output channels [k0, k0 + 16) read: [first, first + count).
+struct BlockInputs {
+  int64_t first, count;
+};
+BlockInputs blockInputs(const Conv2d& g, int64_t k0) {
+  const int64_t cg = g.C / g.group, kg = g.K / g.group, k1 = std::min(g.K, k0 + kLanes);
+  return {k0 / kg * cg, ((k1 - 1) / kg - k0 / kg + 1) * cg};
+}
+// Grouped weights: per 16-channel block, R*S cells of `maxBlockInputs` x 16 lanes.
 int64_t maxBlockInputs(const Conv2d& g) {
   int64_t m = 0;
-  for (int64_t b = 0; b < blocks(g); ++b) m = std::max(m, blockInputs(g, b).count);
+  for (int64_t k0 = 0; k0 < g.K; k0 += kLanes) m = std::max(m, blockInputs(g, k0).count);
   return m;
 }
 
+// One output row of a depthwise block, V as wide as the block.
+template <typename V>
+FRICTION_INLINE void depthwiseRow(const Conv2d& g, const float* x, const float* packed, const ConvEpilogue& e,
+                                  int64_t oh, int64_t rLo, int64_t rHi, Block blk, const float* res, float* y) {
+  const V bias = e.bias ? loadLanes<V>(e.bias + blk.k0, blk.lanes) : V{};
+  DirectRow<DepthwiseCells<V>, V>{g,    {},          x + blk.k0,  packed + blk.k0, g.C, oh, rLo, rHi,
+                                  bias, V{} + e.lo, V{} + e.hi, res,             y,   blk.lanes}
+      .run();
+}
+
+// Output row (n, oh) of block `blk`; `cellStride`: the grouped weights' (maxBlockInputs * 16).
 FRICTION_MULTIVERSION
 void directRow(const Conv2d& g, const float* x, const float* packed, const ConvEpilogue& e, int64_t n, int64_t oh,
-               int64_t b, float* y) {
+               Block blk, int64_t cellStride, float* y) {
   // Window rows inside the input: r with 0 <= oh * strideH - padTop + r * dilH < H.
   const int64_t top = oh * g.strideH - g.padTop;
   const int64_t rLo = top >= 0 ? 0 : (-top + g.dilH - 1) / g.dilH;
   const int64_t rHi = std::max(rLo, std::min(g.R, g.H - 1 - top < 0 ? 0 : (g.H - 1 - top) / g.dilH + 1));
-  const int64_t k0 = b * kLanes, lanes = std::min(kLanes, g.K - k0), pixel = (n * g.OH + oh) * g.OW * g.K + k0;
-  const BlockInputs in = blockInputs(g, b);
-  const v16f bias = e.bias ? loadLanes(e.bias + k0, lanes) : v16f{};
+  const int64_t pixel = (n * g.OH + oh) * g.OW * g.K + blk.k0;
   const float* res = e.residual ? e.residual + pixel : nullptr;
-  const float* xn = x + n * g.H * g.W * g.C + in.first;
-  const v16f lo = v16f{} + e.lo, hi = v16f{} + e.hi;
-  if (!g.depthwise()) {
-    const int64_t cellStride = maxBlockInputs(g) * kLanes;
-    DirectRow<GroupedCells>{g,  GroupedCells{in.count}, xn, packed + b * g.R * g.S * cellStride, cellStride, oh, rLo, rHi,
-                            bias, lo, hi, res, y + pixel, lanes}
-        .run();
-  } else if (lanes == kLanes) {
-    DirectRow<DepthwiseCells<false>>{g, {kLanes}, xn, packed + k0, g.C, oh, rLo, rHi, bias, lo, hi, res, y + pixel, lanes}
-        .run();
-  } else {
-    DirectRow<DepthwiseCells<true>>{g, {lanes}, xn, packed + k0, g.C, oh, rLo, rHi, bias, lo, hi, res, y + pixel, lanes}
-        .run();
+  const float* xn = x + n * g.H * g.W * g.C;
+  switch (g.depthwise() ? blk.lanes : 0) {
+    case 16: return depthwiseRow<Lanes<16>::V>(g, xn, packed, e, oh, rLo, rHi, blk, res, y + pixel);
+    case 8: return depthwiseRow<Lanes<8>::V>(g, xn, packed, e, oh, rLo, rHi, blk, res, y + pixel);
+    case 4: return depthwiseRow<Lanes<4>::V>(g, xn, packed, e, oh, rLo, rHi, blk, res, y + pixel);
+    case 1: return depthwiseRow<Lanes<1>::V>(g, xn, packed, e, oh, rLo, rHi, blk, res, y + pixel);
+    default: break;
   }
+  const BlockInputs in = blockInputs(g, blk.k0);
+  const v16f bias = e.bias ? loadLanes<v16f>(e.bias + blk.k0, blk.lanes) : v16f{};
+  DirectRow<GroupedCells, v16f>{g,          {in.count}, xn + in.first, packed + blk.k0 / kLanes * g.R * g.S * cellStride,
+                                cellStride, oh,         rLo,           rHi,
+                                bias,       v16f{} + e.lo, v16f{} + e.hi, res,
+                                y + pixel,  blk.lanes}
+      .run();
 }
 
 void direct(const Conv2d& g, const float* x, const float* packed, const ConvEpilogue& e, float* y) {
-  const int64_t nb = blocks(g);
+  const std::vector<Block> blocks = blocksOf(g);
+  const int64_t nb = int64_t(blocks.size()), cellStride = g.depthwise() ? 0 : maxBlockInputs(g) * kLanes;
 #pragma omp parallel for collapse(3) schedule(static) if (windowWork(g, g.K * (g.C / g.group)) > kParallelWork)
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t oh = 0; oh < g.OH; ++oh)
-      for (int64_t b = 0; b < nb; ++b) directRow(g, x, packed, e, n, oh, b, y);
+      for (int64_t b = 0; b < nb; ++b) directRow(g, x, packed, e, n, oh, blocks[size_t(b)], cellStride, y);
 }
 
 }  // namespace
@@ -352,10 +388,10 @@ std::vector<float> packConvWeights(const Conv2d& g, const float* oihw) {
   if (runsDirect(g)) {
     // Per block of 16 output channels: R*S cells of [maxBlockInputs, 16], zero
     // where an input channel is outside the lane's group (or the lane past K).
-    const int64_t inputs = maxBlockInputs(g), cell = inputs * kLanes;
-    std::vector<float> p(size_t(blocks(g) * g.R * g.S * cell), 0.f);
-    for (int64_t b = 0; b < blocks(g); ++b) {
-      const BlockInputs in = blockInputs(g, b);
+    const int64_t inputs = maxBlockInputs(g), cell = inputs * kLanes, nb = (g.K + kLanes - 1) / kLanes;
+    std::vector<float> p(size_t(nb * g.R * g.S * cell), 0.f);
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockInputs in = blockInputs(g, b * kLanes);
       for (int64_t lane = 0; lane < kLanes && b * kLanes + lane < g.K; ++lane) {
         const int64_t k = b * kLanes + lane, c0 = k / kg * cg - in.first;  // the lane's group, from the block's first input
         for (int64_t rs = 0; rs < g.R * g.S; ++rs)

@@ -126,7 +126,9 @@ TEST(Conv, BothLayoutsAnyGroupWithEpiloguesOfBiasResidualAndClamp) {
                                          // grouped, direct: 16-lane blocks over 2 groups (width 8), a partial last
                                          // block (104 = 6.5 x 16), groups of 24 that straddle blocks, width 32
                                          {48, 48, 3, 1, 1, 6, 1},  {104, 104, 3, 2, 1, 13, 1}, {72, 72, 3, 1, 1, 3, 1},
-                                         {64, 64, 3, 1, 1, 2, 1},  {40, 80, 1, 1, 0, 5, 1}}) {
+                                         {64, 64, 3, 1, 1, 2, 1},  {40, 80, 1, 1, 0, 5, 1},
+                                         // depthwise blocks of 16, then 8, 4 and 1 channels
+                                         {24, 24, 3, 1, 1, 24, 1}, {31, 31, 3, 2, 1, 31, 1}}) {
     Conv2d g;
     g.N = 2, g.H = 9, g.W = 13, g.C = c.C, g.K = c.K, g.R = g.S = c.R, g.strideH = g.strideW = c.stride;
     g.padTop = g.padLeft = c.pad, g.group = c.group, g.dilH = g.dilW = c.dil;
