@@ -414,6 +414,13 @@ TEST_F(CpuBackendTest, ConvVariantsRunNativeKernelsInBothLayouts) {
     }
 }
 
+// The conv (with its epilogue) ran as one compiled kernel: no microkernel call, nothing on the interpreter.
+void expectOneCompiledConvKernel(const CpuRun& r) {
+  EXPECT_EQ(nativeCallsOf(r.stats, "conv"), 0) << r.description;
+  EXPECT_EQ(r.stats.kernelCalls, 1) << r.description;
+  EXPECT_EQ(r.stats.fallbackNodes, 0) << r.description;
+}
+
 TEST_F(CpuBackendTest, ConvVariantsCompileThroughMlirWithMicrokernelsOff) {
   // cpu?ukernels=off: every Conv is a compiled kernel (bias, then one contraction generic per window cell),
   // in both layouts (NHWC: inside the region's transposes), and matches interp.
@@ -422,9 +429,7 @@ TEST_F(CpuBackendTest, ConvVariantsCompileThroughMlirWithMicrokernelsOff) {
       SCOPED_TRACE(layout + " " + c.str());
       auto r = expectOptimizedMatches([&](GraphBuilder& b, Value* x) { b.output(c.on(b, x)); }, {2, c.cin, 9, 11},
                                       options, "cpu?ukernels=off");
-      EXPECT_EQ(nativeCallsOf(r.stats, "conv"), 0) << r.description;
-      EXPECT_EQ(r.stats.kernelCalls, 1) << r.description;
-      EXPECT_EQ(r.stats.fallbackNodes, 0) << r.description;
+      expectOneCompiledConvKernel(r);
     }
 }
 
@@ -436,9 +441,7 @@ TEST_F(CpuBackendTest, ConvWithEpilogueIsOneCompiledKernelWithMicrokernelsOff) {
   auto r = expectOptimizedMatches(
       [&](GraphBuilder& b, Value* x) { b.output(b.op("Sigmoid", {b.op("Add", {c.on(b, x), x})})); }, {2, 6, 7, 5},
       fuse, "cpu?ukernels=off");
-  EXPECT_EQ(nativeCallsOf(r.stats, "conv"), 0) << r.description;
-  EXPECT_EQ(r.stats.kernelCalls, 1) << r.description;
-  EXPECT_EQ(r.stats.fallbackNodes, 0) << r.description;
+  expectOneCompiledConvKernel(r);
 }
 
 TEST_F(CpuBackendTest, OneAndThreeDimensionalConvsCompile) {
@@ -450,12 +453,10 @@ TEST_F(CpuBackendTest, OneAndThreeDimensionalConvsCompile) {
       SCOPED_TRACE(backend + " " + c.str());
       auto conv1d = expectOptimizedMatches([&](GraphBuilder& b, Value* x) { b.output(c.on(b, x, 1)); },
                                            {2, c.cin, 13}, none, backend);
-      EXPECT_EQ(conv1d.stats.kernelCalls, 1) << conv1d.description;
-      EXPECT_EQ(conv1d.stats.fallbackNodes, 0) << conv1d.description;
+      expectOneCompiledConvKernel(conv1d);
       auto conv3d = expectOptimizedMatches([&](GraphBuilder& b, Value* x) { b.output(c.on(b, x, 3)); },
                                            {1, c.cin, 5, 6, 7}, none, backend);
-      EXPECT_EQ(conv3d.stats.kernelCalls, 1) << conv3d.description;
-      EXPECT_EQ(conv3d.stats.fallbackNodes, 0) << conv3d.description;
+      expectOneCompiledConvKernel(conv3d);
     }
 }
 
