@@ -83,6 +83,7 @@ llvm::Error optimizeLlvmModule(llvm::Module* module, llvm::TargetMachine* target
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
+  static_assert(kLlvmOptLevel == 2, "optimizeLlvmModule builds LLVM's O2 pipeline");
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
   mpm.run(*module, mam);
   return llvm::Error::success();

@@ -204,6 +204,7 @@ FRICTION_INLINE V loadLanes(const float* p, int64_t lanes) {
 // the loop is partial.
 template <typename V>
 struct DepthwiseCells {
+  static constexpr bool kWholeVectors = true;  // every block is exactly one V wide
   template <int P>
   FRICTION_INLINE void accumulate(V* acc, const float* x, int64_t pixelStride, const float* w) const {
     constexpr int64_t width = sizeof(V) / sizeof(float);
@@ -220,6 +221,7 @@ struct DepthwiseCells {
 // Group widths below 16 waste lanes (8: half), which still beats a GEMM per
 // group whose 8 columns waste as many and pay an im2col besides.
 struct GroupedCells {
+  static constexpr bool kWholeVectors = false;  // the last block may be partial
   int64_t inputs;
   template <int P>
   FRICTION_INLINE void accumulate(v16f* acc, const float* x, int64_t pixelStride, const float* w) const {
@@ -231,7 +233,7 @@ struct GroupedCells {
   }
 };
 
-template <class Cells, typename V>
+template <class Cells, typename V, bool HasResidual>
 struct DirectRow {
   const Conv2d& g;
   Cells cells;
@@ -246,10 +248,10 @@ struct DirectRow {
 
   FRICTION_INLINE const float* inputRow(int64_t r) const { return x + (oh * g.strideH - g.padTop + r * g.dilH) * g.W * g.C; }
   FRICTION_INLINE void store(int64_t ow, V v) const {
-    if (residual) v += loadLanes<V>(residual + ow * g.K, lanes);
+    if constexpr (HasResidual) v += loadLanes<V>(residual + ow * g.K, Cells::kWholeVectors ? sizeof(V) / sizeof(float) : lanes);
     v = v < lo ? lo : v;
     v = v > hi ? hi : v;
-    if (lanes * int64_t(sizeof(float)) == int64_t(sizeof(V)))
+    if (Cells::kWholeVectors || lanes * int64_t(sizeof(float)) == int64_t(sizeof(V)))
       std::memcpy(y + ow * g.K, &v, sizeof v);
     else
       std::memcpy(y + ow * g.K, &v, size_t(lanes) * sizeof(float));
@@ -329,14 +331,22 @@ int64_t maxBlockInputs(const Conv2d& g) {
   return m;
 }
 
+// DirectRow<Cells, V, residual or not>{...}.run(): the residual test is made once per row, not per store.
+template <class Cells, typename V, typename... Args>
+FRICTION_INLINE void runRow(const float* residual, Args... args) {
+  if (residual)
+    DirectRow<Cells, V, true>{args...}.run();
+  else
+    DirectRow<Cells, V, false>{args...}.run();
+}
+
 // One output row of a depthwise block, V as wide as the block.
 template <typename V>
 FRICTION_INLINE void depthwiseRow(const Conv2d& g, const float* x, const float* packed, const ConvEpilogue& e,
                                   int64_t oh, int64_t rLo, int64_t rHi, Block blk, const float* res, float* y) {
   const V bias = e.bias ? loadLanes<V>(e.bias + blk.k0, blk.lanes) : V{};
-  DirectRow<DepthwiseCells<V>, V>{g,    {},          x + blk.k0,  packed + blk.k0, g.C, oh, rLo, rHi,
-                                  bias, V{} + e.lo, V{} + e.hi, res,             y,   blk.lanes}
-      .run();
+  runRow<DepthwiseCells<V>, V>(res, g, DepthwiseCells<V>{}, x + blk.k0, packed + blk.k0, g.C, oh, rLo, rHi, bias,
+                               V{} + e.lo, V{} + e.hi, res, y, blk.lanes);
 }
 
 // Output row (n, oh) of block `blk`; `cellStride`: the grouped weights' (maxBlockInputs * 16).
@@ -359,11 +369,9 @@ void directRow(const Conv2d& g, const float* x, const float* packed, const ConvE
   }
   const BlockInputs in = blockInputs(g, blk.k0);
   const v16f bias = e.bias ? loadLanes<v16f>(e.bias + blk.k0, blk.lanes) : v16f{};
-  DirectRow<GroupedCells, v16f>{g,          {in.count}, xn + in.first, packed + blk.k0 / kLanes * g.R * g.S * cellStride,
-                                cellStride, oh,         rLo,           rHi,
-                                bias,       v16f{} + e.lo, v16f{} + e.hi, res,
-                                y + pixel,  blk.lanes}
-      .run();
+  runRow<GroupedCells, v16f>(res, g, GroupedCells{in.count}, xn + in.first,
+                             packed + blk.k0 / kLanes * g.R * g.S * cellStride, cellStride, oh, rLo, rHi, bias,
+                             v16f{} + e.lo, v16f{} + e.hi, res, y + pixel, blk.lanes);
 }
 
 void direct(const Conv2d& g, const float* x, const float* packed, const ConvEpilogue& e, float* y) {
