@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "benchmarks/Protocol.h"
+#include "benchmarks/metrics/Stats.h"
 #include "passes/PassManager.h"
 
 struct sqlite3;
@@ -61,8 +62,7 @@ struct AttributionRecord {
   bool hasCI() const { return !std::isnan(ciLowMs) && !std::isnan(ciHighMs); }
   // The verdict `ablate` printed: the CI clears 0 by the margin.
   bool measurable() const {
-    const double margin = std::isnan(marginMs) ? 0 : marginMs;
-    return !hasCI() || ciLowMs > margin || ciHighMs < -margin;
+    return !hasCI() || metrics::Interval{ciLowMs, ciHighMs}.clears(0, std::isnan(marginMs) ? 0 : marginMs);
   }
 };
 

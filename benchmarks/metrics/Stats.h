@@ -22,6 +22,8 @@ double stddev(const std::vector<double>& samples);
 struct Interval {
   double low = 0, high = 0;
   bool contains(double x) const { return low <= x && x <= high; }
+  // The whole interval lies more than `margin` above or below x: an effect, not noise.
+  bool clears(double x, double margin = 0) const { return low > x + margin || high < x - margin; }
   double halfWidth() const { return (high - low) / 2; }
 };
 

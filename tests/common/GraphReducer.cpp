@@ -1,27 +1,15 @@
 #include "tests/common/GraphReducer.h"
 
-#include <unordered_set>
-
 #include "ir/Uses.h"
+#include "passes/Pass.h"
 
 namespace friction::test {
 namespace {
 
-// Drops nodes that no output depends on (and values left unreferenced).
+// Drops what no output depends on: the eliminate-dead-code pass.
 void dropDeadNodes(Graph& g) {
-  std::unordered_set<const Value*> live(g.outputs().begin(), g.outputs().end());
-  std::unordered_set<const Node*> keep;
-  for (auto it = g.nodes().rbegin(); it != g.nodes().rend(); ++it) {
-    const Node& n = **it;
-    bool used = false;
-    for (const Value* v : n.outputs()) used = used || (v && live.count(v));
-    if (!used) continue;
-    keep.insert(&n);
-    for (const Value* v : n.inputs())
-      if (v) live.insert(v);
-  }
-  g.eraseNodes([&](const Node& n) { return !keep.count(&n); });
-  g.eraseInitializers([&](const Value* v) { return !live.count(v); });
+  PassContext ignored;
+  eliminateDeadCode(g, ignored);
 }
 
 bool holds(const std::function<bool(const Graph&)>& stillFails, const Graph& g) {

@@ -83,7 +83,7 @@ struct Config {
 struct Estimate {
   metrics::RoundEstimate e;
   double margin = 0;
-  bool measurable() const { return e.ci.low > margin || e.ci.high < -margin; }
+  bool measurable() const { return e.ci.clears(0, margin); }
 };
 
 void ablateBatch(const AblateArgs& a, const std::vector<std::string>& passes, bool vendor, int64_t batch,
