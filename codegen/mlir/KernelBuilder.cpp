@@ -11,6 +11,7 @@
 #include "codegen/mlir/Context.h"
 #include "ir/Error.h"
 #include "ir/ops/NnShapes.h"
+#include "runtime/ukernels/Conv.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -383,9 +384,8 @@ class KernelBuilder {
       std::vector<int64_t> slice = {ys[0], G, kg};
       bool empty = false;
       for (size_t i = 0; i < d; ++i) {
-        const int64_t shift = at[i] * win.dilations[i] - win.pads[i], stride = win.strides[i], extent = xs[2 + i];
-        const int64_t lo = shift >= 0 ? 0 : (-shift + stride - 1) / stride;
-        const int64_t hi = extent - 1 - shift < 0 ? 0 : std::min(ys[2 + i], (extent - 1 - shift) / stride + 1);
+        const int64_t shift = at[i] * win.dilations[i] - win.pads[i], stride = win.strides[i];
+        const auto [lo, hi] = ukernels::insideOutputs(shift, stride, xs[2 + i], ys[2 + i]);
         if (hi <= lo) empty = true;
         xOff.push_back(index(lo * stride + shift)), xSize.push_back(index(std::max<int64_t>(hi - lo, 1))),
             xStride.push_back(index(stride));

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <tuple>
 
 #include "runtime/ukernels/Multiversion.h"
 
@@ -64,11 +65,9 @@ void gatherPatch(const Conv2d& g, const float* x, int64_t n, int64_t oh, int64_t
   }
 }
 
-// The output columns [lo, hi) whose input column iw = ow * strideW + shift
-// lies inside the input row (shift = s * dilW - padLeft for window column s).
+// The output columns of a window column (shift = s * dilW - padLeft) whose input lies inside the row.
 void insideColumns(const Conv2d& g, int64_t shift, int64_t& lo, int64_t& hi) {
-  lo = std::min(g.OW, shift >= 0 ? 0 : (-shift + g.strideW - 1) / g.strideW);
-  hi = std::max(lo, std::min(g.OW, g.W - 1 - shift < 0 ? 0 : (g.W - 1 - shift) / g.strideW + 1));
+  std::tie(lo, hi) = insideOutputs(shift, g.strideW, g.W, g.OW);
 }
 
 // Rows of the NCHW im2col matrix [C/g*R*S, P] for the output pixels [p0, p0 + np)
@@ -384,6 +383,11 @@ void direct(const Conv2d& g, const float* x, const float* packed, const ConvEpil
 }
 
 }  // namespace
+
+std::pair<int64_t, int64_t> insideOutputs(int64_t shift, int64_t stride, int64_t extent, int64_t outputs) {
+  const int64_t lo = std::min(outputs, shift >= 0 ? 0 : (-shift + stride - 1) / stride);
+  return {lo, std::max(lo, std::min(outputs, extent - 1 - shift < 0 ? 0 : (extent - 1 - shift) / stride + 1))};
+}
 
 std::vector<float> packConvWeights(const Conv2d& g, const float* oihw) {
   if (g.depthwise()) {

@@ -12,6 +12,7 @@
 #pragma once
 #include <cstdint>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "runtime/ukernels/Sgemm.h"
@@ -49,6 +50,11 @@ struct ConvEpilogue {
   const float* residual = nullptr;
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
 };
+
+// The outputs [lo, hi) of one spatial dim whose input position o * stride +
+// shift lies inside [0, extent) (shift = window offset * dilation - pad):
+// what a window cell contributes to, without padding.
+std::pair<int64_t, int64_t> insideOutputs(int64_t shift, int64_t stride, int64_t extent, int64_t outputs);
 
 // How conv{Nhwc,Nchw} computes g: "direct", "sgemm" (1x1), "im2col + sgemm"
 // or "sgemm per group" (NCHW grouped).
