@@ -10,6 +10,38 @@ namespace {
 
 constexpr int64_t kParallelElements = int64_t(1) << 16;
 
+// A transpose: y is contiguous along the innermost dim, x along dim `a`.
+// Copies tiles of kTile x kTile elements of those two dims, so that both the
+// reads and the writes of a tile stay within kTile cache lines each.
+void transposeTiles(const float* x, const std::vector<int64_t>& xs, float* y, const std::vector<int64_t>& ys,
+                    const std::vector<int64_t>& dims, size_t a) {
+  constexpr int64_t kTile = 16;
+  const size_t r = dims.size(), b = r - 1;
+  const int64_t na = dims[a], nb = dims[b], ya = ys[a], xb = xs[b];
+  const int64_t tilesA = (na + kTile - 1) / kTile;
+  int64_t outer = 1;
+  for (size_t d = 0; d < b; ++d)
+    if (d != a) outer *= dims[d];
+  int64_t total = 1;
+  for (int64_t d : dims) total *= d;
+#pragma omp parallel for schedule(static) if (total > kParallelElements)
+  for (int64_t task = 0; task < outer * tilesA; ++task) {
+    int64_t xo = 0, yo = 0;
+    for (int64_t rem = task / tilesA, d = int64_t(b) - 1; d >= 0; --d) {
+      if (size_t(d) == a) continue;
+      const int64_t i = rem % dims[size_t(d)];
+      rem /= dims[size_t(d)];
+      xo += i * xs[size_t(d)], yo += i * ys[size_t(d)];
+    }
+    const int64_t i0 = task % tilesA * kTile, i1 = std::min(na, i0 + kTile);
+    for (int64_t j0 = 0; j0 < nb; j0 += kTile) {
+      const int64_t j1 = std::min(nb, j0 + kTile);
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = j0; j < j1; ++j) y[yo + i * ya + j] = x[xo + i + j * xb];
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<int64_t> denseStrides(const std::vector<int64_t>& shape) {
@@ -37,6 +69,10 @@ void copyStrided(const float* x, const std::vector<int64_t>& xStrides, float* y,
   }
   const size_t r = dims.size();
   const int64_t inner = dims[r - 1], xInner = xs[r - 1], yInner = ys[r - 1];
+  if (yInner == 1 && xInner != 1) {
+    for (size_t d = 0; d + 1 < r; ++d)
+      if (xs[d] == 1) return transposeTiles(x, xs, y, ys, dims, d);
+  }
   int64_t rows = 1;
   for (size_t d = 0; d + 1 < r; ++d) rows *= dims[d];
 #pragma omp parallel for schedule(static) if (rows * inner > kParallelElements)
@@ -89,7 +125,10 @@ void channelAffine(int64_t outer, int64_t channels, int64_t inner, const float* 
 }
 
 void reduceMiddle(ReduceKind kind, int64_t outer, int64_t reduced, int64_t inner, const float* x, float* y) {
-#pragma omp parallel for schedule(static) if (outer * reduced * inner > kParallelElements)
+#pragma omp parallel if (outer * reduced * inner > kParallelElements)
+  {
+  std::vector<double> acc;  // one per thread, not per row: NCHW reductions have many rows of one element
+#pragma omp for schedule(static)
   for (int64_t o = 0; o < outer; ++o) {
     const float* in = x + o * reduced * inner;
     float* out = y + o * inner;
@@ -104,7 +143,7 @@ void reduceMiddle(ReduceKind kind, int64_t outer, int64_t reduced, int64_t inner
       continue;
     }
     // A sum of a function of x, then a function of the sum.
-    std::vector<double> acc(size_t(inner), 0.0);
+    acc.assign(size_t(inner), 0.0);
     auto sum = [&](auto term) {
       for (int64_t r = 0; r < reduced; ++r)
         for (int64_t i = 0; i < inner; ++i) acc[size_t(i)] += term(double(in[r * inner + i]));
@@ -124,6 +163,7 @@ void reduceMiddle(ReduceKind kind, int64_t outer, int64_t reduced, int64_t inner
                      : kind == ReduceKind::LogSum || kind == ReduceKind::LogSumExp ? std::log(a)
                                                                                       : a);
     }
+  }
   }
 }
 

@@ -1,6 +1,7 @@
 // runtime/ukernels against naive loops: SGEMM over tile edges (every M, N
 // remainder of the register tiles, K across the KC block), transposes,
-// alpha/beta, epilogue blocks; convolutions with every ConvEpilogue part.
+// alpha/beta, epilogue blocks; convolutions with every ConvEpilogue part;
+// strided copies that are transposes (the tiled path) over tile edges.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "runtime/ukernels/Conv.h"
+#include "runtime/ukernels/Copy.h"
 #include "runtime/ukernels/Rows.h"
 #include "runtime/ukernels/Sgemm.h"
 
@@ -200,6 +202,31 @@ TEST(SoftmaxRows, MatchesDoubleExpIncludingMaskedAndUnderflowingEntries) {
         }
       }
     }
+  }
+}
+
+// Every permutation of a 4-D tensor whose dims straddle the 16-element tiles
+// (and one large enough to run threaded), against the element-by-element definition.
+TEST(CopyStrided, TransposesMatchTheDefinitionOverTileEdges) {
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{2, 3, 17, 5}, {1, 33, 1, 18}, {1, 3, 224, 224}}) {
+    std::vector<float> x = randoms(size_t(shape[0] * shape[1] * shape[2] * shape[3]), 3);
+    std::vector<int64_t> perm = {0, 1, 2, 3};
+    do {
+      std::vector<int64_t> out(4), xStrides(4), inStrides = denseStrides(shape);
+      for (size_t i = 0; i < 4; ++i) out[i] = shape[size_t(perm[i])], xStrides[i] = inStrides[size_t(perm[i])];
+      std::vector<float> y(x.size(), NAN);
+      copyStrided(x.data(), xStrides, y.data(), denseStrides(out), out);
+      const std::vector<int64_t> ys = denseStrides(out);
+      bool same = true;
+      for (int64_t a = 0; a < out[0]; ++a)
+        for (int64_t b = 0; b < out[1]; ++b)
+          for (int64_t c = 0; c < out[2]; ++c)
+            for (int64_t d = 0; d < out[3]; ++d)
+              same &= y[size_t(a * ys[0] + b * ys[1] + c * ys[2] + d * ys[3])] ==
+                      x[size_t(a * xStrides[0] + b * xStrides[1] + c * xStrides[2] + d * xStrides[3])];
+      EXPECT_TRUE(same) << "shape " << shape[0] << "x" << shape[1] << "x" << shape[2] << "x" << shape[3] << " perm "
+                        << perm[0] << perm[1] << perm[2] << perm[3];
+    } while (std::next_permutation(perm.begin(), perm.end()));
   }
 }
 
