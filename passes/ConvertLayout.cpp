@@ -5,33 +5,50 @@
 // where the Fused body is Transpose(to NCHW) -> op -> Transpose(to NHWC): the
 // region's input and output are NHWC, which codegen lowers to an NHWC kernel
 // (the interpreter runs the body as is). Weights stay OIHW, as body inputs.
-// Then transposes sink and cancel:
-//  - Transpose(Transpose(x, p), q) with q after p the identity becomes x;
-//  - an Elementwise op whose inputs are all to-NCHW transposes of the same
-//    perm, constants (permuted to match) or single elements runs before the
-//    transpose instead: E(T(a), T(b)) = T(E(a, b));
-//  - so does a 4-D Concat of such transposes (and constants), along the axis
-//    the transpose maps its axis to: Concat(T(a), T(b), axis 1) =
-//    T(Concat(a, b, axis 3)), so a DenseNet block or a SqueezeNet Fire module
-//    stays NHWC from one conv to the next.
-// Anything else (Flatten, Reshape, MatMul, ...) stops the sinking, so
-// the transposes left are at the graph boundary and before such ops (e.g. the
-// head's Flatten). Stats: "ops converted", "transposes inserted",
-// "transposes cancelled" (Transpose nodes that disappeared, original ones
-// included), "transposes left" (top-level Transpose nodes at the end).
-#include <cstring>
+//
+// Then transposes sink and cancel. The to-NCHW transposes (inserted by this
+// pass or the model's own, as in ConvNeXt) are "layout transposes", and so is
+// every transpose made by moving or composing one; only those sink, so a model's own transposes (attention
+// heads, window partitions) stay where the model put them unless a layout
+// transpose reaches them. With T = Transpose(., p):
+//  - T(T(x, p), q) is one Transpose(x, p∘q), gone when that is the identity;
+//    at the end, a transpose that only moves dims of size 1 becomes a Reshape (a view);
+//  - an Elementwise op whose layout-transposed inputs share p, the others
+//    constants (permuted to match) or values whose un-transposed form is a
+//    reshape ([N,C,1,1]: a squeeze-excite scale): E(T(a), T(b)) = T(E(a, b));
+//  - Concat and Split along axis p[axis], Slice with its axes mapped through
+//    p, Pad with its pads reordered, a Reduction over the mapped axes
+//    (without keepdims the perm drops the reduced dims);
+//  - a View op (Reshape, Flatten, Squeeze, Unsqueeze) that splits and merges
+//    groups of dims: T(x, p) -> Reshape becomes [Transpose(x, b) ->] Reshape
+//    -> Transpose(a) (reshapeThroughTranspose), so ShuffleNet's channel
+//    shuffle ends as one channels-last transpose and Swin's or MaxViT's window
+//    partition as the model's own transpose alone. The same rule moves a
+//    model's transpose below a reshape when every reader of the reshape is a
+//    transpose that it then composes with (MaxViT's window reverse meets the
+//    to-NHWC transpose of the next conv).
+// Anything else (MatMul, Gather, Softmax, ...) stops the sinking, so the
+// transposes left are at the graph boundary, the model's own, and before such
+// ops. Stats: "ops converted", "transposes inserted", "transposes cancelled"
+// (Transpose nodes that disappeared, original ones included), "transposes
+// left" (top-level Transpose nodes at the end).
+#include <algorithm>
+#include <map>
+#include <numeric>
 #include <unordered_set>
 
 #include "ir/FusedRegion.h"
 #include "ir/OpRegistry.h"
 #include "passes/Pass.h"
 #include "passes/PassUtil.h"
+#include "passes/Permutation.h"
+#include "runtime/interp/kernels/DataMovement.h"
 
 namespace friction {
 namespace {
 
-const std::vector<int64_t> kToNhwc = {0, 2, 3, 1};
-const std::vector<int64_t> kToNchw = {0, 3, 1, 2};
+const Perm kToNhwc = {0, 2, 3, 1};
+const Perm kToNchw = {0, 3, 1, 2};
 
 bool layoutSensitive(const Node& n) {
   if (!hasTrait(n, OpTrait::LayoutSensitive) || n.numOutputs() != 1 || !n.input(0)) return false;
@@ -39,15 +56,9 @@ bool layoutSensitive(const Node& n) {
   return s.hasRank() && s.rank() == 4;
 }
 
-Node* transpose(Graph& g, Value* x, const std::vector<int64_t>& perm, const std::string& hint) {
-  Node* t = g.addNode("Transpose", {x}, {g.freshName(hint)}, {{"perm", perm}});
-  inferNode(*t);
-  return t;
-}
-
-bool isTranspose(const Value* v, const std::vector<int64_t>* perm = nullptr) {
-  const Node* p = v ? v->producer() : nullptr;
-  return p && p->op() == "Transpose" && (!perm || p->attrInts("perm") == *perm);
+Node* transposeNode(const Value* v) {
+  Node* p = v ? v->producer() : nullptr;
+  return p && p->op() == "Transpose" && v->shape().hasRank() ? p : nullptr;
 }
 
 // True when `v` is a single element (broadcasts the same in any layout).
@@ -59,29 +70,30 @@ bool singleElement(const Value* v) {
   return true;
 }
 
-// `c` right-aligned to rank 4 and permuted so that Transpose(result, perm) == c.
-Tensor permuteConstant(const Tensor& c, const std::vector<int64_t>& perm) {
-  std::vector<int64_t> dims(4 - c.rank(), 1);
+// `c` right-aligned to p's rank and permuted so that Transpose(result, p) == c.
+Tensor permuteConstant(const Tensor& c, const Perm& p) {
+  std::vector<int64_t> dims(p.size() - c.rank(), 1);
   dims.insert(dims.end(), c.shape().begin(), c.shape().end());
-  std::vector<int64_t> out(4);
-  for (int i = 0; i < 4; ++i) out[perm[i]] = dims[i];
-  Tensor r(c.dtype(), out);
-  size_t es = dtypeSize(c.dtype());
-  std::vector<int64_t> inStride(4, 1), outStride(4, 1);
-  for (int i = 2; i >= 0; --i) inStride[i] = inStride[i + 1] * dims[i + 1], outStride[i] = outStride[i + 1] * out[i + 1];
-  const char* src = static_cast<const char*>(c.rawData());
-  char* dst = static_cast<char*>(r.rawData());
-  for (int64_t k = 0; k < c.numel(); ++k) {
-    int64_t rem = k, o = 0;
-    for (int i = 0; i < 4; ++i) {
-      int64_t idx = rem / inStride[i];
-      rem %= inStride[i];
-      o += idx * outStride[perm[i]];
-    }
-    std::memcpy(dst + o * es, src + k * es, es);
-  }
+  return interp::transposeTensor(c.reshaped(dims), invertPerm(p));
+}
+
+int64_t normalizedAxis(int64_t axis, size_t rank) { return axis < 0 ? axis + int64_t(rank) : axis; }
+
+// Axes through the perm: an op on Transpose(x, p) along axis a is the op on x along p[a].
+std::vector<int64_t> mapAxes(const std::vector<int64_t>& axes, const Perm& p) {
+  std::vector<int64_t> r;
+  for (int64_t a : axes) r.push_back(p[size_t(normalizedAxis(a, p.size()))]);
   return r;
 }
+
+// How a node computes on its inputs before the transpose: the replacement's
+// op, inputs and attributes, and the perm each of its outputs is transposed back with.
+struct Sunk {
+  std::string op;
+  std::vector<Value*> inputs;
+  std::map<std::string, Attribute> attrs;
+  std::vector<Perm> outputPerms;
+};
 
 class Converter {
  public:
@@ -94,16 +106,22 @@ class Converter {
       if (layoutSensitive(*node)) wrap(*node);
     }
     cleanup();
-    for (bool changed = true; changed;) {
-      changed = false;
+    for (const auto& n : g_.nodes())  // the model's own channels-last to NCHW transposes (ConvNeXt, Swin)
+      if (n->op() == "Transpose" && n->input(0)->shape().hasRank() && permOf(*n, n->input(0)->shape().rank()) == kToNchw)
+        layout_.insert(n.get());
+    // Every step moves a transpose down or removes one; the bound guards against a rule that would not.
+    for (int sweep = 0; sweep < 256; ++sweep) {
+      bool changed = false;
       // Nodes appended during the sweep are visited in the same sweep.
       for (size_t i = 0; i < g_.nodes().size(); ++i) {
         Node* n = g_.nodes()[i].get();
         if (dead_.count(n)) continue;
-        changed |= n->op() == "Transpose" ? cancel(*n) : (sinkable(*n) && sink(*n));
+        changed |= n->op() == "Transpose" ? simplify(*n) : sink(*n);
       }
       cleanup();
+      if (!changed) break;
     }
+    reshapeUnitTransposes();
     int64_t left = countTransposes();
     ctx_.count("transposes cancelled", before + inserted_ - left);
     ctx_.count("transposes left", left);
@@ -118,9 +136,25 @@ class Converter {
     return k;
   }
 
+  Node* addTranspose(Value* x, const Perm& perm, const std::string& hint, bool layout) {
+    Node* t = g_.addNode("Transpose", {x}, {g_.freshName(hint)}, {{"perm", perm}});
+    inferNode(*t);
+    if (layout) layout_.insert(t);
+    return t;
+  }
+
+  Value* constant(const std::string& hint, Tensor t) { return g_.addInitializer(g_.freshName(hint), std::move(t)); }
+
+  // The perm of `v` when a layout transpose produces it.
+  std::optional<Perm> layoutPerm(const Value* v) const {
+    Node* t = transposeNode(v);
+    if (!t || !layout_.count(t)) return std::nullopt;
+    return permOf(*t, v->shape().rank());
+  }
+
   void wrap(Node& n) {
     Value* y = n.output(0);
-    Node* in = transpose(g_, n.input(0), kToNhwc, n.input(0)->name() + ".nhwc");
+    Node* in = addTranspose(n.input(0), kToNhwc, n.input(0)->name() + ".nhwc", false);
     auto body = std::make_shared<Graph>(n.name().empty() ? "nhwc" : n.name() + ".nhwc");
     body->setOpset(g_.opset());
     Value* xh = body->addInput("x", in->output(0)->type());
@@ -144,74 +178,307 @@ class Converter {
     Node* f = g_.addNode("Fused", nodeIns, {g_.freshName(y->name() + ".nhwc")},
                          fusedAttrs(body, RegionKind::Nhwc, {n.name()}), n.name());
     inferNode(*f);
-    Node* out = transpose(g_, f->output(0), kToNchw, y->name() + ".nchw");
+    Node* out = addTranspose(f->output(0), kToNchw, y->name() + ".nchw", true);
     replaceAllUses(g_, y, out->output(0));
     dead_.insert(&n);
     inserted_ += 2;
     ctx_.count("ops converted");
   }
 
-  // Transpose(Transpose(x, p), q) == x when q undoes p.
-  bool cancel(Node& n) {
-    Value* mid = n.input(0);
-    if (!isTranspose(mid)) return false;
-    std::vector<int64_t> p = mid->producer()->attrInts("perm"), q = n.attrInts("perm");
-    if (p.size() != q.size()) return false;
-    for (size_t i = 0; i < q.size(); ++i)
-      if (p[q[i]] != int64_t(i)) return false;
-    replaceAllUses(g_, n.output(0), mid->producer()->input(0));
+  void replace(Node& n, Value* with) {
+    replaceAllUses(g_, n.output(0), with);
+    dead_.insert(&n);
+  }
+
+  // Composes a transpose of a transpose into one.
+  bool simplify(Node& n) {
+    Value* x = n.input(0);
+    const size_t rank = x->shape().hasRank() ? x->shape().rank() : 0;
+    Perm q = permOf(n, rank);
+    if (q.size() != rank) return false;
+    if (Node* inner = transposeNode(x)) {
+      Perm p = permOf(*inner, rank);
+      if (p.size() != rank) return false;
+      Perm composed = composePerms(p, q);
+      if (isIdentityPerm(composed)) {
+        replace(n, inner->input(0));
+        return true;
+      }
+      n.setInput(0, inner->input(0));
+      n.setAttr("perm", composed);
+      freed_.insert(x);
+      if (layout_.count(inner)) layout_.insert(&n);
+      return true;
+    }
+    return false;
+  }
+
+  // Transposes that only move dims of size 1 become Reshapes, once nothing sinks any more (a
+  // [N,C,1,1] to-NCHW transpose stays a layout transpose until then, to meet the others of its perm).
+  void reshapeUnitTransposes() {
+    for (size_t i = 0; i < g_.nodes().size(); ++i) {
+      Node& n = *g_.nodes()[i];
+      const Value* x = n.input(0);
+      if (n.op() != "Transpose" || !x->shape().isStatic() || !n.output(0)->shape().isStatic()) continue;
+      Perm q = permOf(n, x->shape().rank());
+      if (q.size() == x->shape().rank() && keepsMemoryOrder(x->shape().staticDims(), q))
+        replace(n, reshape(n.input(0), n.output(0)->shape().staticDims(), n.output(0)->name()));
+    }
+    cleanup();
+  }
+
+  // Reshape(x, dims), reading through a view that produces x.
+  Value* reshape(Value* x, const std::vector<int64_t>& dims, const std::string& hint) {
+    if (Node* v = x->producer(); v && hasTrait(*v, OpTrait::View)) x = v->input(0);
+    Node* r = g_.addNode("Reshape", {x, constant(hint + ".shape", Tensor::vectorI64(dims))}, {g_.freshName(hint)});
+    inferNode(*r);
+    return r->output(0);
+  }
+
+  // Moves the transposes of n's inputs to its outputs when a rule below applies.
+  bool sink(Node& n) {
+    std::optional<Perm> p;
+    for (const Value* in : n.inputs())
+      if (auto q = layoutPerm(in)) {
+        if (p && *p != *q) return false;
+        p = q;
+      }
+    const bool layout = p.has_value();
+    if (!p && hasTrait(n, OpTrait::View) && transposeNode(n.input(0))) {
+      // A model's own transpose moves below a reshape only when what comes out below is a to-NCHW
+      // transpose (a layout transpose from then on) or is read by transposes only (it composes with them).
+      Perm own = permOf(*n.input(0)->producer(), n.input(0)->shape().rank());
+      auto f = viewFactors(n, own);
+      if (f && (f->a == kToNchw || onlyTransposesRead(n.output(0)))) p = own;
+    }
+    if (!p) return false;
+    std::optional<Sunk> s = hasTrait(n, OpTrait::Elementwise) ? elementwise(n, *p)
+                            : hasTrait(n, OpTrait::Reduction) ? reduction(n, *p)
+                            : hasTrait(n, OpTrait::View)      ? view(n, *p)
+                            : n.op() == "Concat"              ? concat(n, *p)
+                            : n.op() == "Split"               ? split(n, *p)
+                            : n.op() == "Slice"               ? slice(n, *p)
+                            : n.op() == "Pad"                 ? pad(n, *p)
+                                                              : std::nullopt;
+    if (!s) return false;
+    std::vector<std::string> names;
+    for (const Value* out : n.outputs()) names.push_back(g_.freshName(out->name() + ".t"));
+    Node* e = g_.addNode(s->op, s->inputs, names, s->attrs, n.name());
+    inferNode(*e);
+    for (size_t i = 0; i < n.numOutputs(); ++i) {
+      Value* out = e->output(i);
+      if (!isIdentityPerm(s->outputPerms[i])) {
+        const Perm& perm = s->outputPerms[i];
+        out = addTranspose(out, perm, n.output(i)->name() + ".t", layout || perm == kToNchw)->output(0);
+        inserted_++;
+      }
+      replaceAllUses(g_, n.output(i), out);
+    }
     dead_.insert(&n);
     return true;
   }
 
-  static bool sinkable(const Node& n) { return hasTrait(n, OpTrait::Elementwise) || n.op() == "Concat"; }
-
-  // E(T(a), T(b), c) -> T(E(a, b, c')) for the to-NCHW transpose T; Concat likewise, along the mapped axis.
-  bool sink(Node& n) {
-    if (n.numOutputs() != 1 || !n.output(0)->shape().hasRank() || n.output(0)->shape().rank() != 4) return false;
-    const bool concat = n.op() == "Concat";
+  bool onlyTransposesRead(const Value* v) const {
     bool any = false;
-    for (const Value* in : n.inputs()) any |= isTranspose(in, &kToNchw);
-    if (!any) return false;
-    std::vector<Value*> ins;
+    for (const Value* out : g_.outputs())
+      if (out == v) return false;
+    for (const auto& n : g_.nodes())
+      for (const Value* in : n->inputs())
+        if (in == v && !dead_.count(n.get())) {
+          if (n->op() != "Transpose") return false;
+          any = true;
+        }
+    return any;
+  }
+
+  // n's input 0 when it is transposed by p, else nullptr.
+  Value* untransposed(const Node& n, const Perm& p) const {
+    Node* t = transposeNode(n.input(0));
+    return t && permOf(*t, p.size()) == p ? t->input(0) : nullptr;
+  }
+
+  Sunk like(const Node& n, const Perm& p) const { return {n.op(), {}, n.attrs(), std::vector<Perm>(n.numOutputs(), p)}; }
+
+  // E(T(a), T(b), c) = T(E(a, b, c')): c' a permuted constant or a single element.
+  std::optional<Sunk> elementwise(const Node& n, const Perm& p) {
+    if (n.numOutputs() != 1 || !n.output(0)->shape().hasRank() || n.output(0)->shape().rank() != p.size())
+      return std::nullopt;
+    Sunk s = like(n, p);
     for (Value* in : n.inputs()) {
-      if (isTranspose(in, &kToNchw)) {
+      if (layoutPerm(in)) {
         // Unwrapped even when it is a single element ([1,1,1,1]): kept, the new node would sink again, forever.
-        ins.push_back(in->producer()->input(0));
-      } else if (!concat && (!in || singleElement(in))) {
-        ins.push_back(in);
-      } else if (const Tensor* c = in ? constantData(in) : nullptr; c && c->rank() <= 4 && (!concat || c->rank() == 4)) {
-        ins.push_back(g_.addInitializer(g_.freshName(in->name() + ".nhwc"), permuteConstant(*c, kToNchw)));
+        s.inputs.push_back(in->producer()->input(0));
+      } else if (!in || singleElement(in)) {
+        s.inputs.push_back(in);
+      } else if (const Tensor* c = constantData(in); c && c->rank() <= p.size()) {
+        s.inputs.push_back(constant(in->name() + ".t", permuteConstant(*c, p)));
+      } else if (auto dims = untransposedDims(in, p)) {
+        s.inputs.push_back(reshape(in, *dims, in->name() + ".t"));  // e.g. a [N,C,1,1] squeeze-excite scale
       } else {
-        return false;
+        return std::nullopt;
       }
     }
-    auto attrs = n.attrs();
-    if (concat) {
-      int64_t axis = n.attrInt("axis", 0);
-      attrs["axis"] = kToNchw[size_t(axis < 0 ? axis + 4 : axis)];  // NCHW axis a is NHWC axis perm[a]
-    }
-    Node* e = g_.addNode(n.op(), ins, {g_.freshName(n.output(0)->name() + ".nhwc")}, attrs, n.name());
-    inferNode(*e);
-    Node* t = transpose(g_, e->output(0), kToNchw, n.output(0)->name() + ".nchw");
-    replaceAllUses(g_, n.output(0), t->output(0));
-    dead_.insert(&n);
-    inserted_++;
-    return true;
+    return s;
   }
 
-  // Drops replaced nodes and transposes nothing reads any more; keeps the order topological.
+  // The dims of x with Transpose(x, p) == v (v right-aligned to p's rank) when
+  // that transpose keeps the memory order, so x is a reshape of v.
+  static std::optional<std::vector<int64_t>> untransposedDims(const Value* v, const Perm& p) {
+    if (!v->shape().isStatic() || v->shape().rank() > p.size()) return std::nullopt;
+    std::vector<int64_t> aligned(p.size() - v->shape().rank(), 1), dims(p.size());
+    for (int64_t d : v->shape().staticDims()) aligned.push_back(d);
+    for (size_t i = 0; i < p.size(); ++i) dims[size_t(p[i])] = aligned[i];
+    if (!keepsMemoryOrder(dims, p)) return std::nullopt;
+    return dims;
+  }
+
+  std::optional<Sunk> concat(const Node& n, const Perm& p) {
+    Sunk s = like(n, p);
+    s.attrs["axis"] = p[size_t(normalizedAxis(n.attrInt("axis", 0), p.size()))];
+    for (Value* in : n.inputs()) {
+      if (layoutPerm(in)) {
+        s.inputs.push_back(in->producer()->input(0));
+      } else if (const Tensor* c = constantData(in); c && c->rank() == p.size()) {
+        s.inputs.push_back(constant(in->name() + ".t", permuteConstant(*c, p)));
+      } else {
+        return std::nullopt;
+      }
+    }
+    return s;
+  }
+
+  std::optional<Sunk> split(const Node& n, const Perm& p) {
+    Value* x = untransposed(n, p);
+    if (!x) return std::nullopt;
+    Sunk s = like(n, p);
+    s.inputs = n.inputs();
+    s.inputs[0] = x;
+    s.attrs["axis"] = p[size_t(normalizedAxis(n.attrInt("axis", 0), p.size()))];
+    return s;
+  }
+
+  // Slice's axes: an attribute before opset 10, then input 3 (default: the first len(starts) axes).
+  std::optional<Sunk> slice(const Node& n, const Perm& p) {
+    Value* x = untransposed(n, p);
+    if (!x) return std::nullopt;
+    Sunk s = like(n, p);
+    s.inputs = n.inputs();
+    s.inputs[0] = x;
+    if (n.numInputs() == 1) {
+      std::vector<int64_t> axes = n.attrInts("axes");
+      if (axes.empty()) axes.resize(n.attrInts("starts").size()), std::iota(axes.begin(), axes.end(), 0);
+      s.attrs["axes"] = mapAxes(axes, p);
+      return s;
+    }
+    auto starts = staticInts(n.input(1));
+    if (!starts) return std::nullopt;
+    std::vector<int64_t> axes(starts->size());
+    std::iota(axes.begin(), axes.end(), 0);
+    if (n.numInputs() > 3 && n.input(3)) {
+      auto given = staticInts(n.input(3));
+      if (!given) return std::nullopt;
+      axes = *given;
+    }
+    s.inputs.resize(std::max<size_t>(s.inputs.size(), 4));
+    s.inputs[3] = constant(n.output(0)->name() + ".axes", Tensor::vectorI64(mapAxes(axes, p)));
+    return s;
+  }
+
+  // Pad of y = T(x, p) pads y's dim i, which is x's dim p[i].
+  std::optional<Sunk> pad(const Node& n, const Perm& p) {
+    Value* x = untransposed(n, p);
+    const size_t r = p.size();
+    if (!x || (n.numInputs() > 3 && n.input(3))) return std::nullopt;  // explicit axes: not handled
+    const bool asInput = n.numInputs() > 1;
+    auto pads = asInput ? staticInts(n.input(1)) : std::optional(n.attrInts("pads"));
+    if (!pads || pads->size() != 2 * r) return std::nullopt;
+    std::vector<int64_t> mapped(2 * r);
+    for (size_t i = 0; i < r; ++i) {
+      mapped[size_t(p[i])] = (*pads)[i];
+      mapped[r + size_t(p[i])] = (*pads)[r + i];
+    }
+    Sunk s = like(n, p);
+    s.inputs = n.inputs();
+    s.inputs[0] = x;
+    if (asInput) s.inputs[1] = constant(n.output(0)->name() + ".pads", Tensor::vectorI64(mapped));
+    else s.attrs["pads"] = mapped;
+    return s;
+  }
+
+  // Reduce over y = T(x, p)'s axes A = reduce over x's axes p[A]; without
+  // keepdims the output's perm is p without the reduced dims, renumbered.
+  std::optional<Sunk> reduction(const Node& n, const Perm& p) {
+    Value* x = untransposed(n, p);
+    if (!x) return std::nullopt;
+    const bool asInput = !n.attrs().count("axes") && n.numInputs() > 1 && n.input(1);
+    std::optional<std::vector<int64_t>> axes = asInput ? staticInts(n.input(1)) : std::optional(n.attrInts("axes"));
+    if (!axes || (axes->empty() && n.attrInt("noop_with_empty_axes", 0))) return std::nullopt;
+    const size_t r = p.size();
+    if (axes->empty()) axes->resize(r), std::iota(axes->begin(), axes->end(), 0);
+    std::vector<int64_t> mapped = mapAxes(*axes, p);
+    std::sort(mapped.begin(), mapped.end());
+    Sunk s = like(n, p);
+    s.inputs = n.inputs();
+    s.inputs[0] = x;
+    if (asInput) s.inputs[1] = constant(n.output(0)->name() + ".axes", Tensor::vectorI64(mapped));
+    else s.attrs["axes"] = mapped;
+    if (!n.attrInt("keepdims", 1)) {
+      std::vector<bool> reduced(r, false);
+      for (int64_t a : mapped) reduced[size_t(a)] = true;
+      std::vector<int64_t> rank(r, 0);  // x's dim d -> its index among the kept dims
+      for (size_t d = 0, k = 0; d < r; ++d)
+        if (!reduced[d]) rank[d] = int64_t(k++);
+      Perm kept;
+      for (int64_t d : p)
+        if (!reduced[size_t(d)]) kept.push_back(rank[size_t(d)]);
+      s.outputPerms = {kept};
+    }
+    return s;
+  }
+
+  // How Reshape(Transpose(x, p)) splits into transposes above and below (nullopt: it would not move).
+  std::optional<TransposedReshape> viewFactors(const Node& n, const Perm& p) const {
+    Value* x = untransposed(n, p);
+    if (!x || !x->shape().isStatic() || !n.output(0)->shape().isStatic()) return std::nullopt;
+    auto f = reshapeThroughTranspose(x->shape().staticDims(), p, n.output(0)->shape().staticDims());
+    if (f && !keepsMemoryOrder(x->shape().staticDims(), f->b) && keepsMemoryOrder(f->u, f->a))
+      return std::nullopt;  // the same transpose, only above the reshape
+    return f;
+  }
+
+  std::optional<Sunk> view(const Node& n, const Perm& p) {
+    auto f = viewFactors(n, p);
+    if (!f) return std::nullopt;
+    Value* x = untransposed(n, p);
+    if (!keepsMemoryOrder(x->shape().staticDims(), f->b))
+      x = addTranspose(x, f->b, x->name() + ".t", false)->output(0), inserted_++;
+    return Sunk{"Reshape", {x, constant(n.output(0)->name() + ".shape", Tensor::vectorI64(f->u))}, {}, {f->a}};
+  }
+
+  // Drops replaced nodes, then what only they read (transposes, shape arithmetic, constants),
+  // so the pass leaves nothing dead behind; keeps the order topological.
   void cleanup() {
-    for (bool removed = true; removed;) {
+    while (!dead_.empty() || !freed_.empty()) {
+      for (const Node* n : dead_)
+        for (const Value* in : n->inputs())
+          if (in) freed_.insert(in);
+      std::erase_if(freed_, [&](const Value* v) { return dead_.count(v->producer()) > 0; });  // erased with it
+      g_.eraseNodes([&](const Node& n) {
+        if (!dead_.count(&n)) return false;
+        layout_.erase(&n);
+        return true;
+      });
+      dead_.clear();
       std::unordered_set<const Value*> used(g_.outputs().begin(), g_.outputs().end());
       for (const auto& n : g_.nodes())
         for (const Value* in : n->inputs()) used.insert(in);
-      size_t before = g_.nodes().size();
-      g_.eraseNodes([&](const Node& n) {
-        return dead_.count(&n) || (n.op() == "Transpose" && !used.count(n.output(0)));
-      });
-      dead_.clear();
-      removed = g_.nodes().size() != before;
+      for (const Value* v : freed_) {
+        Node* p = v->producer();
+        if (p && std::none_of(p->outputs().begin(), p->outputs().end(), [&](const Value* o) { return used.count(o); }))
+          dead_.insert(p);
+      }
+      g_.eraseInitializers([&](const Value* v) { return freed_.count(v) && !used.count(v); });
+      freed_.clear();
     }
     g_.topologicalSort();
   }
@@ -219,6 +486,8 @@ class Converter {
   Graph& g_;
   PassContext& ctx_;
   std::unordered_set<const Node*> dead_;
+  std::unordered_set<const Value*> freed_;  // values that lost a reader
+  std::unordered_set<const Node*> layout_;  // the layout transposes
   int64_t inserted_ = 0;
 };
 

@@ -1,19 +1,20 @@
 // simplify-algebra: local rewrites, one small function each, applied to a
 // fixed point: no-op removal (Identity, inference Dropout, x*1, x+0, Cast,
-// Reshape/Expand to the same shape, identity Transpose) and chain folding
-// (Reshape of a view, Transpose of Transpose, Squeeze/Unsqueeze pairs).
+// Reshape/Expand to the same shape, identity Transpose), chain folding
+// (Reshape of a view, Transpose of Transpose, Squeeze/Unsqueeze pairs), and
+// transposes that only move dims of size 1 as reshapes.
 //
 // A rewrite either makes a node's users read another value ("forward"), or
 // edits the node in place. Nodes it bypasses are removed at the end, with the
 // producers and initializers that only they used. A node whose output is a
 // graph output is never forwarded: the output would change its name.
 #include <algorithm>
-#include <numeric>
 #include <unordered_set>
 
 #include "ir/OpRegistry.h"
 #include "passes/Pass.h"
 #include "passes/PassUtil.h"
+#include "passes/Permutation.h"
 
 namespace friction {
 namespace {
@@ -88,12 +89,6 @@ bool isNeutralOperand(const Node& n, size_t k, double neutral) {
   const Tensor* c = constantData(n.input(k));
   const Value* x = n.input(1 - k);
   return c && x && c->dtype() == x->dtype() && isSplat(*c, neutral) && broadcastKeepsShape(x->shape(), c->shape());
-}
-
-std::vector<int64_t> permOf(const Node& transpose, size_t rank) {
-  std::vector<int64_t> reversed(rank);
-  std::iota(reversed.rbegin(), reversed.rend(), 0);
-  return transpose.attrInts("perm", reversed);
 }
 
 // Axes normalized against `rank` and sorted; nullopt when unknown.
@@ -173,21 +168,33 @@ bool composeTransposes(Rewriter& rw, Node& n) {
   Node* inner = producerWithOp(n.input(0), {"Transpose"});
   if (!inner || !inner->input(0)->shape().hasRank()) return false;
   size_t rank = inner->input(0)->shape().rank();
-  std::vector<int64_t> p1 = permOf(*inner, rank), p2 = permOf(n, rank), p(rank);
+  Perm p1 = permOf(*inner, rank), p2 = permOf(n, rank);
   if (p1.size() != rank || p2.size() != rank) return false;
-  for (size_t i = 0; i < rank; ++i) p[i] = p1[size_t(p2[i])];
   rw.setInput(n, 0, inner->input(0));
-  n.setAttr("perm", p);
+  n.setAttr("perm", composePerms(p1, p2));
   reinferNode(n);
   return true;
 }
 
 bool removeIdentityTranspose(Rewriter& rw, Node& n) {
   if (n.op() != "Transpose" || !n.input(0)->shape().hasRank()) return false;
-  std::vector<int64_t> p = permOf(n, n.input(0)->shape().rank());
-  for (size_t i = 0; i < p.size(); ++i)
-    if (p[i] != int64_t(i)) return false;
-  return rw.forward(n, n.input(0));
+  return isIdentityPerm(permOf(n, n.input(0)->shape().rank())) && rw.forward(n, n.input(0));
+}
+
+// A Transpose that moves only dims of size 1 keeps the memory order: it is a
+// Reshape (a view in the backends), e.g. [N,C,1,1] -> [N,1,1,C] before a head.
+bool transposeOfUnitDimsAsReshape(Rewriter& rw, Node& n) {
+  if (n.op() != "Transpose" || !n.input(0)->shape().isStatic() || !n.output(0)->shape().isStatic()) return false;
+  std::vector<int64_t> x = n.input(0)->shape().staticDims();
+  Perm p = permOf(n, x.size());
+  if (p.size() != x.size() || isIdentityPerm(p) || !keepsMemoryOrder(x, p)) return false;
+  Value* shape = rw.g.addInitializer(rw.g.freshName(n.output(0)->name() + ".shape"),
+                                     Tensor::vectorI64(n.output(0)->shape().staticDims()));
+  n.setOp("Reshape");
+  n.removeAttr("perm");
+  n.setInputs({n.input(0), nullptr});
+  rw.uses.setInput(n, 1, shape);
+  return true;
 }
 
 // Unsqueeze(Squeeze(x, a), a) and Squeeze(Unsqueeze(x, a), a) give back x.
@@ -220,6 +227,7 @@ const Rewrite kRewrites[] = {
     {"reshapes folded", foldReshapeOfView},
     {"transposes composed", composeTransposes},
     {"transposes removed", removeIdentityTranspose},
+    {"transposes of unit dims made reshapes", transposeOfUnitDimsAsReshape},
     {"squeeze pairs cancelled", cancelSqueezeUnsqueeze},
 };
 

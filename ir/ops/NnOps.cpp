@@ -509,15 +509,16 @@ void registerNnOps(OpRegistry& r) {
 
   // Reductions: ~1 FLOP per input element (2 for the squaring/exp/abs variants).
   r.add(OpSchema("ReduceSum")
+            .trait(OpTrait::Reduction)
             .inputs(1, 2)
             .attr("keepdims", K::Int)
             .attr("noop_with_empty_axes", K::Int)
             .inferWith(inferReduce)
             .flopsWith(perInputElement(1)));
   for (const char* op : {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd"})
-    r.add(OpSchema(op).attr("axes", K::Ints).attr("keepdims", K::Int).inferWith(inferReduce).flopsWith(perInputElement(1)));
+    r.add(OpSchema(op).trait(OpTrait::Reduction).attr("axes", K::Ints).attr("keepdims", K::Int).inferWith(inferReduce).flopsWith(perInputElement(1)));
   for (const char* op : {"ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"})
-    r.add(OpSchema(op).attr("axes", K::Ints).attr("keepdims", K::Int).inferWith(inferReduce).flopsWith(perInputElement(2)));
+    r.add(OpSchema(op).trait(OpTrait::Reduction).attr("axes", K::Ints).attr("keepdims", K::Int).inferWith(inferReduce).flopsWith(perInputElement(2)));
   for (const char* op : {"ArgMax", "ArgMin"})
     r.add(OpSchema(op)
               .attr("axis", K::Int)

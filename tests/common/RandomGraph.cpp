@@ -161,19 +161,44 @@ Value* transpose(Generator& g, Value* x) {
 Value* reshape(Generator& g, Value* x) {
   Ints s = dims(x);
   if (s.size() < 2) return g.op("Unsqueeze", {x, g.ints({0})});
-  switch (g.uniform(0, 3)) {
+  switch (g.uniform(0, 4)) {
     case 0: return g.op("Flatten", {x}, {{"axis", int64_t(1)}});
     case 1: return g.op("Reshape", {x, g.ints({s[0], -1})});
     case 2: {
       Value* u = g.op("Unsqueeze", {x, g.ints({1})});
       return g.op("Squeeze", {u, g.ints({1})});
     }
-    default: {  // merge the two trailing dims
+    case 3: {  // merge the two trailing dims
       Ints t(s.begin(), s.end() - 2);
       t.push_back(s[s.size() - 2] * s.back());
       return g.op("Reshape", {x, g.ints(t)});
     }
+    default: {  // split a dim in two (a head split, a window partition)
+      const size_t axis = size_t(g.uniform(0, int64_t(s.size()) - 1));
+      for (int64_t f : {2, 3})
+        if (s[axis] % f == 0 && s[axis] > f) {
+          Ints t(s.begin(), s.end());
+          t[axis] = s[axis] / f;
+          t.insert(t.begin() + long(axis) + 1, f);
+          return g.op("Reshape", {x, g.ints(t)});
+        }
+      return nullptr;
+    }
   }
+}
+
+// ShuffleNet's channel shuffle: [N, G*K, ...] -> [N, G, K, ...] -> [N, K, G, ...] -> [N, G*K, ...].
+Value* shuffle(Generator& g, Value* x) {
+  Ints s = dims(x);
+  const int64_t groups = g.pick(Ints{2, 3});
+  if (s.size() < 2 || s[1] % groups != 0 || s[1] == groups) return nullptr;
+  Ints split = s, perm(s.size() + 1);
+  split[1] = groups;
+  split.insert(split.begin() + 2, s[1] / groups);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::swap(perm[1], perm[2]);
+  Value* t = g.op("Transpose", {g.op("Reshape", {x, g.ints(split)})}, {{"perm", perm}});
+  return g.op("Reshape", {t, g.ints(s)});
 }
 
 Value* concat(Generator& g, Value* x) {
@@ -274,13 +299,14 @@ const std::vector<std::pair<std::string, Family>>& families() {
       {"batchnorm", batchNorm},   {"matmul", matmul},   {"transpose", transpose}, {"reshape", reshape},
       {"concat", concat},         {"slice", slice},     {"rows", rows},     {"reduce", reduce},
       {"pad", pad},               {"gather", gather},   {"expand", expand},
-      {"prelu", prelu},           {"mask", mask},       {"split", split},   {"einsum", einsum}};
+      {"prelu", prelu},           {"mask", mask},       {"split", split},   {"einsum", einsum},
+      {"shuffle", shuffle}};
   return f;
 }
 
 // Conv and its epilogue patterns are drawn more often: they are what the passes rewrite most.
 const std::vector<int>& weights() {
-  static const std::vector<int> w = {4, 4, 4, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  static const std::vector<int> w = {4, 4, 4, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
   return w;
 }
 

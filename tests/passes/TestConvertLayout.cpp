@@ -1,5 +1,8 @@
+#include <numeric>
+
 #include "frontend/onnx/OnnxImport.h"
 #include "frontend/zoo/Zoo.h"
+#include "ir/Builder.h"
 #include "ir/TextFormat.h"
 #include "tests/passes/PassTestUtil.h"
 
@@ -108,7 +111,173 @@ graph "g" opset 17 {
   EXPECT_EQ(concat->output(0)->shape(), (Shape{1, 4, 4, 4}));
 }
 
-TEST(ConvertLayout, ReshapeStopsSinking) {
+// Sinking through the ops between two convolutions, each written as the
+// model would be: input [1,4,6,6] -> Conv 1x1 -> middle -> (Conv 1x1 when
+// the middle gives 4-D) -> output. Each test checks what the middle became
+// and that the pass keeps the outputs (interp, pass on vs off).
+using Middle = std::function<Value*(GraphBuilder&, Value*)>;
+
+Value* ints(GraphBuilder& b, std::vector<int64_t> v) { return b.constant(Tensor::vectorI64(v)); }
+
+Value* conv1x1(GraphBuilder& b, Value* x) {
+  const int64_t channels = x->shape()[1].value;
+  Tensor w(DType::F32, {channels, channels, 1, 1});
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = float(i % 7 - 3) * 0.25f;
+  return b.op("Conv", {x, b.constant(w)}, {{"kernel_shape", std::vector<int64_t>{1, 1}}});
+}
+
+ModelBuilder between(const Middle& middle) {
+  return [middle] {
+    auto g = std::make_unique<Graph>("between");
+    g->setOpset(17);
+    GraphBuilder b(*g);
+    Value* y = middle(b, conv1x1(b, b.input("x", {DType::F32, Shape::fromStatic({1, 4, 6, 6})})));
+    b.output(y->shape().rank() == 4 ? conv1x1(b, y) : y);
+    return g;
+  };
+}
+
+// Runs convert-layout on the model, checks its numerics, and returns the converted graph.
+std::unique_ptr<Graph> convertChecked(const ModelBuilder& build, std::map<std::string, int64_t>* stats = nullptr) {
+  expectSameNumerics(build, exactly({"convert-layout"}), 1);
+  auto g = build();
+  auto s = convert(*g);
+  if (stats) *stats = s;
+  std::unordered_set<const Value*> read(g->outputs().begin(), g->outputs().end());
+  for (const auto& n : g->nodes()) read.insert(n->inputs().begin(), n->inputs().end());
+  for (const auto& n : g->nodes())  // what a rewrite leaves unread is gone too (Reshape shapes, transposes)
+    EXPECT_TRUE(read.count(n->output(0))) << "dead after the pass: " << n->describe();
+  return g;
+}
+
+const Node* only(const Graph& g, const std::string& op) {
+  const Node* found = nullptr;
+  for (const auto& n : g.nodes())
+    if (n->op() == op) {
+      EXPECT_EQ(found, nullptr) << "more than one " << op;
+      found = n.get();
+    }
+  EXPECT_NE(found, nullptr) << "no " << op << " in\n" << printGraph(g, {.maxConstantBytes = 0});
+  return found;
+}
+
+std::vector<const Node*> transposes(const Graph& g) {
+  std::vector<const Node*> t;
+  for (const auto& n : g.nodes())
+    if (n->op() == "Transpose") t.push_back(n.get());
+  return t;
+}
+
+std::vector<int64_t> intsOf(const Value* v) { return constantData(v)->toInt64Vector(); }
+
+TEST(ConvertLayout, SliceAlongChannelsRunsChannelsLast) {
+  auto g = convertChecked(between([](GraphBuilder& b, Value* x) {
+    return b.op("Slice", {x, ints(b, {1}), ints(b, {3}), ints(b, {1})});
+  }));
+  EXPECT_EQ(intsOf(only(*g, "Slice")->input(3)), (std::vector<int64_t>{3}));
+  EXPECT_EQ(transposes(*g).size(), 2u) << printGraph(*g, {.maxConstantBytes = 0});  // graph input and output
+}
+
+TEST(ConvertLayout, SplitAndConcatAlongChannelsRunChannelsLast) {
+  auto g = convertChecked(between([](GraphBuilder& b, Value* x) {
+    auto parts = b.opN("Split", {x, ints(b, {1, 3})}, 2, {{"axis", int64_t(1)}});
+    return b.op("Concat", {parts[1], parts[0]}, {{"axis", int64_t(1)}});
+  }));
+  EXPECT_EQ(only(*g, "Split")->attrInt("axis", 0), 3);
+  EXPECT_EQ(only(*g, "Concat")->attrInt("axis", 0), 3);
+  EXPECT_EQ(transposes(*g).size(), 2u);
+}
+
+TEST(ConvertLayout, PadReordersItsPads) {
+  auto g = convertChecked(between([](GraphBuilder& b, Value* x) {
+    return b.op("Pad", {x, ints(b, {0, 0, 1, 2, 0, 0, 2, 1})});
+  }));
+  EXPECT_EQ(intsOf(only(*g, "Pad")->input(1)), (std::vector<int64_t>{0, 1, 2, 0, 0, 2, 1, 0}));
+  EXPECT_EQ(transposes(*g).size(), 2u);
+}
+
+// Without keepdims the reduced dims leave the perm: [N,H,W,C] reduced over H, W is [N,C], no transpose.
+TEST(ConvertLayout, ReductionOverSpatialAxesNeedsNoTransposeAfter) {
+  auto g = convertChecked(between([](GraphBuilder& b, Value* x) {
+    return b.op("ReduceMean", {x}, {{"axes", std::vector<int64_t>{2, 3}}, {"keepdims", int64_t(0)}});
+  }));
+  EXPECT_EQ(only(*g, "ReduceMean")->attrInts("axes"), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(transposes(*g).size(), 1u);  // the graph input's
+}
+
+TEST(ConvertLayout, ReductionKeepingDimsMapsItsAxesInput) {
+  auto g = convertChecked(between([](GraphBuilder& b, Value* x) {
+    Value* sum = b.op("ReduceSum", {x, ints(b, {1})}, {{"keepdims", int64_t(1)}});
+    return b.op("Mul", {x, sum});  // broadcast over the channels
+  }));
+  EXPECT_EQ(intsOf(only(*g, "ReduceSum")->input(1)), (std::vector<int64_t>{3}));
+  EXPECT_EQ(transposes(*g).size(), 2u);
+}
+
+// ShuffleNet: [N,C,H,W] -> [N,2,C/2,H,W] -> swap the groups -> [N,C,H,W]
+// ends as one channels-last transpose [N,H,W,2,C/2] -> [N,H,W,C/2,2].
+TEST(ConvertLayout, ChannelShuffleBecomesOneChannelsLastTranspose) {
+  auto g = convertChecked(between([](GraphBuilder& b, Value* x) {
+    Value* r = b.op("Reshape", {x, ints(b, {1, 2, 2, 6, 6})});
+    Value* t = b.op("Transpose", {r}, {{"perm", std::vector<int64_t>{0, 2, 1, 3, 4}}});
+    return b.op("Reshape", {t, ints(b, {1, 4, 6, 6})});
+  }));
+  auto ts = transposes(*g);
+  ASSERT_EQ(ts.size(), 3u) << printGraph(*g, {.maxConstantBytes = 0});
+  int shuffles = 0;
+  for (const Node* t : ts)
+    if (t->attrInts("perm") == std::vector<int64_t>{0, 1, 2, 4, 3}) {
+      ++shuffles;
+      EXPECT_EQ(t->input(0)->shape(), (Shape{1, 6, 6, 2, 2}));
+    }
+  EXPECT_EQ(shuffles, 1);
+}
+
+// ConvNeXt: the model's own channels-last section between its own transposes, then a residual Add.
+TEST(ConvertLayout, ModelsOwnToNchwTransposeSinksLikeALayoutTranspose) {
+  auto g = convertChecked(between([](GraphBuilder& b, Value* x) {
+    Value* t = b.op("Transpose", {x}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}});
+    Tensor gamma = Tensor::fromVector<float>(DType::F32, {4}, {1, 2, 3, 4}), beta(DType::F32, {4});
+    Value* n = b.op("LayerNormalization", {t, b.constant(gamma), b.constant(beta)}, {{"axis", int64_t(-1)}});
+    Value* back = b.op("Transpose", {n}, {{"perm", std::vector<int64_t>{0, 3, 1, 2}}});
+    return b.op("Add", {back, x});
+  }));
+  EXPECT_EQ(transposes(*g).size(), 2u) << printGraph(*g, {.maxConstantBytes = 0});
+}
+
+// A squeeze-excite scale computed by a Gemm and reshaped to [N,C,1,1] joins the
+// channels-last Mul as a reshape to [N,1,1,C].
+TEST(ConvertLayout, SqueezeExciteScaleFromAGemmJoinsChannelsLast) {
+  auto g = convertChecked(between([](GraphBuilder& b, Value* x) {
+    Value* pooled = b.op("Flatten", {b.op("GlobalAveragePool", {x})}, {{"axis", int64_t(1)}});
+    Tensor w(DType::F32, {4, 4});
+    for (int64_t i = 0; i < 16; ++i) w.data<float>()[i] = float(i % 5) * 0.1f;
+    Value* s = b.op("Sigmoid", {b.op("Gemm", {pooled, b.constant(w)}, {{"transB", int64_t(1)}})});
+    return b.op("Mul", {x, b.op("Reshape", {s, ints(b, {1, 4, 1, 1})})});
+  }));
+  EXPECT_EQ(transposes(*g).size(), 2u) << printGraph(*g, {.maxConstantBytes = 0});
+}
+
+// MaxViT's window reverse: the model's own transpose from [B, gh, gw, ph, pw, C]
+// to [B, C, gh, ph, gw, pw], a reshape to NCHW, a conv. The transpose moves
+// above the reshape as a channels-last one and the to-NHWC transpose of the conv cancels.
+TEST(ConvertLayout, WindowReverseMeetsTheNextConv) {
+  auto g = convertChecked([] {
+    auto g = std::make_unique<Graph>("reverse");
+    g->setOpset(17);
+    GraphBuilder b(*g);
+    Value* x = b.input("x", {DType::F32, Shape::fromStatic({1, 2, 2, 3, 3, 4})});
+    Value* t = b.op("Transpose", {x}, {{"perm", std::vector<int64_t>{0, 5, 1, 3, 2, 4}}});
+    b.output(conv1x1(b, b.op("Reshape", {t, ints(b, {1, 4, 6, 6})})));
+    return g;
+  });
+  auto ts = transposes(*g);
+  ASSERT_EQ(ts.size(), 2u) << printGraph(*g, {.maxConstantBytes = 0});  // the window reverse and the output's
+  EXPECT_EQ(ts[0]->attrInts("perm"), (std::vector<int64_t>{0, 1, 3, 2, 4, 5}));
+}
+
+// Flattening NCHW mixes the channels into the rows: the transpose stays before the reshape.
+TEST(ConvertLayout, ReshapeThatMixesChannelsKeepsItsTranspose) {
   auto g = parseGraph(R"(
 graph "g" opset 17 {
   input %x : f32[1,2,4,4]

@@ -1,4 +1,4 @@
-#include "tests/passes/PassTestUtil.h"
+#include "ir/TextFormat.h"
 #include "tests/passes/PassTestUtil.h"
 
 using namespace friction;
@@ -280,6 +280,41 @@ graph "g" opset 17 {
 }
 )");
   EXPECT_EQ(stats["transposes composed"], 1);
+}
+
+// [1,3,1,5] -> [1,1,3,5] moves only a dim of 1: the elements stay in order, so it is a Reshape (a view).
+TEST(SimplifyAlgebra, TransposeOfUnitDimsBecomesAReshape) {
+  auto stats = expectPassRewrites("simplify-algebra", R"(
+graph "g" opset 17 {
+  input %x : f32[1,3,1,5]
+  %a : f32[1,1,3,5] = Transpose(%x) {perm = [0, 2, 1, 3]} @"a"
+  %b : f32[1,1,3,5] = Relu(%a) @"b"
+  output %b
+}
+)",
+                                  R"(
+graph "g" opset 17 {
+  input %x : f32[1,3,1,5]
+  const %s : i64[4] = hex"0100000000000000010000000000000003000000000000000500000000000000"
+  %a : f32[1,1,3,5] = Reshape(%x, %s) @"a"
+  %b : f32[1,1,3,5] = Relu(%a) @"b"
+  output %b
+}
+)");
+  EXPECT_EQ(stats["transposes of unit dims made reshapes"], 1);
+}
+
+// [2,3,1] -> [3,2,1] moves real dims: it stays a transpose.
+TEST(SimplifyAlgebra, KeepsTransposeThatReordersElements) {
+  auto g = parseGraph(R"(
+graph "g" opset 17 {
+  input %x : f32[2,3,1]
+  %a : f32[3,2,1] = Transpose(%x) {perm = [1, 0, 2]} @"a"
+  output %a
+}
+)");
+  runPipeline(*g, buildPipeline(PipelineOptions{.passes = {"simplify-algebra"}}));
+  EXPECT_EQ(g->nodes().front()->op(), "Transpose");
 }
 
 TEST(SimplifyAlgebra, RemovesTransposesThatCancel) {
