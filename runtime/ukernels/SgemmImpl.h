@@ -67,12 +67,17 @@ struct Tile {
   // multiply a GEMV's work by MR.
   static void micro(int64_t kc, const float* __restrict ap, int64_t ldaRows, const float* __restrict bp, float* C,
                     int64_t ldc, int64_t rows, int64_t cols, float alpha, float beta, bool first) {
-    if (rows >= MR) return rowsOf<MR>(kc, ap, ldaRows, bp, C, ldc, rows, cols, alpha, beta, first);
-    if (rows == 1) return rowsOf<1>(kc, ap, ldaRows, bp, C, ldc, rows, cols, alpha, beta, first);
-    if (rows == 2) return rowsOf<2>(kc, ap, ldaRows, bp, C, ldc, rows, cols, alpha, beta, first);
-    if (rows <= 4 || MR <= 4) return rowsOf<std::min(4, MR)>(kc, ap, ldaRows, bp, C, ldc, rows, cols, alpha, beta, first);
-    if (rows <= 8 || MR <= 8) return rowsOf<std::min(8, MR)>(kc, ap, ldaRows, bp, C, ldc, rows, cols, alpha, beta, first);
-    rowsOf<MR>(kc, ap, ldaRows, bp, C, ldc, rows, cols, alpha, beta, first);
+    const int64_t r = rowsRead(rows);
+    if (r == MR) return rowsOf<MR>(kc, ap, ldaRows, bp, C, ldc, rows, cols, alpha, beta, first);
+    if (r == 1) return rowsOf<1>(kc, ap, ldaRows, bp, C, ldc, rows, cols, alpha, beta, first);
+    if (r == 2) return rowsOf<2>(kc, ap, ldaRows, bp, C, ldc, rows, cols, alpha, beta, first);
+    if (r == 4) return rowsOf<std::min(4, MR)>(kc, ap, ldaRows, bp, C, ldc, rows, cols, alpha, beta, first);
+    rowsOf<std::min(8, MR)>(kc, ap, ldaRows, bp, C, ldc, rows, cols, alpha, beta, first);
+  }
+
+  // The rows of A a tile of `rows` rows reads (and accumulates): 1, 2, 4, 8 or MR.
+  static constexpr int64_t rowsRead(int64_t rows) {
+    return rows >= MR ? MR : rows <= 2 ? rows : rows <= 4 ? std::min(4, MR) : rows <= 8 ? std::min(8, MR) : MR;
   }
 
   template <int R>
@@ -257,7 +262,7 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
         } else {
           for (int64_t k = 0; k < kc; ++k) std::memcpy(dst + k * MR, A + (k0 + k) * lda + i0 + p * MR, size_t(rows) * sizeof(float));
         }
-        for (int64_t r = rows; r < MR; ++r)
+        for (int64_t r = rows; r < T::rowsRead(rows); ++r)  // rows past these are never read
           for (int64_t k = 0; k < kc; ++k) dst[k * MR + r] = 0.f;
       }
       for (int64_t q = 0; q < nPanels; ++q)
