@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
+
+#include <omp.h>
 
 namespace friction::ukernels {
 namespace {
@@ -124,46 +127,108 @@ void channelAffine(int64_t outer, int64_t channels, int64_t inner, const float* 
     }
 }
 
-void reduceMiddle(ReduceKind kind, int64_t outer, int64_t reduced, int64_t inner, const float* x, float* y) {
-#pragma omp parallel if (outer * reduced * inner > kParallelElements)
-  {
-  std::vector<double> acc;  // one per thread, not per row: NCHW reductions have many rows of one element
-#pragma omp for schedule(static)
-  for (int64_t o = 0; o < outer; ++o) {
-    const float* in = x + o * reduced * inner;
-    float* out = y + o * inner;
-    if (kind == ReduceKind::Max || kind == ReduceKind::Min) {
-      const bool max = kind == ReduceKind::Max;
-      std::fill(out, out + inner, max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity());
-      for (int64_t r = 0; r < reduced; ++r)
-        for (int64_t i = 0; i < inner; ++i) {
-          const float v = in[r * inner + i];
-          out[i] = max ? std::max(out[i], v) : std::min(out[i], v);
-        }
-      continue;
-    }
-    // A sum of a function of x, then a function of the sum.
-    acc.assign(size_t(inner), 0.0);
-    auto sum = [&](auto term) {
-      for (int64_t r = 0; r < reduced; ++r)
-        for (int64_t i = 0; i < inner; ++i) acc[size_t(i)] += term(double(in[r * inner + i]));
-    };
-    switch (kind) {
+namespace {
+
+// One Reduce* kind as a fold over doubles (like the interpreter): a start
+// value, one step per element, how two partial results combine, and the final map.
+template <ReduceKind Kind>
+struct Fold {
+  static constexpr bool kMax = Kind == ReduceKind::Max, kMin = Kind == ReduceKind::Min;
+  static double start() {
+    return kMax ? -std::numeric_limits<double>::infinity() : kMin ? std::numeric_limits<double>::infinity() : 0.0;
+  }
+  static double step(double acc, double v) {
+    switch (Kind) {
+      case ReduceKind::Max: return std::max(acc, v);
+      case ReduceKind::Min: return std::min(acc, v);
       case ReduceKind::SumSquare:
-      case ReduceKind::L2: sum([](double v) { return v * v; }); break;
-      case ReduceKind::L1: sum([](double v) { return std::abs(v); }); break;
-      case ReduceKind::LogSumExp: sum([](double v) { return std::exp(v); }); break;
-      default: sum([](double v) { return v; }); break;
-    }
-    const double count = double(std::max<int64_t>(reduced, 1));
-    for (int64_t i = 0; i < inner; ++i) {
-      const double a = acc[size_t(i)];
-      out[i] = float(kind == ReduceKind::Mean ? a / count
-                     : kind == ReduceKind::L2 ? std::sqrt(a)
-                     : kind == ReduceKind::LogSum || kind == ReduceKind::LogSumExp ? std::log(a)
-                                                                                      : a);
+      case ReduceKind::L2: return acc + v * v;
+      case ReduceKind::L1: return acc + std::abs(v);
+      case ReduceKind::LogSumExp: return acc + std::exp(v);
+      default: return acc + v;
     }
   }
+  static double combine(double a, double b) { return kMax ? std::max(a, b) : kMin ? std::min(a, b) : a + b; }
+  static float finish(double acc, int64_t count) {
+    switch (Kind) {
+      case ReduceKind::Mean: return float(acc / double(std::max<int64_t>(count, 1)));
+      case ReduceKind::L2: return float(std::sqrt(acc));
+      case ReduceKind::LogSum:
+      case ReduceKind::LogSumExp: return float(std::log(acc));
+      default: return float(acc);
+    }
+  }
+};
+
+// acc[i] = fold of x[r * inner + i] over r in [r0, r1), onto acc's values.
+// With inner == 1 the span is contiguous: 8 independent chains (vectorizable,
+// and no add waits for the one before), combined at the end.
+template <class F>
+void foldRows(const float* x, int64_t r0, int64_t r1, int64_t inner, double* acc) {
+  if (inner == 1) {
+    double lanes[8];
+    std::fill(lanes, lanes + 8, F::start());
+    int64_t r = r0;
+    for (; r + 8 <= r1; r += 8)
+#pragma omp simd
+      for (int l = 0; l < 8; ++l) lanes[l] = F::step(lanes[l], double(x[r + l]));
+    for (; r < r1; ++r) acc[0] = F::step(acc[0], double(x[r]));
+    for (double l : lanes) acc[0] = F::combine(acc[0], l);
+    return;
+  }
+  for (int64_t r = r0; r < r1; ++r)
+#pragma omp simd
+    for (int64_t i = 0; i < inner; ++i) acc[i] = F::step(acc[i], double(x[r * inner + i]));
+}
+
+template <class F>
+void reduceWith(int64_t outer, int64_t reduced, int64_t inner, const float* x, float* y) {
+  const bool parallel = outer * reduced * inner > kParallelElements;
+  const int threads = parallel ? omp_get_max_threads() : 1;
+  if (outer * inner >= 16 * threads || threads == 1) {  // enough outputs: threads take rows of them
+#pragma omp parallel if (parallel)
+    {
+      std::vector<double> acc(static_cast<size_t>(inner));  // one per thread: NCHW reductions have many rows of one element
+#pragma omp for schedule(static)
+      for (int64_t o = 0; o < outer; ++o) {
+        std::fill(acc.begin(), acc.end(), F::start());
+        foldRows<F>(x + o * reduced * inner, 0, reduced, inner, acc.data());
+        for (int64_t i = 0; i < inner; ++i) y[o * inner + i] = F::finish(acc[size_t(i)], reduced);
+      }
+    }
+    return;
+  }
+  // Few outputs over a long axis (a whole-tensor reduction): threads take
+  // stretches of the reduced axis, then their partial results combine.
+  std::vector<double> partial(size_t(threads * outer * inner), F::start());
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+    const int64_t r0 = reduced * t / threads, r1 = reduced * (t + 1) / threads;
+    std::vector<double> mine(static_cast<size_t>(outer * inner), F::start());  // not `partial`: no shared cache lines
+    for (int64_t o = 0; o < outer; ++o) foldRows<F>(x + o * reduced * inner, r0, r1, inner, mine.data() + o * inner);
+    std::copy(mine.begin(), mine.end(), partial.begin() + t * outer * inner);
+  }
+  for (int64_t k = 0; k < outer * inner; ++k) {
+    double acc = partial[size_t(k)];
+    for (int t = 1; t < threads; ++t) acc = F::combine(acc, partial[size_t(t * outer * inner + k)]);
+    y[k] = F::finish(acc, reduced);
+  }
+}
+
+}  // namespace
+
+void reduceMiddle(ReduceKind kind, int64_t outer, int64_t reduced, int64_t inner, const float* x, float* y) {
+  switch (kind) {
+    case ReduceKind::Sum: return reduceWith<Fold<ReduceKind::Sum>>(outer, reduced, inner, x, y);
+    case ReduceKind::Mean: return reduceWith<Fold<ReduceKind::Mean>>(outer, reduced, inner, x, y);
+    case ReduceKind::Max: return reduceWith<Fold<ReduceKind::Max>>(outer, reduced, inner, x, y);
+    case ReduceKind::Min: return reduceWith<Fold<ReduceKind::Min>>(outer, reduced, inner, x, y);
+    case ReduceKind::SumSquare: return reduceWith<Fold<ReduceKind::SumSquare>>(outer, reduced, inner, x, y);
+    case ReduceKind::L1: return reduceWith<Fold<ReduceKind::L1>>(outer, reduced, inner, x, y);
+    case ReduceKind::L2: return reduceWith<Fold<ReduceKind::L2>>(outer, reduced, inner, x, y);
+    case ReduceKind::LogSum: return reduceWith<Fold<ReduceKind::LogSum>>(outer, reduced, inner, x, y);
+    case ReduceKind::LogSumExp: return reduceWith<Fold<ReduceKind::LogSumExp>>(outer, reduced, inner, x, y);
   }
 }
 

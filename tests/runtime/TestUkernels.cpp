@@ -208,6 +208,45 @@ TEST(SoftmaxRows, MatchesDoubleExpIncludingMaskedAndUnderflowingEntries) {
   }
 }
 
+// Every Reduce* kind over [outer, reduced, inner] in each way the kernel splits
+// the work: rows of outputs (NCHW's many rows of one element, NHWC's one row of
+// many), and stretches of a long reduced axis when there are few outputs.
+TEST(ReduceMiddle, EveryKindMatchesDoubleSumsInEverySplit) {
+  using K = ReduceKind;
+  struct Shape3 {
+    int64_t outer, reduced, inner;
+  };
+  for (Shape3 sh : {Shape3{64, 49, 1}, {1, 49, 1024}, {1, 100003, 1}, {3, 30001, 2}, {2, 5, 3}})
+    for (K kind : {K::Sum, K::Mean, K::Max, K::Min, K::SumSquare, K::L1, K::L2, K::LogSum, K::LogSumExp}) {
+      std::vector<float> x = randoms(size_t(sh.outer * sh.reduced * sh.inner), 11);
+      if (kind == K::LogSum)
+        for (float& v : x) v = std::fabs(v) + 0.1f;
+      std::vector<float> y(size_t(sh.outer * sh.inner));
+      reduceMiddle(kind, sh.outer, sh.reduced, sh.inner, x.data(), y.data());
+      std::vector<double> want;
+      for (int64_t o = 0; o < sh.outer; ++o)
+        for (int64_t i = 0; i < sh.inner; ++i) {
+          double acc = kind == K::Max ? -INFINITY : kind == K::Min ? INFINITY : 0;
+          for (int64_t r = 0; r < sh.reduced; ++r) {
+            double v = x[size_t((o * sh.reduced + r) * sh.inner + i)];
+            acc = kind == K::Max ? std::max(acc, v)
+                  : kind == K::Min ? std::min(acc, v)
+                  : kind == K::SumSquare || kind == K::L2 ? acc + v * v
+                  : kind == K::L1 ? acc + std::fabs(v)
+                  : kind == K::LogSumExp ? acc + std::exp(v)
+                                          : acc + v;
+          }
+          want.push_back(kind == K::Mean ? acc / double(sh.reduced)
+                         : kind == K::L2 ? std::sqrt(acc)
+                         : kind == K::LogSum || kind == K::LogSumExp ? std::log(acc)
+                                                                      : acc);
+        }
+      expectNear(y, want, 1e-6,
+                 "kind " + std::to_string(int(kind)) + " over " + std::to_string(sh.outer) + "x" +
+                     std::to_string(sh.reduced) + "x" + std::to_string(sh.inner));
+    }
+}
+
 // Every permutation of a 4-D tensor whose dims straddle the 16-element tiles
 // (and one large enough to run threaded), against the element-by-element definition.
 TEST(CopyStrided, TransposesMatchTheDefinitionOverTileEdges) {
