@@ -167,11 +167,10 @@ RoundsResult measureInRounds(const std::vector<PreparedCell*>& cells, const Roun
     so.seed = options.seed;
     m.summary = metrics::summarize(m.samplesMs, so);
     // Resampling whole rounds keeps drift between rounds in the interval, which resampling single runs hides.
-    // The contention figure is recorded but does not mark cells unstable: after quiesce's waits the parallel
-    // calibration reads 2-20x slow on this machine with no other process running (not understood yet).
+    // A contended machine makes a cell consistently slow with a narrow CI: that marks it unstable too.
     m.summary.medianCI = metrics::roundBootstrapMedianCI(m.samplesMs, m.roundSizes, options.seed);
     m.summary.relHalfWidth = metrics::relativeHalfWidth(m.summary.medianCI, m.summary.median);
-    m.summary.unstable = m.summary.relHalfWidth > so.instabilityThreshold;
+    m.summary.unstable = m.summary.relHalfWidth > so.instabilityThreshold || r.contended;
     recordProcessState(*cells[k]);
   }
   return r;

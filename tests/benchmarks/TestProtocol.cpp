@@ -152,6 +152,23 @@ TEST_F(ProtocolTest, CheckAndCompileComeBeforeAnyTiming) {
   EXPECT_EQ(r.rounds.size(), 3u);
 }
 
+// "Consistently slow": a calibration that reads the cores as shared (two threads at once 2x one) marks
+// every cell of the group unstable, however narrow its CI; the same cells on a calibration of 1 are not.
+TEST_F(ProtocolTest, ContendedMachineMarksEveryCellUnstable) {
+  options.backend = "interp";
+  for (double contention : {1.0, 2.0}) {
+    auto a = bench::prepare(*graph, nullptr, options, "a");
+    auto b = bench::prepare(*graph, nullptr, options, "b");
+    bench::RoundsOptions ro;
+    ro.rounds = 3, ro.repsPerRound = 2, ro.blockWarmupMs = 0, ro.settleMs = 0;
+    ro.calibration = [contention] { return bench::Calibration{1.0, contention}; };
+    bench::RoundsResult r = bench::measureInRounds({a.get(), b.get()}, ro, "group");
+    EXPECT_EQ(r.contended, contention > 1.5);
+    EXPECT_EQ(a->m.contention, contention);
+    if (contention > 1.5) EXPECT_TRUE(a->m.summary.unstable && b->m.summary.unstable);
+  }
+}
+
 TEST_F(ProtocolTest, CellsMeasuredTogetherMustShareAThreadCount) {
   options.backend = "test-self-timed";
   auto a = bench::prepare(*graph, nullptr, options, "a");

@@ -128,8 +128,9 @@ bench::RoundsResult measureGroup(const std::vector<bench::PreparedCell*>& cells,
   };
   bench::RoundsResult rounds = bench::measureInRounds(cells, options, group);
   if (rounds.contended)
-    std::fprintf(stderr, "warning: %s the calibration read the cores as shared (median contention %.2f): check that "
-                         "nothing else ran\n", progress.c_str(), rounds.medianContention);
+    std::fprintf(stderr, "warning: %s the calibration read the cores as shared (median contention %.2f): every cell "
+                         "of this group is marked unstable; check that nothing else ran\n", progress.c_str(),
+                 rounds.medianContention);
   return rounds;
 }
 
