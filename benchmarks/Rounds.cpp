@@ -62,6 +62,18 @@ Calibration timeChain(int threads, int steps) {
 
 Calibration calibrate(int threads) { return timeChain(threads, kCalibrationSteps); }
 
+int freeCores(int maxThreads, double limit) {
+  // ~20 ms chains, longer than a scheduler time slice: a 0.3 ms chain runs unpreempted next to a process
+  // that spins on the same core (the scheduler favours the newly woken thread), and reads no contention.
+  constexpr int kSteps = kCalibrationSteps * 60;
+  for (int t = maxThreads; t > 1; --t) {
+    std::vector<double> contention;
+    for (int k = 0; k < 3; ++k) contention.push_back(timeChain(t, kSteps).contention());
+    if (metrics::median(contention) <= limit) return t;
+  }
+  return 1;
+}
+
 namespace {
 // CPU time every process has used (user, nice, system, irq, softirq; not idle, iowait or steal), in the
 // kernel's USER_HZ ticks (10 ms), from /proc/stat; -1 when unavailable.

@@ -30,6 +30,9 @@ struct Calibration {
   double contention() const { return serialMs > 0 ? parallelMs / serialMs : 1; }
 };
 Calibration calibrate(int threads);
+// The most threads, up to `maxThreads`, that run a ~20 ms calibration chain at once without contention (median
+// of three at most `limit`): all of them on an idle machine, fewer when other processes hold cores.
+int freeCores(int maxThreads, double limit = 1.25);
 
 // Waits, up to `maxMs`, until nothing else uses the cores: a 10 ms window (one tick of /proc/stat) in which no
 // process ran while this one slept. Executors leave thread pools spinning after a run (ONNX Runtime's keep a

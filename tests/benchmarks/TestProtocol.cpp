@@ -165,7 +165,9 @@ TEST_F(ProtocolTest, ContendedMachineMarksEveryCellUnstable) {
     bench::RoundsResult r = bench::measureInRounds({a.get(), b.get()}, ro, "group");
     EXPECT_EQ(r.contended, contention > 1.5);
     EXPECT_EQ(a->m.contention, contention);
-    if (contention > 1.5) EXPECT_TRUE(a->m.summary.unstable && b->m.summary.unstable);
+    if (contention > 1.5) {
+      EXPECT_TRUE(a->m.summary.unstable && b->m.summary.unstable);
+    }
   }
 }
 

@@ -323,7 +323,7 @@ void addAblate(CLI::App& app) {
   cmd->add_option("--db", args->db, "results store (SQLite)");
   cmd->add_flag("--resume", args->resume, "reuse a batch's cells when all of them are in the store");
   cmd->add_option("--warmup", args->measure.warmup, "warm-up runs per configuration (before the rounds)");
-  cmd->add_option("--threads", args->measure.threads, "threads: OpenMP, and a vendor bridge's threads= option");
+  cmd->add_option("--threads", args->measure.threads, "threads: OpenMP, and a vendor bridge's threads= option (default: the cores no other process holds)");
   cmd->add_flag("!--no-check", args->measure.checkOutputs, "skip the comparison with the interpreter (done before timing)");
   cmd->add_flag("!--no-aa", args->aaControl, "leave out the A/A control (the all-on program measured twice)");
   cmd->add_option("--seed", args->measure.seed, "seed of inputs, round orders and bootstrap");
@@ -333,7 +333,10 @@ void addAblate(CLI::App& app) {
       ->check(CLI::Range(0.0, 1.0));
   addRoundsOptions(cmd, args->rounds);
   cmd->add_flag("--json", args->json, "machine-readable output");
-  cmd->callback([args] { ablate(*args); });
+  cmd->callback([args] {
+    args->measure.threads = threadsToMeasureWith(args->measure.threads);
+    ablate(*args);
+  });
 }
 
 }  // namespace friction::cli

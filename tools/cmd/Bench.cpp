@@ -134,7 +134,7 @@ void addBench(CLI::App& app) {
   cmd->add_option("--min-reps", args->measure.minReps, "runs before the adaptive stop may end")->check(CLI::PositiveNumber);
   cmd->add_option("--target-ci", args->measure.targetRelCI, "stop once the 95% CI half-width / median is below this (0: off)");
   auto* maxSeconds = cmd->add_option("--max-seconds", args->measure.maxSeconds, "time budget for the measured runs");
-  cmd->add_option("--threads", args->measure.threads, "threads: OpenMP, and a vendor bridge's threads= option (default: all cores)");
+  cmd->add_option("--threads", args->measure.threads, "threads: OpenMP, and a vendor bridge's threads= option (default: the cores no other process holds)");
   cmd->add_option("--seed", args->measure.seed, "seed of inputs and bootstrap");
   cmd->add_flag("!--no-check", args->measure.checkOutputs, "skip the comparison with the interpreter");
   cmd->add_flag("--json", args->json, "machine-readable output with raw samples");
@@ -147,6 +147,7 @@ void addBench(CLI::App& app) {
     args->batchGiven = batch->count() > 0;
     args->maxSecondsGiven = maxSeconds->count() > 0;
     args->backendGiven = backend->count() > 0;
+    args->measure.threads = threadsToMeasureWith(args->measure.threads);
     benchModel(*args);
   });
 }

@@ -1,5 +1,7 @@
 #include "tools/cmd/Common.h"
 
+#include <omp.h>
+
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -111,6 +113,15 @@ void addRoundsOptions(CLI::App* cmd, bench::RoundsOptions& o, bool budget) {
           {"shuffled", bench::RoundOrder::Shuffled}, {"fixed", bench::RoundOrder::Fixed},
           {"sequential", bench::RoundOrder::Sequential}}));
   cmd->add_flag("--repeat-slow-rounds", o.repeatSlowRounds, "replace rounds the calibration flags as slow");
+}
+
+int threadsToMeasureWith(int requested) {
+  if (requested > 0) return requested;
+  const int all = omp_get_max_threads(), free = bench::freeCores(all);
+  if (free < all)
+    std::fprintf(stderr, "note: other processes hold cores: measuring with %d of %d threads (--threads %d to use all)\n",
+                 free, all, all);
+  return free;
 }
 
 bench::RoundsResult measureGroup(const std::vector<bench::PreparedCell*>& cells, bench::RoundsOptions options,

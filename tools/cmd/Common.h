@@ -31,6 +31,10 @@ void addRoundsOptions(CLI::App* cmd, bench::RoundsOptions& options, bool budget 
 
 // Times prepared cells together in interleaved rounds (bench::measureInRounds) with progress on stderr, each
 // line starting `progress`, and warns when the machine was contended.
+// The thread count to measure with: `requested` when given (> 0), else as many as the calibration finds free
+// (bench::freeCores over OpenMP's default), with a note on stderr when other processes hold some cores.
+int threadsToMeasureWith(int requested);
+
 bench::RoundsResult measureGroup(const std::vector<bench::PreparedCell*>& cells, bench::RoundsOptions options,
                                  const std::string& group, const std::string& progress);
 // Stores a group's rows and its rounds in one transaction: a group is stored whole or not at all.

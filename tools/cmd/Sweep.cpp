@@ -141,6 +141,7 @@ class SweepRunner {
 
 void sweep(const SweepArgs& a) {
   bench::SweepSpec spec = bench::parseSweepSpec(a.spec);
+  spec.measure.threads = spec.rounds.threads = threadsToMeasureWith(spec.measure.threads);
   const std::string& name = spec.name;
   std::vector<bench::SweepGroup> groups = spec.expandGroups();
   auto [shardIndex, shardCount] = a.shard.empty() ? std::pair<size_t, size_t>(0, 1) : bench::parseShard(a.shard);
