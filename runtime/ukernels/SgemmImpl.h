@@ -80,42 +80,50 @@ struct Tile {
     return rows >= MR ? MR : rows <= 2 ? rows : rows <= 4 ? std::min(4, MR) : rows <= 8 ? std::min(8, MR) : MR;
   }
 
+  // A panel with at most one vector of columns (the last panel of N = 48, 80, 120: a mobile net's 1x1
+  // convolutions) computes one vector instead of NV, the rest being zero padding.
   template <int R>
   static void rowsOf(int64_t kc, const float* __restrict ap, int64_t ldaRows, const float* __restrict bp, float* C,
                      int64_t ldc, int64_t rows, int64_t cols, float alpha, float beta, bool first) {
-    if (ldaRows == 0)
-      accumulate<true, R>(kc, ap, MR, bp, C, ldc, rows, cols, alpha, beta, first);
+    const bool oneVector = NV > 1 && cols <= W;
+    if (ldaRows == 0 && oneVector)
+      accumulate<true, R, 1>(kc, ap, MR, bp, C, ldc, rows, cols, alpha, beta, first);
+    else if (ldaRows == 0)
+      accumulate<true, R, NV>(kc, ap, MR, bp, C, ldc, rows, cols, alpha, beta, first);
+    else if (oneVector)
+      accumulate<false, R, 1>(kc, ap, ldaRows, bp, C, ldc, rows, cols, alpha, beta, first);
     else
-      accumulate<false, R>(kc, ap, ldaRows, bp, C, ldc, rows, cols, alpha, beta, first);
+      accumulate<false, R, NV>(kc, ap, ldaRows, bp, C, ldc, rows, cols, alpha, beta, first);
   }
 
-  // R rows of the tile (R <= MR); a packed A panel keeps its MR-row stride.
-  template <bool Packed, int R>
+  // R rows and CV vectors of the tile (R <= MR, CV <= NV); a packed A panel keeps its MR-row stride, a B
+  // panel its NR-wide rows.
+  template <bool Packed, int R, int CV>
   static inline __attribute__((always_inline)) void accumulate(int64_t kc, const float* __restrict ap, int64_t lda,
                                                                const float* __restrict bp, float* C, int64_t ldc,
                                                                int64_t rows, int64_t cols, float alpha, float beta,
                                                                bool first) {
-    V acc[R][NV];
+    V acc[R][CV];
 #pragma GCC unroll 32
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j) acc[r][j] = V{};
+      for (int j = 0; j < CV; ++j) acc[r][j] = V{};
     for (int64_t k = 0; k < kc; ++k) {
-      V b[NV];
+      V b[CV];
 #pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j) b[j] = loadu<V>(bp + k * NR + j * W);
+      for (int j = 0; j < CV; ++j) b[j] = loadu<V>(bp + k * NR + j * W);
 #pragma GCC unroll 32
       for (int r = 0; r < R; ++r) {
         float a = Packed ? ap[k * lda + r] : ap[r * lda + k];
 #pragma GCC unroll 4
-        for (int j = 0; j < NV; ++j) acc[r][j] += a * b[j];
+        for (int j = 0; j < CV; ++j) acc[r][j] += a * b[j];
       }
     }
-    if (rows == R && cols == NR) {
+    if (rows == R && cols == CV * W) {
 #pragma GCC unroll 32
       for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-        for (int j = 0; j < NV; ++j) update(C + r * ldc + j * W, alpha * acc[r][j], beta, first);
+        for (int j = 0; j < CV; ++j) update(C + r * ldc + j * W, alpha * acc[r][j], beta, first);
       return;
     }
     // A partial tile (the edges of C; every tile of a GEMM narrower than NR):
@@ -124,7 +132,7 @@ struct Tile {
     for (int r = 0; r < R; ++r) {
       if (r >= rows) break;
 #pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j) {
+      for (int j = 0; j < CV; ++j) {
         const int64_t c0 = j * W;
         if (c0 >= cols) break;
         float* c = C + r * ldc + c0;
