@@ -149,7 +149,8 @@ RoundsResult measureInRounds(const std::vector<PreparedCell*>& cells, const Roun
                             TimedRuns runs = c->compiled->timeRuns(c->inputs, n);
                             c->m.internalTiming = runs.internal;
                             return runs.ms;
-                          }});
+                          },
+                          c->compiled->leavesCoresBusy()});
   }
   RoundsOptions ro = options;
   if (ro.threads <= 0) ro.threads = cells[0]->m.threads;

@@ -168,9 +168,11 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
   std::mt19937_64 rng(o.seed);
   auto calibrateNow = [&] { return o.calibration ? o.calibration() : calibrate(o.threads); };
   double waited = 0;  // quiescing in the current round
+  bool busy = true;   // whether what ran last may have left threads spinning (unknown at the start)
   auto settle = [&] {
     if (o.settleMs > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.settleMs));
-    if (!o.calibration) waited += quiesce(o.quiesceMs);  // a synthetic machine has no real threads
+    if (busy) waited += o.quiesce ? o.quiesce(o.quiesceMs) : o.calibration ? 0 : quiesce(o.quiesceMs);
+    busy = false;
   };
 
   // Block sizes: three probe runs of each configuration (extra warm-up) set its repetitions per round, from
@@ -178,6 +180,7 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
   for (const auto& c : contenders) {
     settle();
     std::vector<double> probe = c.time(3);
+    busy = c.leavesCoresBusy;
     double ms = probe.empty() ? 1 : std::max(*std::min_element(probe.begin(), probe.end()), 1e-3);
     auto runsFor = [ms](double budgetMs) { return int(std::clamp(std::round(budgetMs / ms), 1.0, 10000.0)); };
     res.reps.push_back(o.repsPerRound > 0 ? o.repsPerRound : std::max(runsFor(o.blockMs), o.minBlockReps));
@@ -187,6 +190,7 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
     settle();
     if (res.warmupReps[c] > 0) contenders[c].time(res.warmupReps[c]);
     std::vector<double> t = contenders[c].time(res.reps[c]);
+    busy = contenders[c].leavesCoresBusy;
     if (t.size() != size_t(res.reps[c]))
       throw std::runtime_error("configuration '" + contenders[c].label + "' timed " + std::to_string(t.size()) +
                                " runs, asked for " + std::to_string(res.reps[c]));

@@ -19,6 +19,7 @@ namespace friction::bench {
 struct Contender {
   std::string label;
   std::function<std::vector<double>(int n)> time;
+  bool leavesCoresBusy = true;  // its runs leave threads spinning: quiesce before the next block (Backend.h)
 };
 
 // The calibration workload: a fixed amount of dependent floating-point work timed on one thread (`serialMs`:
@@ -57,7 +58,8 @@ struct RoundsOptions {
   double blockWarmupMs = 10;
   double targetRelCI = 0;    // > 0: stop once every comparison's paired CI half-width / ratio is below this
   double maxSeconds = 120;   // time budget of the rounds
-  double settleMs = 1;       // pause before each block, then quiesce(quiesceMs) unless `calibration` is set
+  double settleMs = 1;       // pause before each block, then quiesce(quiesceMs) after a contender that
+                             // leavesCoresBusy (and before a round's calibration), unless `calibration` is set
   double quiesceMs = 150;    // 0: no quiescing
   int threads = 1;           // threads of the parallel calibration
   RoundOrder order = RoundOrder::Shuffled;
@@ -65,8 +67,10 @@ struct RoundsOptions {
   bool repeatSlowRounds = false;  // drop slow rounds and measure replacements (at most `rounds` / 2 more)
   double contentionLimit = 1.25;  // median contention above this: the machine was not ours ("contended")
   uint64_t seed = 0;              // round orders and bootstrap
-  // Replaces the calibration workload (tests inject a synthetic machine); default: calibrate(threads).
+  // Replace the calibration workload and the wait for quiet (tests inject a synthetic machine); default:
+  // calibrate(threads), and quiesce(maxMs) unless `calibration` is set (a synthetic machine has no threads).
   std::function<Calibration()> calibration;
+  std::function<double(double maxMs)> quiesce;
   // Called after each round (progress output).
   std::function<void(size_t round)> onRound;
 };

@@ -80,6 +80,7 @@ class CpuModel : public CompiledModel {
   }
   const ProgramStats& stats() const { return stats_; }
   int64_t interpNodes() const override { return stats_.fallbackNodes; }
+  bool leavesCoresBusy() const override { return false; }
 
  private:
   std::unique_ptr<Program> program_;

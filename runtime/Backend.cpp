@@ -14,6 +14,7 @@ class InterpModel : public CompiledModel {
   explicit InterpModel(const Graph& g) : graph_(g) {}
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) override { return interp::run(graph_, inputs); }
   int64_t interpNodes() const override { return int64_t(graph_.nodes().size()); }
+  bool leavesCoresBusy() const override { return false; }
 
  private:
   const Graph& graph_;

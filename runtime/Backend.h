@@ -44,6 +44,11 @@ class CompiledModel {
   // Where the run time went, per kind of step, over the runs so far; empty
   // unless the backend was asked to profile (runtime/StepProfile.h).
   virtual std::string profile() const { return ""; }
+  // True when the cores may stay busy after a run returns: a vendor runtime's
+  // thread pool spins on (ONNX Runtime's for ~50 ms here), so the protocol
+  // waits for quiet before timing anything else. friction's own OpenMP
+  // executors spin well under the protocol's 1 ms pause: false.
+  virtual bool leavesCoresBusy() const { return true; }
 };
 
 class Backend {

@@ -111,6 +111,31 @@ TEST(Rounds, FixedOrderKeepsTheGivenOrder) {
   for (const auto& round : r.rounds) EXPECT_EQ(round.order, (std::vector<size_t>{0, 1}));
 }
 
+// The wait for quiet follows a block whose executor may leave its threads spinning (a vendor bridge), and
+// never a block of friction's own backends: in a fixed order x (friction) then v (bridge), each round waits
+// once, before its calibration (v ran last), and the probes add one wait at the very start.
+TEST(Rounds, WaitsForQuietOnlyAfterExecutorsThatLeaveCoresBusy) {
+  DriftingMachine m(1);
+  RoundsOptions o = m.options(RoundOrder::Fixed);
+  o.rounds = o.minRounds = 4;
+  std::vector<std::string> before;  // what ran last when the harness waited
+  std::string last = "start";
+  Contender x = m.contender("x", 1), v = m.contender("v", 1);
+  x.leavesCoresBusy = false;
+  for (Contender* c : {&x, &v})
+    c->time = [&last, time = c->time, label = c->label](int n) {
+      last = label;
+      return time(n);
+    };
+  o.quiesce = [&](double) {
+    before.push_back(last);
+    return 10.0;
+  };
+  RoundsResult r = runRounds({x, v}, o);
+  EXPECT_EQ(before, (std::vector<std::string>{"start", "v", "v", "v", "v"}));
+  for (const auto& round : r.rounds) EXPECT_EQ(round.quiesceMs, 0) << "the wait before the calibration is not the round's";
+}
+
 TEST(Rounds, BlockSizeFollowsTheTargetBlockTime) {
   DriftingMachine m(2);
   RoundsOptions o = m.options(RoundOrder::Shuffled);
