@@ -50,12 +50,22 @@ class CopyKernel : public NativeKernel {
   void run(const std::vector<Tensor>& in, Tensor& out) const override {
     float* y = out.data<float>();
     if (fill_) std::fill(y, y + out.numel(), *fill_);
-    for (const CopyPiece& p : pieces_)
-      ukernels::copyStrided(in[p.input].data<float>() + p.xOffset, p.xStrides, y + p.yOffset, p.yStrides, p.shape);
+    for (const CopyPiece& p : pieces_) {
+      const float* x = in[p.input].data<float>() + p.xOffset;
+      if (x == y + p.yOffset && sameLayout(p)) continue;  // already in place (plan-memory's Concat inputs)
+      ukernels::copyStrided(x, p.xStrides, y + p.yOffset, p.yStrides, p.shape);
+    }
   }
   std::string describe() const override { return op_ + " (strided copy)"; }
 
  private:
+  // Source and destination step alike over every dim longer than 1: from the same address, the same bytes.
+  static bool sameLayout(const CopyPiece& p) {
+    for (size_t d = 0; d < p.shape.size(); ++d)
+      if (p.shape[d] > 1 && p.xStrides[d] != p.yStrides[d]) return false;
+    return true;
+  }
+
   std::string op_;
   std::vector<CopyPiece> pieces_;
   std::optional<float> fill_;

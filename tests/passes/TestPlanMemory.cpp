@@ -22,11 +22,14 @@ const T& meta(const Graph& g, const std::string& k) {
   return std::get<T>(g.metadata().at(k));
 }
 
-// No two values whose live intervals overlap share bytes; arena <= naive.
+// No two values whose live intervals overlap share bytes, but for a Concat input placed in its result
+// (memory.within), which lies inside the result's bytes; arena <= naive.
 void checkPlan(const Graph& g) {
   const auto& names = meta<std::vector<std::string>>(g, "memory.values");
   const auto& offsets = meta<std::vector<int64_t>>(g, "memory.offsets");
   const auto& sizes = meta<std::vector<int64_t>>(g, "memory.sizes");
+  const auto& within = meta<std::vector<std::string>>(g, "memory.within");
+  ASSERT_EQ(names.size(), within.size());
   int64_t arena = meta<int64_t>(g, "memory.arena_bytes"), naive = meta<int64_t>(g, "memory.naive_bytes");
   ASSERT_EQ(names.size(), offsets.size());
   ASSERT_EQ(names.size(), sizes.size());
@@ -41,7 +44,13 @@ void checkPlan(const Graph& g) {
   for (size_t a = 0; a < names.size(); ++a) {
     EXPECT_EQ(offsets[a] % 64, 0);
     EXPECT_LE(offsets[a] + sizes[a], arena);
+    for (size_t b = 0; b < names.size(); ++b) {
+      if (within[a] == names[b]) {
+        EXPECT_TRUE(offsets[b] <= offsets[a] && offsets[a] + sizes[a] <= offsets[b] + sizes[b]) << names[a];
+      }
+    }
     for (size_t b = a + 1; b < names.size(); ++b) {
+      if (within[a] == names[b] || within[b] == names[a]) continue;
       auto [da, la] = live.at(names[a]);
       auto [db, lb] = live.at(names[b]);
       bool liveTogether = da <= lb && db <= la;
@@ -72,6 +81,38 @@ graph "g" opset 17 {
   EXPECT_EQ(stats["naive bytes"], 4 * 4096);
   EXPECT_LE(stats["arena bytes"], 2 * 4096);
   EXPECT_EQ(stats["peak live bytes"], 2 * 4096);
+}
+
+// NCHW channels at batch 1 are contiguous blocks of the Concat's result: both inputs are placed inside it, so
+// their producers write the result and the Concat copies nothing. At batch 2 the blocks interleave: no.
+TEST(PlanMemory, ConcatInputsArePlacedInTheResultWhenContiguous) {
+  for (int batch : {1, 2}) {
+    auto g = parseGraph(R"(
+graph "g" opset 17 {
+  input %x : f32[)" + std::to_string(batch) + R"(,16,8,8]
+  %a : f32[)" + std::to_string(batch) + R"(,16,8,8] = Relu(%x) @"n1"
+  %b : f32[)" + std::to_string(batch) + R"(,16,8,8] = Neg(%x) @"n2"
+  %c : f32[)" + std::to_string(batch) + R"(,32,8,8] = Concat(%a, %b) {axis = 1} @"n3"
+  %d : f32[)" + std::to_string(batch) + R"(,32,8,8] = Relu(%c) @"n4"
+  output %d
+}
+)");
+    auto stats = plan(*g);
+    checkPlan(*g);
+    const auto& names = meta<std::vector<std::string>>(*g, "memory.values");
+    const auto& offsets = meta<std::vector<int64_t>>(*g, "memory.offsets");
+    const auto& within = meta<std::vector<std::string>>(*g, "memory.within");
+    std::map<std::string, std::pair<int64_t, std::string>> at;
+    for (size_t i = 0; i < names.size(); ++i) at[names[i]] = {offsets[i], within[i]};
+    if (batch == 1) {
+      EXPECT_EQ(stats["concat inputs in place"], 2);
+      EXPECT_EQ(at["a"], std::make_pair(at["c"].first, std::string("c")));
+      EXPECT_EQ(at["b"], std::make_pair(at["c"].first + 16 * 64 * 4, std::string("c")));
+    } else {
+      EXPECT_EQ(stats["concat inputs in place"], 0);
+      EXPECT_EQ(at["a"].second, "");
+    }
+  }
 }
 
 TEST(PlanMemory, SkipsSymbolicShapes) {

@@ -141,7 +141,6 @@ class SweepRunner {
 
 void sweep(const SweepArgs& a) {
   bench::SweepSpec spec = bench::parseSweepSpec(a.spec);
-  spec.measure.threads = spec.rounds.threads = threadsToMeasureWith(spec.measure.threads);
   const std::string& name = spec.name;
   std::vector<bench::SweepGroup> groups = spec.expandGroups();
   auto [shardIndex, shardCount] = a.shard.empty() ? std::pair<size_t, size_t>(0, 1) : bench::parseShard(a.shard);
@@ -159,6 +158,7 @@ void sweep(const SweepArgs& a) {
                 name.c_str(), total, groups.size(), inShard, mine.size());
     return;
   }
+  spec.measure.threads = spec.rounds.threads = threadsToMeasureWith(spec.measure.threads);
   bench::ResultsStore store(a.db);
   std::fprintf(stderr, "sweep %s: %zu cells in %zu groups (%zu in this shard) into %s\n", name.c_str(), total,
                groups.size(), mine.size(), a.db.c_str());
