@@ -32,7 +32,8 @@ struct Calibration {
 };
 Calibration calibrate(int threads);
 // The most threads, up to `maxThreads`, that run a ~20 ms calibration chain at once without contention (median
-// of three at most `limit`): all of them on an idle machine, fewer when other processes hold cores.
+// of three at most `limit`; above 4 threads the counts tried step down by a quarter): all of them on an idle
+// machine, fewer when other processes hold cores.
 int freeCores(int maxThreads, double limit = 1.25);
 
 // Waits, up to `maxMs`, until nothing else uses the cores: a 10 ms window (one tick of /proc/stat) in which no

@@ -143,7 +143,12 @@ class Converter {
     return t;
   }
 
-  Value* constant(const std::string& hint, Tensor t) { return g_.addInitializer(g_.freshName(hint), std::move(t)); }
+  // A new initializer; one a rule made before it gave up is dropped by the next cleanup.
+  Value* constant(const std::string& hint, Tensor t) {
+    Value* c = g_.addInitializer(g_.freshName(hint), std::move(t));
+    freed_.insert(c);
+    return c;
+  }
 
   // The perm of `v` when a layout transpose produces it.
   std::optional<Perm> layoutPerm(const Value* v) const {
@@ -299,6 +304,22 @@ class Converter {
 
   Sunk like(const Node& n, const Perm& p) const { return {n.op(), {}, n.attrs(), std::vector<Perm>(n.numOutputs(), p)}; }
 
+  // The same op on the un-transposed data (input 0), its other inputs as they are; nullopt when input 0 is
+  // not transposed by p.
+  std::optional<Sunk> onUntransposedData(const Node& n, const Perm& p) const {
+    Value* x = untransposed(n, p);
+    if (!x) return std::nullopt;
+    Sunk s = like(n, p);
+    s.inputs = n.inputs();
+    s.inputs[0] = x;
+    return s;
+  }
+
+  // The op's `axis` attribute mapped through p.
+  static int64_t mappedAxis(const Node& n, const Perm& p) {
+    return p[size_t(normalizedAxis(n.attrInt("axis", 0), p.size()))];
+  }
+
   // E(T(a), T(b), c) = T(E(a, b, c')): c' a permuted constant or a single element.
   std::optional<Sunk> elementwise(const Node& n, const Perm& p) {
     if (n.numOutputs() != 1 || !n.output(0)->shape().hasRank() || n.output(0)->shape().rank() != p.size())
@@ -334,7 +355,7 @@ class Converter {
 
   std::optional<Sunk> concat(const Node& n, const Perm& p) {
     Sunk s = like(n, p);
-    s.attrs["axis"] = p[size_t(normalizedAxis(n.attrInt("axis", 0), p.size()))];
+    s.attrs["axis"] = mappedAxis(n, p);
     for (Value* in : n.inputs()) {
       if (layoutPerm(in)) {
         s.inputs.push_back(in->producer()->input(0));
@@ -348,26 +369,19 @@ class Converter {
   }
 
   std::optional<Sunk> split(const Node& n, const Perm& p) {
-    Value* x = untransposed(n, p);
-    if (!x) return std::nullopt;
-    Sunk s = like(n, p);
-    s.inputs = n.inputs();
-    s.inputs[0] = x;
-    s.attrs["axis"] = p[size_t(normalizedAxis(n.attrInt("axis", 0), p.size()))];
+    std::optional<Sunk> s = onUntransposedData(n, p);
+    if (s) s->attrs["axis"] = mappedAxis(n, p);
     return s;
   }
 
   // Slice's axes: an attribute before opset 10, then input 3 (default: the first len(starts) axes).
   std::optional<Sunk> slice(const Node& n, const Perm& p) {
-    Value* x = untransposed(n, p);
-    if (!x) return std::nullopt;
-    Sunk s = like(n, p);
-    s.inputs = n.inputs();
-    s.inputs[0] = x;
+    std::optional<Sunk> s = onUntransposedData(n, p);
+    if (!s) return std::nullopt;
     if (n.numInputs() == 1) {
       std::vector<int64_t> axes = n.attrInts("axes");
       if (axes.empty()) axes.resize(n.attrInts("starts").size()), std::iota(axes.begin(), axes.end(), 0);
-      s.attrs["axes"] = mapAxes(axes, p);
+      s->attrs["axes"] = mapAxes(axes, p);
       return s;
     }
     auto starts = staticInts(n.input(1));
@@ -379,16 +393,16 @@ class Converter {
       if (!given) return std::nullopt;
       axes = *given;
     }
-    s.inputs.resize(std::max<size_t>(s.inputs.size(), 4));
-    s.inputs[3] = constant(n.output(0)->name() + ".axes", Tensor::vectorI64(mapAxes(axes, p)));
+    s->inputs.resize(std::max<size_t>(s->inputs.size(), 4));
+    s->inputs[3] = constant(n.output(0)->name() + ".axes", Tensor::vectorI64(mapAxes(axes, p)));
     return s;
   }
 
   // Pad of y = T(x, p) pads y's dim i, which is x's dim p[i].
   std::optional<Sunk> pad(const Node& n, const Perm& p) {
-    Value* x = untransposed(n, p);
+    std::optional<Sunk> s = onUntransposedData(n, p);
     const size_t r = p.size();
-    if (!x || (n.numInputs() > 3 && n.input(3))) return std::nullopt;  // explicit axes: not handled
+    if (!s || (n.numInputs() > 3 && n.input(3))) return std::nullopt;  // explicit axes: not handled
     const bool asInput = n.numInputs() > 1;
     auto pads = asInput ? staticInts(n.input(1)) : std::optional(n.attrInts("pads"));
     if (!pads || pads->size() != 2 * r) return std::nullopt;
@@ -397,19 +411,16 @@ class Converter {
       mapped[size_t(p[i])] = (*pads)[i];
       mapped[r + size_t(p[i])] = (*pads)[r + i];
     }
-    Sunk s = like(n, p);
-    s.inputs = n.inputs();
-    s.inputs[0] = x;
-    if (asInput) s.inputs[1] = constant(n.output(0)->name() + ".pads", Tensor::vectorI64(mapped));
-    else s.attrs["pads"] = mapped;
+    if (asInput) s->inputs[1] = constant(n.output(0)->name() + ".pads", Tensor::vectorI64(mapped));
+    else s->attrs["pads"] = mapped;
     return s;
   }
 
   // Reduce over y = T(x, p)'s axes A = reduce over x's axes p[A]; without
   // keepdims the output's perm is p without the reduced dims, renumbered.
   std::optional<Sunk> reduction(const Node& n, const Perm& p) {
-    Value* x = untransposed(n, p);
-    if (!x) return std::nullopt;
+    std::optional<Sunk> s = onUntransposedData(n, p);
+    if (!s) return std::nullopt;
     const bool asInput = !n.attrs().count("axes") && n.numInputs() > 1 && n.input(1);
     std::optional<std::vector<int64_t>> axes = asInput ? staticInts(n.input(1)) : std::optional(n.attrInts("axes"));
     if (!axes || (axes->empty() && n.attrInt("noop_with_empty_axes", 0))) return std::nullopt;
@@ -417,11 +428,8 @@ class Converter {
     if (axes->empty()) axes->resize(r), std::iota(axes->begin(), axes->end(), 0);
     std::vector<int64_t> mapped = mapAxes(*axes, p);
     std::sort(mapped.begin(), mapped.end());
-    Sunk s = like(n, p);
-    s.inputs = n.inputs();
-    s.inputs[0] = x;
-    if (asInput) s.inputs[1] = constant(n.output(0)->name() + ".axes", Tensor::vectorI64(mapped));
-    else s.attrs["axes"] = mapped;
+    if (asInput) s->inputs[1] = constant(n.output(0)->name() + ".axes", Tensor::vectorI64(mapped));
+    else s->attrs["axes"] = mapped;
     if (!n.attrInt("keepdims", 1)) {
       std::vector<bool> reduced(r, false);
       for (int64_t a : mapped) reduced[size_t(a)] = true;
@@ -431,7 +439,7 @@ class Converter {
       Perm kept;
       for (int64_t d : p)
         if (!reduced[size_t(d)]) kept.push_back(rank[size_t(d)]);
-      s.outputPerms = {kept};
+      s->outputPerms = {kept};
     }
     return s;
   }

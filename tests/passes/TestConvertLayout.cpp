@@ -147,6 +147,7 @@ std::unique_ptr<Graph> convertChecked(const ModelBuilder& build, std::map<std::s
   for (const auto& n : g->nodes()) read.insert(n->inputs().begin(), n->inputs().end());
   for (const auto& n : g->nodes())  // what a rewrite leaves unread is gone too (Reshape shapes, transposes)
     EXPECT_TRUE(read.count(n->output(0))) << "dead after the pass: " << n->describe();
+  for (const Value* c : g->initializers()) EXPECT_TRUE(read.count(c)) << "unread constant after the pass: " << c->name();
   return g;
 }
 

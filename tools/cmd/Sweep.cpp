@@ -158,7 +158,6 @@ void sweep(const SweepArgs& a) {
                 name.c_str(), total, groups.size(), inShard, mine.size());
     return;
   }
-  spec.measure.threads = spec.rounds.threads = threadsToMeasureWith(spec.measure.threads);
   bench::ResultsStore store(a.db);
   std::fprintf(stderr, "sweep %s: %zu cells in %zu groups (%zu in this shard) into %s\n", name.c_str(), total,
                groups.size(), mine.size(), a.db.c_str());
