@@ -223,20 +223,18 @@ class Converter {
   void reshapeUnitTransposes() {
     for (size_t i = 0; i < g_.nodes().size(); ++i) {
       Node& n = *g_.nodes()[i];
-      const Value* x = n.input(0);
-      if (n.op() != "Transpose" || !x->shape().isStatic() || !n.output(0)->shape().isStatic()) continue;
-      Perm q = permOf(n, x->shape().rank());
-      if (q.size() == x->shape().rank() && keepsMemoryOrder(x->shape().staticDims(), q))
-        replace(n, reshape(n.input(0), n.output(0)->shape().staticDims(), n.output(0)->name()));
+      if (isReshapingTranspose(n)) replace(n, reshape(n.input(0), n.output(0)->shape().staticDims(), n.output(0)->name()));
     }
     cleanup();
   }
 
-  // Reshape(x, dims), reading through a view that produces x.
+  // Reshape(x, dims), reading through a view that produces x; dropped by the next cleanup when a rule that
+  // made it gave up.
   Value* reshape(Value* x, const std::vector<int64_t>& dims, const std::string& hint) {
     if (Node* v = x->producer(); v && hasTrait(*v, OpTrait::View)) x = v->input(0);
     Node* r = g_.addNode("Reshape", {x, constant(hint + ".shape", Tensor::vectorI64(dims))}, {g_.freshName(hint)});
     inferNode(*r);
+    freed_.insert(r->output(0));
     return r->output(0);
   }
 

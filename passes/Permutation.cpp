@@ -39,6 +39,13 @@ bool keepsMemoryOrder(const std::vector<int64_t>& xDims, const Perm& p) {
   return true;
 }
 
+bool isReshapingTranspose(const Node& n) {
+  if (n.op() != "Transpose" || !n.input(0)->shape().isStatic() || !n.output(0)->shape().isStatic()) return false;
+  std::vector<int64_t> x = n.input(0)->shape().staticDims();
+  Perm p = permOf(n, x.size());
+  return p.size() == x.size() && keepsMemoryOrder(x, p);
+}
+
 std::optional<TransposedReshape> reshapeThroughTranspose(const std::vector<int64_t>& xDims, const Perm& p,
                                                          const std::vector<int64_t>& zDims) {
   if (p.size() != xDims.size()) return std::nullopt;

@@ -21,6 +21,9 @@ bool isIdentityPerm(const Perm& p);
 // size 1 move relative to the others), so the transpose is a reshape.
 bool keepsMemoryOrder(const std::vector<int64_t>& xDims, const Perm& p);
 
+// True for a Transpose node with static shapes whose perm keeps memory order: a reshape in disguise.
+bool isReshapingTranspose(const Node& n);
+
 // Reshape(Transpose(x, p), z) written as Transpose(Reshape(Transpose(x, b), u), a):
 // the reshape splits and merges groups of dims; b orders x's dims so that
 // each group is consecutive (groups by their first dim in x), u is z's dims

@@ -184,10 +184,7 @@ bool removeIdentityTranspose(Rewriter& rw, Node& n) {
 // A Transpose that moves only dims of size 1 keeps the memory order: it is a
 // Reshape (a view in the backends), e.g. [N,C,1,1] -> [N,1,1,C] before a head.
 bool transposeOfUnitDimsAsReshape(Rewriter& rw, Node& n) {
-  if (n.op() != "Transpose" || !n.input(0)->shape().isStatic() || !n.output(0)->shape().isStatic()) return false;
-  std::vector<int64_t> x = n.input(0)->shape().staticDims();
-  Perm p = permOf(n, x.size());
-  if (p.size() != x.size() || isIdentityPerm(p) || !keepsMemoryOrder(x, p)) return false;
+  if (!isReshapingTranspose(n) || isIdentityPerm(permOf(n, n.input(0)->shape().rank()))) return false;
   Value* shape = rw.g.addInitializer(rw.g.freshName(n.output(0)->name() + ".shape"),
                                      Tensor::vectorI64(n.output(0)->shape().staticDims()));
   n.setOp("Reshape");

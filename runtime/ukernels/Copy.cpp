@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <cstdint>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include <omp.h>
@@ -12,6 +14,19 @@ namespace friction::ukernels {
 namespace {
 
 constexpr int64_t kParallelElements = int64_t(1) << 16;
+
+// The x and y offsets of element `index` of the row-major space of dims [0, end), dim `skip` left out.
+std::pair<int64_t, int64_t> offsetsOf(int64_t index, const std::vector<int64_t>& dims, const std::vector<int64_t>& xs,
+                                      const std::vector<int64_t>& ys, size_t end, size_t skip = SIZE_MAX) {
+  int64_t xo = 0, yo = 0;
+  for (size_t d = end; d-- > 0;) {
+    if (d == skip) continue;
+    const int64_t i = index % dims[d];
+    index /= dims[d];
+    xo += i * xs[d], yo += i * ys[d];
+  }
+  return {xo, yo};
+}
 
 // A transpose: y is contiguous along the innermost dim, x along dim `a`.
 // Copies tiles of kTile x kTile elements of those two dims, so that both the
@@ -29,13 +44,7 @@ void transposeTiles(const float* x, const std::vector<int64_t>& xs, float* y, co
   for (int64_t d : dims) total *= d;
 #pragma omp parallel for schedule(static) if (total > kParallelElements)
   for (int64_t task = 0; task < outer * tilesA; ++task) {
-    int64_t xo = 0, yo = 0;
-    for (int64_t rem = task / tilesA, d = int64_t(b) - 1; d >= 0; --d) {
-      if (size_t(d) == a) continue;
-      const int64_t i = rem % dims[size_t(d)];
-      rem /= dims[size_t(d)];
-      xo += i * xs[size_t(d)], yo += i * ys[size_t(d)];
-    }
+    const auto [xo, yo] = offsetsOf(task / tilesA, dims, xs, ys, b, a);
     const int64_t i0 = task % tilesA * kTile, i1 = std::min(na, i0 + kTile);
     for (int64_t j0 = 0; j0 < nb; j0 += kTile) {
       const int64_t j1 = std::min(nb, j0 + kTile);
@@ -80,12 +89,7 @@ void copyStrided(const float* x, const std::vector<int64_t>& xStrides, float* y,
   for (size_t d = 0; d + 1 < r; ++d) rows *= dims[d];
 #pragma omp parallel for schedule(static) if (rows * inner > kParallelElements)
   for (int64_t row = 0; row < rows; ++row) {
-    int64_t xo = 0, yo = 0;
-    for (int64_t rem = row, d = int64_t(r) - 2; d >= 0; --d) {
-      const int64_t i = rem % dims[size_t(d)];
-      rem /= dims[size_t(d)];
-      xo += i * xs[size_t(d)], yo += i * ys[size_t(d)];
-    }
+    const auto [xo, yo] = offsetsOf(row, dims, xs, ys, r - 1);
     const float* in = x + xo;
     float* out = y + yo;
     if (xInner == 1 && yInner == 1) {
