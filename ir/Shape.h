@@ -11,6 +11,10 @@
 
 namespace friction {
 
+// Extents beyond this are treated as corrupt input (by the ONNX importer and the text parser) rather than
+// allocated.
+constexpr int64_t kMaxDimExtent = int64_t(1) << 40;
+
 struct Dim {
   int64_t value = -1;  // >= 0 for static dims
   std::string symbol;  // non-empty for symbolic dims

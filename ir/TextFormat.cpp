@@ -307,7 +307,9 @@ class Parser {
         pos_++;
         dims.push_back(Dim::unknown());
       } else if (std::isdigit(static_cast<unsigned char>(c))) {
-        dims.emplace_back(parseInt());
+        int64_t extent = parseInt();
+        if (extent > kMaxDimExtent) fail("dimension " + std::to_string(extent) + " is too large");
+        dims.emplace_back(extent);
       } else {
         dims.push_back(Dim::sym(c == '"' ? parseString() : word()));
       }

@@ -10,7 +10,7 @@ PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libdnnl-dev libsqlite3-dev nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libfmt-dev
   libgtest-dev libgmock-dev
-  python3-venv sqlite3 valgrind
+  python3-venv python3-dev pybind11-dev sqlite3 valgrind graphviz
   chromium
 )
 
@@ -41,6 +41,12 @@ else
   python3 -m venv "$ROOT/.venv"
   "$ROOT/.venv/bin/pip" install -q --disable-pip-version-check -r "$REQ"
   cp "$REQ" "$STAMP"
+fi
+
+# `import friction` in the venv: the module is built into build/python (python/CMakeLists.txt).
+SITE=$("$ROOT/.venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+if [[ "$(cat "$SITE/friction.pth" 2>/dev/null)" != "$ROOT/build/python" ]]; then
+  echo "$ROOT/build/python" > "$SITE/friction.pth"
 fi
 
 # The vendor compilers of the bridges (openvino, iree, tvm), one group at a time: a group

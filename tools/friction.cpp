@@ -25,7 +25,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11 prints the message (or the help); a usage error exits 1 like every other error.
+    return app.exit(e) == 0 ? 0 : 1;
   } catch (const friction::Error& e) {
     std::cerr << "friction: error: " << e.what() << "\n";
     return 1;

@@ -20,9 +20,6 @@
 namespace friction::onnxio {
 namespace {
 
-// Dims beyond this are treated as corrupt rather than allocated.
-constexpr int64_t kMaxDim = int64_t(1) << 40;
-
 TensorType typeFromValueInfo(const onnx::ValueInfoProto& vi, const std::string& where) {
   std::string ctx = where + " '" + vi.name() + "'";
   FRICTION_CHECK(vi.type().has_tensor_type(), ctx + ": only tensor types are supported");
@@ -37,7 +34,7 @@ TensorType typeFromValueInfo(const onnx::ValueInfoProto& vi, const std::string& 
   for (const auto& d : tt.shape().dim()) {
     if (d.has_dim_value()) {
       FRICTION_CHECK(d.dim_value() >= 0, ctx + ": negative dimension " + std::to_string(d.dim_value()));
-      FRICTION_CHECK(d.dim_value() <= kMaxDim, ctx + ": dimension " + std::to_string(d.dim_value()) + " is too large");
+      FRICTION_CHECK(d.dim_value() <= kMaxDimExtent, ctx + ": dimension " + std::to_string(d.dim_value()) + " is too large");
       dims.emplace_back(d.dim_value());
     } else if (d.has_dim_param() && !d.dim_param().empty()) {
       dims.push_back(Dim::sym(d.dim_param()));

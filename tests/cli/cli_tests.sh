@@ -44,6 +44,11 @@ expect_error missing-inputs "input_0.pb" -- "$F" run "$NODE/test_relu/model.onnx
 expect_error wrong-input-shape "input 'x' has shape" -- "$F" run "$NODE/test_relu/model.onnx" --inputs "$NODE/test_conv_with_strides_padding/test_data_set_0"
 expect_error bad-fir "bad.fir:1:" -- bash -c "echo 'graph \"g\" opset 17 { input %x : q9[1] }' > '$T/bad.fir' && '$F' inspect '$T/bad.fir'"
 
+expect_error batch-zero "--batch: must be positive, got 0" -- "$F" run "zoo:mlp" --batch 0
+expect_error batches-zero "--batches: must be positive, got 0" -- "$F" ablate "zoo:mlp" --batches 1,0
+expect_error huge-dim-fir "huge.fir:2:.*dimension 5555555555555553 is too large" -- bash -c \
+  "printf 'graph \"g\" opset 17 {\n  input %%x : i64[5555555555555553]\n}\n' > '$T/huge.fir' && '$F' run '$T/huge.fir'"
+
 expect_ok inspect "FLOPs" -- "$F" inspect "zoo:resnet?depth=2&width=8&resolution=16"
 expect_ok inspect-json '"parameters"' -- "$F" inspect "zoo:mlp" --json
 expect_ok run-json '"outputs"' -- "$F" run "zoo:mlp" --batch 3 --json
@@ -55,6 +60,19 @@ expect_ok reimport "input : f32\[1,3,16,16\]" -- "$F" inspect "$T/r.onnx"
 expect_ok opt-fir "wrote" -- "$F" opt "$T/r.onnx" -o "$T/r.fir"
 expect_ok run-fir "batch 2" -- "$F" run "$T/r.fir" --batch 2
 expect_ok conformance-line "^[0-9]+ passed, 0 failed, [0-9]+ skipped$" -- bash -c "'$F' conformance '$NODE' --filter '^test_(relu|conv_with_strides_padding)\$' | tail -1"
+# run --inputs binds the symbolic batch from the tensors: batch-2 outputs of an identity-shaped model fed back.
+printf 'graph "g" opset 17 {\n  input %%x : f32[N,4]\n  %%y : f32[N,4] = Relu(%%x) @"r"\n  output %%y\n}\n' > "$T/relu.fir"
+expect_ok run-writes-batch-2 "batch 2" -- "$F" run "$T/relu.fir" --batch 2 --outputs "$T/b2"
+mv "$T/b2/output_0.pb" "$T/b2/input_0.pb" 2>/dev/null
+expect_ok run-inputs-bind-batch "batch 2: .* y f32\[2,4\]" -- bash -c "'$F' run '$T/relu.fir' --inputs '$T/b2' | tr '\n' ' '"
+expect_error run-inputs-batch-conflict "input 'x' has shape \[2,4\], model expects \[3,4\]" -- "$F" run "$T/relu.fir" --inputs "$T/b2" --batch 3
+# Pictures of the graph (Graphviz): fused regions as clusters naming the nodes they replaced.
+expect_ok opt-dot "subgraph cluster_.*label=\"region epilogue.nfrom: stem.conv" -- bash -c \
+  "'$F' opt 'zoo:resnet?depth=2&width=8&resolution=16' --batch 1 --dot '$T/r.dot' 2>/dev/null; tr '\n' ' ' < '$T/r.dot'"
+expect_ok opt-dot-before "label=\"BatchNormalization" -- bash -c \
+  "'$F' opt 'zoo:resnet?depth=2&width=8&resolution=16' --batch 1 --before --dot '$T/rb.dot' 2>/dev/null; cat '$T/rb.dot'"
+expect_ok opt-svg "<svg" -- bash -c "'$F' opt 'zoo:mlp' --svg '$T/m.svg' 2>/dev/null && head -c 2000 '$T/m.svg'"
+
 expect_ok passes "eliminate-dead-code" -- "$F" passes
 expect_ok bench "median .* ms" -- "$F" bench "zoo:mlp" --reps 5 --warmup 1
 expect_ok bench-json "\"samples_ms\"" -- "$F" bench "zoo:mlp" --reps 3 --json

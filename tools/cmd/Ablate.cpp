@@ -315,7 +315,7 @@ void addAblate(CLI::App& app) {
   auto* cmd = app.add_subcommand("ablate", "attribute latency to passes (leave-one-out, add-one-in, Shapley)");
   cmd->add_option("model", args->model, "path to .onnx/.fir or zoo:ARCH?knobs")->required();
   cmd->add_option("--backend", args->measure.backend, "backend to measure");
-  cmd->add_option("--batches", args->batches, "batch sizes (comma-separated)")->delimiter(',');
+  cmd->add_option("--batches", args->batches, "batch sizes (comma-separated)")->delimiter(',')->check(Positive);
   cmd->add_option("--mode", args->mode, "loo | aoi | shapley");
   cmd->add_option("--over", args->over, "passes (or, for a vendor backend, its switches) to attribute (default: all)")
       ->delimiter(',');

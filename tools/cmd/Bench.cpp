@@ -85,25 +85,8 @@ void benchModel(BenchArgs a) {
   bench::Measurement m = bench::measure(*model.graph, model.reference.get(), a.measure);
   const auto& s = m.summary;
   if (a.json) {
-    nlohmann::json j{{"model", a.model},
-                     {"backend", a.measure.backend},
-                     {"batch", a.batch},
-                     {"threads", m.threads},
-                     {"compile_ms", m.compileMs},
-                     {"samples_ms", m.samplesMs},
-                     {"median_ms", s.median},
-                     {"p10_ms", s.p10},
-                     {"p90_ms", s.p90},
-                     {"ci95_ms", {s.medianCI.low, s.medianCI.high}},
-                     {"unstable", s.unstable},
-                     {"stop", m.stopReason},
-                     {"peak_rss_kb", m.peakRssKb},
-                     {"executor", m.executor},
-                     {"interp_nodes", m.interpNodes >= 0 ? nlohmann::json(m.interpNodes) : nlohmann::json()},
-                     {"internal_timing", m.internalTiming},
-                     {"overhead_ms_per_rep", m.overheadMsPerRep}};
-    if (m.maxAbsError >= 0) j["max_abs_error"] = m.maxAbsError, j["max_rel_error"] = m.maxRelError;
-    if (!m.profile.empty()) j["profile"] = m.profile;
+    nlohmann::json j{{"model", a.model}, {"backend", a.measure.backend}, {"batch", a.batch}};
+    j.update(measurementJson(m));
     std::cout << j.dump(2) << "\n";
     return;
   }
@@ -128,10 +111,10 @@ void addBench(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench", "measure latency under the protocol (warm-up, repetitions, CI)");
   cmd->add_option("model", args->model, "path to .onnx/.fir, zoo:ARCH?knobs, or an OUT.so from `friction compile`")->required();
   auto* backend = cmd->add_option("--backend", args->measure.backend, "interp, cpu, cuda, or a vendor bridge (OUT.so: its compiled code)");
-  auto* batch = cmd->add_option("--batch", args->batch, "binds the symbolic batch dim")->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", args->measure.warmup, "warm-up runs (not measured)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--reps", args->measure.reps, "maximum measured runs")->check(CLI::PositiveNumber);
-  cmd->add_option("--min-reps", args->measure.minReps, "runs before the adaptive stop may end")->check(CLI::PositiveNumber);
+  auto* batch = cmd->add_option("--batch", args->batch, "binds the symbolic batch dim")->check(Positive);
+  cmd->add_option("--warmup", args->measure.warmup, "warm-up runs (not measured)")->check(NonNegative);
+  cmd->add_option("--reps", args->measure.reps, "maximum measured runs")->check(Positive);
+  cmd->add_option("--min-reps", args->measure.minReps, "runs before the adaptive stop may end")->check(Positive);
   cmd->add_option("--target-ci", args->measure.targetRelCI, "stop once the 95% CI half-width / median is below this (0: off)");
   auto* maxSeconds = cmd->add_option("--max-seconds", args->measure.maxSeconds, "time budget for the measured runs");
   cmd->add_option("--threads", args->measure.threads, "threads: OpenMP, and a vendor bridge's threads= option (default: the cores no other process holds)");

@@ -88,6 +88,22 @@ std::unique_ptr<Graph> loadAndOptimize(const std::string& model, std::optional<i
   return std::move(m.graph);
 }
 
+namespace {
+CLI::Validator atLeast(double lowest, bool strict, const std::string& what) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(text, v)) return "'" + text + "' is not a number";
+        if (strict ? v > lowest : v >= lowest) return "";
+        return "must be " + what + ", got " + text;
+      },
+      what == "positive" ? "POSITIVE" : "NONNEGATIVE");
+}
+}  // namespace
+
+const CLI::Validator Positive = atLeast(0, true, "positive");
+const CLI::Validator NonNegative = atLeast(0, false, "zero or more");
+
 void addPipelineOptions(CLI::App* cmd, PipelineOptions& o) {
   auto* d = cmd->add_option("--disable", o.disable, "default pipeline without these passes")->delimiter(',');
   auto* on = cmd->add_option("--only", o.only, "only these passes (and their prerequisites)")->delimiter(',');
@@ -97,13 +113,13 @@ void addPipelineOptions(CLI::App* cmd, PipelineOptions& o) {
 }
 
 void addRoundsOptions(CLI::App* cmd, bench::RoundsOptions& o, bool budget) {
-  cmd->add_option("--rounds", o.rounds, "interleaved rounds at most")->check(CLI::PositiveNumber);
+  cmd->add_option("--rounds", o.rounds, "interleaved rounds at most")->check(Positive);
   cmd->add_option("--min-rounds", o.minRounds, "rounds before the CI target or the time budget may stop")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--block-ms", o.blockMs, "target time of one configuration's block in a round")->check(CLI::PositiveNumber);
+      ->check(Positive);
+  cmd->add_option("--block-ms", o.blockMs, "target time of one configuration's block in a round")->check(Positive);
   if (budget) {
     cmd->add_option("--reps", o.repsPerRound, "repetitions of each configuration per round (0: enough for --block-ms)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(NonNegative);
     cmd->add_option("--target-ci", o.targetRelCI, "stop once every paired CI half-width / ratio is below this (0: off)");
     cmd->add_option("--max-seconds", o.maxSeconds, "time budget of the rounds (after --min-rounds)");
   }
@@ -122,6 +138,27 @@ int threadsToMeasureWith(int requested) {
     std::fprintf(stderr, "note: other processes hold cores: measuring with %d of %d threads (--threads %d to use all)\n",
                  free, all, all);
   return free;
+}
+
+nlohmann::json measurementJson(const bench::Measurement& m) {
+  const auto& s = m.summary;
+  nlohmann::json j{{"threads", m.threads},
+                   {"compile_ms", m.compileMs},
+                   {"samples_ms", m.samplesMs},
+                   {"median_ms", s.median},
+                   {"p10_ms", s.p10},
+                   {"p90_ms", s.p90},
+                   {"ci95_ms", {s.medianCI.low, s.medianCI.high}},
+                   {"unstable", s.unstable},
+                   {"stop", m.stopReason},
+                   {"peak_rss_kb", m.peakRssKb},
+                   {"executor", m.executor},
+                   {"interp_nodes", m.interpNodes >= 0 ? nlohmann::json(m.interpNodes) : nlohmann::json()},
+                   {"internal_timing", m.internalTiming},
+                   {"overhead_ms_per_rep", m.overheadMsPerRep}};
+  if (m.maxAbsError >= 0) j["max_abs_error"] = m.maxAbsError, j["max_rel_error"] = m.maxRelError;
+  if (!m.profile.empty()) j["profile"] = m.profile;
+  return j;
 }
 
 bench::RoundsResult measureGroup(const std::vector<bench::PreparedCell*>& cells, bench::RoundsOptions options,

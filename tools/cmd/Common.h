@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "benchmarks/Protocol.h"
 #include "benchmarks/ResultsStore.h"
@@ -16,6 +17,11 @@
 #include "passes/PassManager.h"
 
 namespace friction::cli {
+
+// Checks of numeric options with messages that say what was wrong (CLI11's own PositiveNumber prints
+// "Value 0 not in range 0.000000 to 1.797693e+308").
+extern const CLI::Validator Positive;     // > 0
+extern const CLI::Validator NonNegative;  // >= 0
 
 // "1.23 G" style numbers.
 std::string humanCount(double v);
@@ -37,6 +43,9 @@ int threadsToMeasureWith(int requested);
 
 bench::RoundsResult measureGroup(const std::vector<bench::PreparedCell*>& cells, bench::RoundsOptions options,
                                  const std::string& group, const std::string& progress);
+// A measurement as `bench --json` prints it (threads, compile_ms, samples_ms, median_ms, ci95_ms, ...).
+nlohmann::json measurementJson(const bench::Measurement& m);
+
 // Stores a group's rows and its rounds in one transaction: a group is stored whole or not at all.
 void storeGroup(bench::ResultsStore& store, const std::vector<bench::CellRecord>& rows,
                 const bench::RoundsResult& rounds, const std::string& group);

@@ -62,7 +62,7 @@ void addCompile(CLI::App& app) {
   cmd->add_option("model", args->model, "path to .onnx/.fir or zoo:ARCH?knobs")->required();
   cmd->add_option("-o,--output", args->output, "OUT.so: the artifact (run it with `friction run OUT.so`)")->required();
   cmd->add_option("--batch", args->batch, "binds the symbolic batch dim (the artifact runs this batch only)")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive);
   cmd->add_option("--ukernels", args->ukernels, "matmuls call the SGEMM microkernel (on) or stay LLVM loops (off)")
       ->check(CLI::IsMember({"on", "off"}));
   cmd->add_flag("--json", args->json, "machine-readable output");

@@ -73,7 +73,7 @@ void addInspect(CLI::App& app) {
   auto args = std::make_shared<InspectArgs>();
   auto* cmd = app.add_subcommand("inspect", "ops, shapes, parameters, FLOPs");
   cmd->add_option("model", args->model, "path to .onnx/.fir or zoo:ARCH?knobs")->required();
-  cmd->add_option("--batch", args->batch, "binds the symbolic batch dim (FLOPs are per this batch)")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch", args->batch, "binds the symbolic batch dim (FLOPs are per this batch)")->check(Positive);
   cmd->add_flag("--json", args->json, "machine-readable output");
   cmd->add_flag("--ir", args->ir, "print the graph as text IR (constants over 64 bytes elided)");
   cmd->callback([args] { inspect(*args); });

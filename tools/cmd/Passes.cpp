@@ -6,6 +6,7 @@
 
 #include "frontend/onnx/OnnxExport.h"
 #include "ir/Error.h"
+#include "ir/DotFormat.h"
 #include "ir/TextFormat.h"
 #include "tools/cmd/Commands.h"
 #include "tools/cmd/Common.h"
@@ -26,9 +27,9 @@ void listPasses() {
 }
 
 struct OptArgs {
-  std::string model, output, dumpDir;
+  std::string model, output, dumpDir, dot, svg;
   int64_t batch = 1;
-  bool symbolic = false, printAfterAll = false, verifyEach = false;
+  bool symbolic = false, printAfterAll = false, verifyEach = false, before = false;
   PipelineOptions pipeline;
 };
 
@@ -41,6 +42,28 @@ void printRecord(const PassRecord& r) {
   std::fprintf(stderr, "\n");
 }
 
+// --dot/--svg: the graph after the passes, or with --before the model as loaded. True when one was asked for.
+bool drawPictures(const OptArgs& a, const Graph& g) {
+  if (a.dot.empty() && a.svg.empty()) return false;
+  std::string passes = a.pipeline.passes.empty() ? "" : joined(a.pipeline.passes);
+  if (passes.empty() && !a.pipeline.only.empty()) passes = "only " + joined(a.pipeline.only);
+  if (passes.empty() && !a.pipeline.disable.empty()) passes = "default without " + joined(a.pipeline.disable);
+  if (passes.empty()) passes = "default pipeline";
+  DotOptions o{.title = a.model + (a.before ? " (before the passes)" : " after passes: " + passes)};
+  std::string dot = printDot(g, o);
+  if (!a.dot.empty()) {
+    std::ofstream f(a.dot);
+    FRICTION_CHECK(f.good(), "cannot write '" + a.dot + "'");
+    f << dot;
+    std::cerr << "wrote " << a.dot << "\n";
+  }
+  if (!a.svg.empty()) {
+    writeSvg(dot, a.svg);
+    std::cerr << "wrote " << a.svg << "\n";
+  }
+  return true;
+}
+
 void optimize(const OptArgs& a) {
   RunOptions run;
   run.verifyEach = a.verifyEach;
@@ -50,9 +73,11 @@ void optimize(const OptArgs& a) {
     if (a.printAfterAll) std::cout << "// after " << r.name << "\n" << printGraph(g, PrintOptions{.maxConstantBytes = 64});
   };
   // Symbolic: keep the batch symbolic (the exported model then takes any batch).
-  auto g = loadAndOptimize(a.model, a.symbolic ? std::nullopt : std::optional<int64_t>(a.batch), a.pipeline, run);
+  std::optional<int64_t> batch = a.symbolic ? std::nullopt : std::optional<int64_t>(a.batch);
+  auto g = loadAndOptimize(a.model, batch, a.pipeline, run);
+  bool drawn = drawPictures(a, a.before ? *loadForBatch(a.model, batch) : *g);
   if (a.output.empty()) {
-    if (!a.printAfterAll) std::cout << printGraph(*g, PrintOptions{.maxConstantBytes = 64});
+    if (!a.printAfterAll && !drawn) std::cout << printGraph(*g, PrintOptions{.maxConstantBytes = 64});
     return;
   }
   if (std::filesystem::path(a.output).extension() == ".fir") {
@@ -75,12 +100,15 @@ void addPasses(CLI::App& app) {
   addPipelineOptions(cmd, args->pipeline);
   cmd->add_option("-o,--output", args->output, "OUT.onnx or OUT.fir (default: print text IR)");
   auto* batch = cmd->add_option("--batch", args->batch, "bind the symbolic batch dim (default: keep it symbolic)")
-                    ->check(CLI::PositiveNumber);
+                    ->check(Positive);
   cmd->callback([args, batch] {
     args->symbolic = batch->count() == 0;
     optimize(*args);
   });
   cmd->add_flag("--print-ir-after-all", args->printAfterAll, "print the IR after every pass");
+  cmd->add_option("--dot", args->dot, "draw the graph after the passes as Graphviz DOT (fused regions as clusters)");
+  cmd->add_option("--svg", args->svg, "draw the graph after the passes as SVG (needs Graphviz's dot)");
+  cmd->add_flag("--before", args->before, "with --dot/--svg: draw the model before the passes");
   cmd->add_option("--dump-dir", args->dumpDir, "write <k>-<pass>.fir after every pass into this folder");
   cmd->add_flag("--verify-each", args->verifyEach, "run the IR verifier after every pass");
 }

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/aot/Artifact.h"
+#include "frontend/ModelSource.h"
 #include "frontend/onnx/TensorProto.h"
 #include "ir/Error.h"
 #include "runtime/Backend.h"
@@ -36,6 +37,24 @@ std::vector<Tensor> readInputs(const Graph& g, const std::string& dir) {
   return r;
 }
 
+// The batch the tensors in `dir` bind: dim 0 of the first file whose model input has a symbolic batch dim
+// (nullopt when no input has one, or for an artifact, which keeps its own batch).
+std::optional<int64_t> batchOfInputs(const std::string& model, const std::string& dir) {
+  if (codegen::isArtifactPath(model)) return std::nullopt;
+  std::unique_ptr<Graph> g = loadModel(model);
+  for (size_t i = 0; i < g->inputs().size(); ++i) {
+    const Shape& s = g->inputs()[i]->shape();
+    if (!s.hasRank() || s.rank() == 0 || s[0].isStatic() || s[0].isUnknown()) continue;
+    fs::path p = fs::path(dir) / ("input_" + std::to_string(i) + ".pb");
+    if (!fs::exists(p)) return std::nullopt;  // readInputs says which file is missing
+    Tensor t = onnxio::readTensorFile(p.string());
+    FRICTION_CHECK(t.rank() > 0 && t.dim(0) > 0, "--inputs: '" + p.string() + "' has shape " + Shape::fromStatic(t.shape()).str() +
+                                                     ", which binds no batch for input '" + g->inputs()[i]->name() + "'");
+    return t.dim(0);
+  }
+  return std::nullopt;
+}
+
 nlohmann::json summary(const std::string& name, const Tensor& t) {
   std::vector<double> v = t.toDoubleVector();
   double lo = INFINITY, hi = -INFINITY, sum = 0;
@@ -46,7 +65,10 @@ nlohmann::json summary(const std::string& name, const Tensor& t) {
           {"first", head}};
 }
 
-void runModel(const RunArgs& a) {
+void runModel(RunArgs a) {
+  // Tensors given without --batch bind the symbolic batch themselves.
+  if (!a.inputsDir.empty() && !a.batchGiven)
+    if (auto b = batchOfInputs(a.model, a.inputsDir)) a.batch = *b, a.batchGiven = true;
   // An ahead-of-time artifact (`friction compile`) runs its own compiled code
   // (backend cpu, the default for it); another --backend runs its embedded graph.
   ResolvedModel m = resolveModel(a.model, {.batch = a.batch, .batchGiven = a.batchGiven, .pipeline = a.pipeline,
@@ -110,8 +132,8 @@ void addRun(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "run a model once and print or save its outputs");
   cmd->add_option("model", args->model, "path to .onnx/.fir, zoo:ARCH?knobs, or an OUT.so from `friction compile`")->required();
   auto* backend = cmd->add_option("--backend", args->backend, "interp (reference), cpu, cuda, or a vendor bridge (OUT.so: its compiled code; another backend runs its graph)");
-  auto* batch = cmd->add_option("--batch", args->batch, "binds the symbolic batch dim")->check(CLI::PositiveNumber);
-  cmd->add_option("--inputs", args->inputsDir, "folder with input_<i>.pb (TensorProto); default: seeded random inputs");
+  auto* batch = cmd->add_option("--batch", args->batch, "binds the symbolic batch dim")->check(Positive);
+  cmd->add_option("--inputs", args->inputsDir, "folder with input_<i>.pb (TensorProto; their dim 0 binds the batch unless --batch is given); default: seeded random inputs");
   cmd->add_option("--outputs", args->outputsDir, "folder to write output_<i>.pb to");
   cmd->add_option("--seed", args->seed, "seed of the generated inputs");
   cmd->add_flag("--json", args->json, "machine-readable output");
