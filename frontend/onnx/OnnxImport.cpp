@@ -149,7 +149,7 @@ std::unique_ptr<Graph> importOnnxModel(onnx::ModelProto& model, const std::strin
       std::string label = nodeLabel(np, index);
       FRICTION_CHECK(np.domain().empty() || np.domain() == "ai.onnx",
                      "node " + label + ": op domain '" + np.domain() + "' is not supported");
-      FRICTION_CHECK(OpRegistry::instance().find(np.op_type()) != nullptr || isLegacyOp(np.op_type()),
+      FRICTION_CHECK(OpRegistry::instance().find(np.op_type()) != nullptr || isAdaptedOp(np.op_type(), opset),
                      "node " + label + ": unsupported op '" + np.op_type() + "'");
       std::map<std::string, Attribute> attrs;
       for (auto& a : *np.mutable_attribute()) {

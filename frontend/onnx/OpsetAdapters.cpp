@@ -1,5 +1,8 @@
 #include "frontend/onnx/OpsetAdapters.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 
@@ -76,6 +79,33 @@ void adaptResize10(Graph& g, Node& n) {
   if (mode == "nearest") n.setAttr("nearest_mode", std::string("floor"));
 }
 
+// Adds `op` over `in` before `n` is rewritten (the import sorts the nodes afterwards), inferred; its output.
+Value* addInferred(Graph& g, const Node& n, const std::string& op, std::vector<Value*> in,
+                   std::map<std::string, Attribute> attrs = {}) {
+  Node* m = g.addNode(op, std::move(in), {g.freshName(n.name() + "_" + op)}, std::move(attrs),
+                      g.freshName(n.name() + "_" + op));
+  inferNode(*m);
+  return m->output(0);
+}
+
+// A constant of the dtype of `n`'s first input: a scalar, or a vector of `count` copies of `v`.
+Value* constantLike(Graph& g, const Node& n, double v, const std::string& what, int64_t count = -1) {
+  std::vector<int64_t> shape;
+  if (count >= 0) shape = {count};
+  Tensor t = Tensor::fromVector<double>(DType::F64, shape, std::vector<double>(size_t(std::max<int64_t>(count, 1)), v));
+  return g.addInitializer(g.freshName(n.name() + "_" + what), t.castTo(n.input(0)->dtype()));
+}
+
+// Rewrites `n` in place as `op` over `in` (its output value, and so its users, stay).
+void becomes(Node& n, const std::string& op, std::vector<Value*> in, std::map<std::string, Attribute> attrs = {}) {
+  n.setOp(op);
+  std::vector<std::string> names;
+  for (const auto& [name, value] : n.attrs()) names.push_back(name);
+  for (const auto& name : names) n.removeAttr(name);
+  for (auto& [k, v] : attrs) n.setAttr(k, std::move(v));
+  n.setInputs(std::move(in));
+}
+
 // Pre-13 Softmax coerces the input to 2-D at `axis`; the same result is
 // Reshape(Softmax(Flatten(x, axis), axis=1), Shape(x)).
 void adaptCoercedSoftmax(Graph& g, Node& n) {
@@ -86,18 +116,10 @@ void adaptCoercedSoftmax(Graph& g, Node& n) {
     n.setAttr("axis", int64_t(-1));  // identical to the opset-13 semantics
     return;
   }
-  auto add = [&](const std::string& op, std::vector<Value*> in, std::map<std::string, Attribute> attrs) {
-    Node* m = g.addNode(op, std::move(in), {g.freshName(n.name() + "_" + op)}, std::move(attrs),
-                        g.freshName(n.name() + "_" + op));
-    inferNode(*m);
-    return m->output(0);
-  };
-  Value* shape = add("Shape", {x}, {});
-  Value* flat = add("Flatten", {x}, {{"axis", axis}});
-  Value* soft = add(n.op(), {flat}, {{"axis", int64_t(1)}});
-  n.setOp("Reshape");
-  n.removeAttr("axis");
-  n.setInputs({soft, shape});
+  Value* shape = addInferred(g, n, "Shape", {x});
+  Value* flat = addInferred(g, n, "Flatten", {x}, {{"axis", axis}});
+  Value* soft = addInferred(g, n, n.op(), {flat}, {{"axis", int64_t(1)}});
+  becomes(n, "Reshape", {soft, shape});
 }
 
 // PRelu before opset 7 applied a 1-D slope of size C per channel (axis 1);
@@ -114,31 +136,245 @@ void adaptPRelu(Graph& g, Node& n) {
   n.setInput(1, g.addInitializer(g.freshName(slope->name() + "_per_channel"), t.reshaped(dims)));
 }
 
-struct Adapter {
-  const char* op;
-  int64_t before;  // applies to models whose opset is below this version
-  void (*fn)(Graph&, Node&);
-};
+
+// ---- Opsets 18 and later: newer forms of supported ops, and new ops written with supported ones. ----
+
+// The constant ints of input `slot` (an initializer or a Constant's output); an Error naming `what` otherwise.
+std::vector<int64_t> constantInts(const Node& n, size_t slot, const std::string& what) {
+  const Tensor* t = constantData(n.input(slot));
+  FRICTION_CHECK(t != nullptr, n.describe() + ": " + what + " must be a constant");
+  return t->toInt64Vector();
+}
+
+// The rank of `n`'s input 0, which a rewrite needs; an Error otherwise.
+int64_t knownRank(const Node& n) {
+  FRICTION_CHECK(n.input(0)->shape().hasRank(), n.describe() + ": the input's rank must be known");
+  return int64_t(n.input(0)->shape().rank());
+}
+
+// Reduce*-18 take `axes` as input 1; constant axes become the opset-17 attribute, which the passes and code
+// generators read (axes computed at run time stay an input, which the ops also accept).
+void reduceAxesToAttribute(Graph& g, Node& n) {
+  if (n.numInputs() > 1 && n.input(1) && !constantData(n.input(1))) return;
+  bool noop = n.attrInt("noop_with_empty_axes", 0) != 0;
+  n.removeAttr("noop_with_empty_axes");
+  std::vector<int64_t> axes;
+  if (n.numInputs() > 1 && n.input(1)) axes = constantInts(n, 1, "axes");
+  n.setInputs({n.input(0)});
+  if (!axes.empty()) n.setAttr("axes", axes);
+  else if (noop) becomes(n, "Identity", {n.input(0)});  // empty axes with noop_with_empty_axes: no reduction
+}
+
+// Split-18's `num_outputs`: equal parts, the last smaller when the axis does not divide.
+void splitNumOutputs(Graph& g, Node& n) {
+  if (!n.hasAttr("num_outputs")) return;
+  int64_t parts = n.attrInt("num_outputs", 0);
+  n.removeAttr("num_outputs");
+  FRICTION_CHECK(n.numInputs() < 2 || !n.input(1), n.describe() + ": give num_outputs or split, not both");
+  FRICTION_CHECK(parts > 0 && parts == int64_t(n.numOutputs()),
+                 n.describe() + ": num_outputs " + std::to_string(parts) + " but " + std::to_string(n.numOutputs()) + " outputs");
+  int64_t rank = knownRank(n), axis = n.attrInt("axis", 0);
+  const Dim& d = n.input(0)->shape()[size_t(axis < 0 ? axis + rank : axis)];
+  FRICTION_CHECK(d.isStatic(), n.describe() + ": num_outputs needs a static extent on the split axis");
+  int64_t chunk = (d.value + parts - 1) / parts;
+  std::vector<int64_t> sizes(size_t(parts), chunk);
+  sizes.back() = d.value - chunk * (parts - 1);
+  FRICTION_CHECK(sizes.back() >= 0, n.describe() + ": cannot split " + std::to_string(d.value) + " into " +
+                                        std::to_string(parts) + " parts of " + std::to_string(chunk));
+  n.padInputs(2);
+  n.setInput(1, g.addInitializer(g.freshName(n.name() + "_split"), Tensor::vectorI64(sizes)));
+}
+
+// Resize-18: `axes` names the dims roi/scales/sizes cover (the others keep their size); antialiasing only
+// changes linear and cubic downscaling; keep_aspect_ratio_policy other than stretch is not supported.
+void adaptResize18(Graph& g, Node& n) {
+  std::string mode = n.attrString("mode", "nearest");
+  FRICTION_CHECK(n.attrInt("antialias", 0) == 0 || mode == "nearest",
+                 n.describe() + ": antialias=1 with mode '" + mode + "' is not supported");
+  FRICTION_CHECK(n.attrString("keep_aspect_ratio_policy", "stretch") == "stretch",
+                 n.describe() + ": keep_aspect_ratio_policy '" + n.attrString("keep_aspect_ratio_policy", "") +
+                     "' is not supported (only stretch)");
+  std::vector<int64_t> axes = n.attrInts("axes");
+  for (const char* a : {"antialias", "keep_aspect_ratio_policy", "axes"}) n.removeAttr(a);
+  if (axes.empty()) return;
+  int64_t rank = knownRank(n);
+  for (int64_t& a : axes) a = a < 0 ? a + rank : a;
+  // Input `slot` over all dims: the given values at `axes` (roi: starts, then ends), `fill(d)` elsewhere;
+  // computed here for a constant input, else by a ScatterElements into the fill values.
+  auto widen = [&](size_t slot, bool roi, const std::function<Value*()>& fillAll) {
+    if (n.numInputs() <= slot || !n.input(slot)) return;
+    std::vector<int64_t> at = axes;
+    if (roi)
+      for (int64_t a : axes) at.push_back(a + rank);
+    Value* fill = fillAll();
+    Value* given = n.input(slot);
+    const Tensor* t = constantData(given);
+    const Tensor* f = constantData(fill);
+    if (t && f) {
+      FRICTION_CHECK(t->numel() == int64_t(at.size()), n.describe() + ": input " + std::to_string(slot) + " has " +
+                                                           std::to_string(t->numel()) + " values for " +
+                                                           std::to_string(axes.size()) + " axes");
+      Tensor full = f->clone();
+      for (size_t i = 0; i < at.size(); ++i) {
+        Tensor one = Tensor::fromVector<double>(DType::F64, {}, {t->elementAsDouble(int64_t(i))}).castTo(full.dtype());
+        std::memcpy(static_cast<char*>(full.rawData()) + size_t(at[i]) * dtypeSize(full.dtype()), one.rawData(),
+                    dtypeSize(full.dtype()));
+      }
+      n.setInput(slot, g.addInitializer(g.freshName(n.name() + "_all_axes"), std::move(full)));
+      return;
+    }
+    Value* indices = g.addInitializer(g.freshName(n.name() + "_axes"), Tensor::vectorI64(at));
+    n.setInput(slot, addInferred(g, n, "ScatterElements", {fill, indices, given}, {{"axis", int64_t(0)}}));
+  };
+  auto constantFill = [&](size_t slot, std::vector<double> values) {
+    DType dt = n.input(slot) ? n.input(slot)->dtype() : DType::F32;
+    return [&g, &n, values, dt] {
+      return g.addInitializer(g.freshName(n.name() + "_fill"),
+                              Tensor::fromVector<double>(DType::F64, {int64_t(values.size())}, values).castTo(dt));
+    };
+  };
+  std::vector<double> roiFill(size_t(2 * rank), 0.0);
+  std::fill(roiFill.begin() + rank, roiFill.end(), 1.0);
+  widen(1, true, constantFill(1, roiFill));
+  widen(2, false, constantFill(2, std::vector<double>(size_t(rank), 1.0)));
+  widen(3, false, [&]() -> Value* {
+    Value* x = n.input(0);
+    if (x->shape().isStatic())
+      return g.addInitializer(g.freshName(n.name() + "_fill"), Tensor::vectorI64(x->shape().staticDims()));
+    return addInferred(g, n, "Shape", {x});
+  });
+}
+
+// Attributes that only matter for dtypes friction does not have (float8): Cast's saturate and round_mode.
+void dropFloat8Attributes(Graph&, Node& n) {
+  n.removeAttr("saturate");
+  n.removeAttr("round_mode");
+}
+
+// SpaceToDepth-28's mode: DCR is the earlier opsets' order.
+void spaceToDepthMode(Graph&, Node& n) {
+  FRICTION_CHECK(n.attrString("mode", "DCR") == "DCR", n.describe() + ": mode '" + n.attrString("mode", "") +
+                                                           "' is not supported (only DCR)");
+  n.removeAttr("mode");
+}
+
+// Gelu-20 as the Erf (or tanh) formula, which fuse-reductions fuses again.
+void decomposeGelu(Graph& g, Node& n) {
+  Value* x = n.input(0);
+  std::string approximate = n.attrString("approximate", "none");
+  FRICTION_CHECK(approximate == "none" || approximate == "tanh",
+                 n.describe() + ": approximate must be none or tanh, got '" + approximate + "'");
+  Value* inner;  // erf(x / sqrt 2), or tanh(sqrt(2/pi) (x + 0.044715 x^3))
+  if (approximate == "none") {
+    inner = addInferred(g, n, "Erf", {addInferred(g, n, "Div", {x, constantLike(g, n, std::sqrt(2.0), "sqrt2")})});
+  } else {
+    Value* cube = addInferred(g, n, "Mul", {addInferred(g, n, "Mul", {x, x}), x});
+    Value* sum = addInferred(g, n, "Add", {x, addInferred(g, n, "Mul", {cube, constantLike(g, n, 0.044715, "c")})});
+    inner = addInferred(g, n, "Tanh", {addInferred(g, n, "Mul", {sum, constantLike(g, n, std::sqrt(2.0 / M_PI), "k")})});
+  }
+  Value* onePlus = addInferred(g, n, "Add", {inner, constantLike(g, n, 1.0, "one")});
+  becomes(n, "Mul", {addInferred(g, n, "Mul", {x, onePlus}), constantLike(g, n, 0.5, "half")});
+}
+
+// GroupNormalization (18: scale and bias per group; 21: per channel) as InstanceNormalization over
+// [N, groups, rest], reshaped back.
+void decomposeGroupNorm(Graph& g, Node& n, bool perChannel) {
+  Value *x = n.input(0), *scale = n.input(1), *bias = n.input(2);
+  int64_t groups = n.attrInt("num_groups", 0), rank = knownRank(n);
+  FRICTION_CHECK(groups > 0, n.describe() + ": num_groups must be positive");
+  FRICTION_CHECK(rank >= 2, n.describe() + ": the input needs a channel dim");
+  float epsilon = n.attrFloat("epsilon", 1e-5f);
+  Value* grouped = addInferred(g, n, "Reshape", {x, g.addInitializer(g.freshName(n.name() + "_groups"),
+                                                                      Tensor::vectorI64({0, groups, -1}))});
+  Value* normScale = perChannel ? constantLike(g, n, 1.0, "ones", groups) : scale;
+  Value* normBias = perChannel ? constantLike(g, n, 0.0, "zeros", groups) : bias;
+  Value* normed = addInferred(g, n, "InstanceNormalization", {grouped, normScale, normBias}, {{"epsilon", epsilon}});
+  Value* shapeOfX = addInferred(g, n, "Shape", {x});
+  if (!perChannel) return becomes(n, "Reshape", {normed, shapeOfX});
+  Value* back = addInferred(g, n, "Reshape", {normed, shapeOfX});
+  std::vector<int64_t> perC(size_t(rank - 1), 1);
+  perC[0] = -1;
+  Value* shape = g.addInitializer(g.freshName(n.name() + "_per_channel"), Tensor::vectorI64(perC));
+  Value* scaled = addInferred(g, n, "Mul", {back, addInferred(g, n, "Reshape", {scale, shape})});
+  becomes(n, "Add", {scaled, addInferred(g, n, "Reshape", {bias, shape})});
+}
+
+// RMSNormalization-23: x / sqrt(mean(x^2 over the dims from axis) + epsilon) * scale.
+void decomposeRmsNorm(Graph& g, Node& n) {
+  Value *x = n.input(0), *scale = n.input(1);
+  int64_t rank = knownRank(n), axis = n.attrInt("axis", -1);
+  axis = axis < 0 ? axis + rank : axis;
+  FRICTION_CHECK(axis >= 0 && axis < rank, n.describe() + ": axis out of range");
+  std::vector<int64_t> axes;
+  for (int64_t d = axis; d < rank; ++d) axes.push_back(d);
+  Value* meanSquare = addInferred(g, n, "ReduceMean", {addInferred(g, n, "Mul", {x, x})},
+                                  {{"axes", axes}, {"keepdims", int64_t(1)}});
+  Value* eps = constantLike(g, n, n.attrFloat("epsilon", 1e-5f), "epsilon");
+  Value* rms = addInferred(g, n, "Sqrt", {addInferred(g, n, "Add", {meanSquare, eps})});
+  becomes(n, "Mul", {addInferred(g, n, "Div", {x, rms}), scale});
+}
+
+// Mish-18: x tanh(softplus(x)); Swish-24: x sigmoid(alpha x).
+void decomposeMish(Graph& g, Node& n) {
+  Value* x = n.input(0);
+  becomes(n, "Mul", {x, addInferred(g, n, "Tanh", {addInferred(g, n, "Softplus", {x})})});
+}
+void decomposeSwish(Graph& g, Node& n) {
+  Value* x = n.input(0);
+  Value* scaled = addInferred(g, n, "Mul", {x, constantLike(g, n, n.attrFloat("alpha", 1.0f), "alpha")});
+  becomes(n, "Mul", {x, addInferred(g, n, "Sigmoid", {scaled})});
+}
 
 void squeezeAxes(Graph& g, Node& n) { attrToInput(g, n, "axes", 1, intsTensor); }
 void splitSizes(Graph& g, Node& n) { attrToInput(g, n, "split", 1, intsTensor); }
 
-const Adapter kAdapters[] = {
-    {"Clip", 11, adaptClip},
-    {"PRelu", 7, adaptPRelu},
-    {"Pad", 11, adaptPad},
-    {"Dropout", 12, adaptDropout},
-    {"Slice", 10, adaptSlice},
-    {"Split", 13, splitSizes},
-    {"Squeeze", 13, squeezeAxes},
-    {"Unsqueeze", 13, squeezeAxes},
-    {"ReduceSum", 13, squeezeAxes},
-    {"Resize", 11, adaptResize10},
-    {"Upsample", 100, adaptResize10},
-    {"Scatter", 100, [](Graph&, Node& n) { n.setOp("ScatterElements"); }},
-    {"Softmax", 13, adaptCoercedSoftmax},
-    {"LogSoftmax", 13, adaptCoercedSoftmax},
-    {"Hardmax", 13, adaptCoercedSoftmax},
+constexpr int64_t kAll = 1000;  // no upper bound
+
+// Every opset difference of a supported op, and every newer op written with supported ones. An adapter
+// applies to nodes of models whose opset is in [from, before); a null `fn` is a change friction's op
+// already covers (listed so that tests can check every change of the onnx package's schemas is reviewed).
+const OpsetAdapter kAdapters[] = {
+    {"Clip", 1, 11, adaptClip, "min and max attributes become inputs"},
+    {"PRelu", 1, 7, adaptPRelu, "a 1-D per-channel slope is shaped to broadcast"},
+    {"Pad", 1, 11, adaptPad, "pads and value attributes become inputs"},
+    {"Dropout", 1, 12, adaptDropout, "ratio becomes an input"},
+    {"Slice", 1, 10, adaptSlice, "starts, ends and axes attributes become inputs"},
+    {"Split", 1, 13, splitSizes, "split attribute becomes an input"},
+    {"Squeeze", 1, 13, squeezeAxes, "axes attribute becomes an input"},
+    {"Unsqueeze", 1, 13, squeezeAxes, "axes attribute becomes an input"},
+    {"ReduceSum", 1, 13, squeezeAxes, "axes attribute becomes an input"},
+    {"Resize", 1, 11, adaptResize10, "Resize-10: scales with asymmetric coordinates"},
+    {"Upsample", 1, kAll, adaptResize10, "removed op: Resize with asymmetric coordinates"},
+    {"Scatter", 1, kAll, [](Graph&, Node& n) { n.setOp("ScatterElements"); }, "removed op: ScatterElements"},
+    {"Softmax", 1, 13, adaptCoercedSoftmax, "the input coerced to 2-D at axis: Flatten, Softmax, Reshape"},
+    {"LogSoftmax", 1, 13, adaptCoercedSoftmax, "the input coerced to 2-D at axis: Flatten, LogSoftmax, Reshape"},
+    {"Hardmax", 1, 13, adaptCoercedSoftmax, "the input coerced to 2-D at axis: Flatten, Hardmax, Reshape"},
+    {"Pad", 18, kAll, nullptr, "axes input: supported by Pad"},
+    {"LpPool", 18, kAll, nullptr, "ceil_mode and dilations: supported by the pools"},
+    {"AveragePool", 19, kAll, nullptr, "dilations: supported by the pools"},
+    {"ReduceMean", 18, kAll, reduceAxesToAttribute, "axes input becomes the attribute (noop_with_empty_axes: Identity)"},
+    {"ReduceMax", 18, kAll, reduceAxesToAttribute, "axes input becomes the attribute (noop_with_empty_axes: Identity)"},
+    {"ReduceMin", 18, kAll, reduceAxesToAttribute, "axes input becomes the attribute (noop_with_empty_axes: Identity)"},
+    {"ReduceProd", 18, kAll, reduceAxesToAttribute, "axes input becomes the attribute (noop_with_empty_axes: Identity)"},
+    {"ReduceL1", 18, kAll, reduceAxesToAttribute, "axes input becomes the attribute (noop_with_empty_axes: Identity)"},
+    {"ReduceL2", 18, kAll, reduceAxesToAttribute, "axes input becomes the attribute (noop_with_empty_axes: Identity)"},
+    {"ReduceSumSquare", 18, kAll, reduceAxesToAttribute, "axes input becomes the attribute (noop_with_empty_axes: Identity)"},
+    {"ReduceLogSum", 18, kAll, reduceAxesToAttribute, "axes input becomes the attribute (noop_with_empty_axes: Identity)"},
+    {"ReduceLogSumExp", 18, kAll, reduceAxesToAttribute, "axes input becomes the attribute (noop_with_empty_axes: Identity)"},
+    {"Split", 18, kAll, splitNumOutputs, "num_outputs becomes split sizes (the last part smaller)"},
+    {"Resize", 18, kAll, adaptResize18, "axes widens roi/scales/sizes to every dim; antialias only with nearest; keep_aspect_ratio_policy only stretch"},
+    {"Mish", 18, kAll, decomposeMish, "new op: x * Tanh(Softplus(x))"},
+    {"GroupNormalization", 18, 21, [](Graph& g, Node& n) { decomposeGroupNorm(g, n, false); },
+     "new op: InstanceNormalization over [N, groups, rest], scale and bias per group"},
+    {"GroupNormalization", 21, kAll, [](Graph& g, Node& n) { decomposeGroupNorm(g, n, true); },
+     "InstanceNormalization over [N, groups, rest], then scale and bias per channel"},
+    {"Cast", 19, kAll, dropFloat8Attributes, "saturate (19) and round_mode (24) only concern float8 types"},
+    {"CastLike", 19, kAll, dropFloat8Attributes, "saturate (19) and round_mode (24) only concern float8 types"},
+    {"Gelu", 20, kAll, decomposeGelu, "new op: the Erf formula (approximate=tanh: the tanh formula)"},
+    {"RMSNormalization", 23, kAll, decomposeRmsNorm, "new op: x / Sqrt(ReduceMean(x*x) + epsilon) * scale"},
+    {"Swish", 24, kAll, decomposeSwish, "new op: x * Sigmoid(alpha * x)"},
+    {"Range", 27, kAll, [](Graph&, Node& n) { n.removeAttr("stash_type"); }, "stash_type: friction computes in double"},
+    {"SpaceToDepth", 28, kAll, spaceToDepthMode, "mode: DCR (the earlier order) only"},
 };
 
 // Attributes of opsets 1-8 that carry no meaning for inference.
@@ -164,14 +400,21 @@ void dropLegacyAttributes(Node& n, int64_t opset) {
 
 }  // namespace
 
-bool isLegacyOp(const std::string& op) { return op == "Upsample" || op == "Scatter"; }
+std::vector<OpsetAdapter> opsetAdapters() { return {std::begin(kAdapters), std::end(kAdapters)}; }
+
+bool isAdaptedOp(const std::string& op, int64_t opset) {
+  if (OpRegistry::instance().find(op)) return false;
+  for (const OpsetAdapter& a : kAdapters)
+    if (op == a.op && a.fn && opset >= a.from && opset < a.before) return true;
+  return false;
+}
 
 void adaptToOpset17(Graph& graph, Node& node, int64_t opset) {
   // Every adapted op needs input 0; without it, leave the node for inference to reject.
   if (!node.input(0)) return;
   if (opset < 9) dropLegacyAttributes(node, opset);
-  for (const Adapter& a : kAdapters)
-    if (node.op() == a.op && opset < a.before) {
+  for (const OpsetAdapter& a : kAdapters)
+    if (node.op() == a.op && a.fn && opset >= a.from && opset < a.before) {
       a.fn(graph, node);
       return;
     }

@@ -177,12 +177,6 @@ OpSchema broadcastingOp(const EwSpec& s) {
   return schema;
 }
 
-void checkMod(InferContext& ctx) {
-  // As in onnxruntime: floating-point Mod is only defined with C fmod semantics.
-  ctx.check(!isFloat(ctx.inputDType(0)) || ctx.node().attrInt("fmod", 0) == 1,
-            "fmod must be 1 for floating-point inputs");
-}
-
 void checkBitShift(InferContext& ctx) {
   std::string dir = ctx.node().attrString("direction", "");
   ctx.check(dir == "LEFT" || dir == "RIGHT", "direction must be LEFT or RIGHT, got '" + dir + "'");
@@ -217,8 +211,8 @@ void registerElementwiseOps(OpRegistry& r) {
       {"Sub", 2, 2, kNumbers, false, {}, {}, subDims},
       {"Mul", 2, 2, kNumbers, false, {}, {T::Commutative}, mulContents},
       {"Div", 2, 2, kNumbers, false, {}, {}, divDims},
-      {"Mod", 2, 2, kNumbers, false, {{"fmod", I}}, {}, modDims, checkMod},
-      {"BitShift", 2, 2, kUnsigned, false, {{"direction", AttrKind::String, true}}, {}, nullptr, checkBitShift},
+      {"Mod", 2, 2, kNumbers, false, {{"fmod", I}}, {}, modDims},
+      {"BitShift", 2, 2, kSigned | kUnsigned, false, {{"direction", AttrKind::String, true}}, {}, nullptr, checkBitShift},
       // Logic and comparisons.
       {"And", 2, 2, kBool, true, {}, {T::Commutative}},
       {"Or", 2, 2, kBool, true, {}, {T::Commutative}},

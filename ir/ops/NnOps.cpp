@@ -314,11 +314,10 @@ void inferGlobalPool(InferContext& ctx) {
 
 // ---- Reductions ----
 
-// Axes of a Reduce* node: the `axes` attribute, or ReduceSum's 2nd input.
-// nullopt when given as a non-constant input.
+// Axes of a Reduce* node: its 2nd input (ReduceSum since opset 13, the others since 18), else the `axes`
+// attribute (the import writes constant axes as the attribute). nullopt when given as a non-constant input.
 std::optional<std::vector<int64_t>> reduceAxes(InferContext& ctx) {
-  if (ctx.node().op() != "ReduceSum") return ctx.node().attrInts("axes");
-  if (!ctx.hasInput(1)) return std::vector<int64_t>{};
+  if (!ctx.hasInput(1)) return ctx.node().attrInts("axes");
   return ctx.inputStaticInts(1);
 }
 
@@ -515,10 +514,14 @@ void registerNnOps(OpRegistry& r) {
             .attr("noop_with_empty_axes", K::Int)
             .inferWith(inferReduce)
             .flopsWith(perInputElement(1)));
-  for (const char* op : {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd"})
-    r.add(OpSchema(op).trait(OpTrait::Reduction).attr("axes", K::Ints).attr("keepdims", K::Int).inferWith(inferReduce).flopsWith(perInputElement(1)));
+  // The others: `axes` as an attribute (opset 17), or as input 1 when not a constant (opset 18).
+  auto reduction = [](const char* op) {
+    return OpSchema(op).trait(OpTrait::Reduction).inputs(1, 2).attr("axes", K::Ints).attr("keepdims", K::Int)
+        .attr("noop_with_empty_axes", K::Int).inferWith(inferReduce);
+  };
+  for (const char* op : {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd"}) r.add(reduction(op).flopsWith(perInputElement(1)));
   for (const char* op : {"ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"})
-    r.add(OpSchema(op).trait(OpTrait::Reduction).attr("axes", K::Ints).attr("keepdims", K::Int).inferWith(inferReduce).flopsWith(perInputElement(2)));
+    r.add(reduction(op).flopsWith(perInputElement(2)));
   for (const char* op : {"ArgMax", "ArgMin"})
     r.add(OpSchema(op)
               .attr("axis", K::Int)

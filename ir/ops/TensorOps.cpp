@@ -334,7 +334,7 @@ void inferTile(InferContext& ctx) {
 void inferPad(InferContext& ctx) {
   const TensorType& x = ctx.inputType(0);
   std::string mode = ctx.node().attrString("mode", "constant");
-  ctx.check(mode == "constant" || mode == "reflect" || mode == "edge", "unsupported mode '" + mode + "'");
+  ctx.check(mode == "constant" || mode == "reflect" || mode == "edge" || mode == "wrap", "unsupported mode '" + mode + "'");
   if (!x.shape.hasRank()) return ctx.setOutput(0, x);
   auto pads = ctx.inputStaticInts(1);
   auto axes = optionalInts(ctx, 3);
@@ -418,7 +418,7 @@ void inferResize(InferContext& ctx) {
   ctx.check(mode == "nearest" || mode == "linear" || mode == "cubic", "unsupported mode '" + mode + "'");
   std::string ctm = node.attrString("coordinate_transformation_mode", "half_pixel");
   for (const char* m : {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize",
-                        "tf_half_pixel_for_nn"})
+                        "tf_half_pixel_for_nn", "half_pixel_symmetric"})
     if (ctm == m) ctm.clear();
   ctx.check(ctm.empty(), "unsupported coordinate_transformation_mode '" +
                              node.attrString("coordinate_transformation_mode", "") + "'");
@@ -535,7 +535,8 @@ void inferCompress(InferContext& ctx) {
 
 void inferScatter(InferContext& ctx) {
   std::string red = ctx.node().attrString("reduction", "none");
-  ctx.check(red == "none" || red == "add" || red == "mul", "unsupported reduction '" + red + "'");
+  ctx.check(red == "none" || red == "add" || red == "mul" || red == "max" || red == "min",
+            "unsupported reduction '" + red + "'");
   ctx.check(ctx.inputDType(2) == ctx.inputDType(0), "updates dtype differs from data dtype");
   ctx.setOutput(0, ctx.inputType(0));
 }

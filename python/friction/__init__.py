@@ -27,7 +27,7 @@ from . import _core
 from ._core import Error
 from ._results import Results
 
-__all__ = ["Error", "Model", "Compiled", "Results", "load", "passes", "backends", "optimize", "compile", "ablate",
+__all__ = ["Error", "Model", "Compiled", "Results", "load", "passes", "backends", "ops", "optimize", "compile", "ablate",
            "sweep", "binary"]
 __version__ = _core.revision
 
@@ -136,6 +136,11 @@ def passes() -> list[dict]:
 def backends() -> list[str]:
     """The backends this build can run (interp, cpu, and the vendor bridges whose packages are installed)."""
     return _core.backends()
+
+
+def ops() -> list[str]:
+    """The ONNX ops friction supports (the op registry, ir/ops/)."""
+    return _core.ops()
 
 
 def _numpy_dtype(spec: dict) -> str:

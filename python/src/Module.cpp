@@ -19,8 +19,10 @@
 #include "frontend/ModelSource.h"
 #include "frontend/onnx/OnnxExport.h"
 #include "frontend/onnx/OnnxImport.h"
+#include "frontend/onnx/OpsetAdapters.h"
 #include "ir/DotFormat.h"
 #include "ir/Error.h"
+#include "ir/OpRegistry.h"
 #include "ir/Spec.h"
 #include "ir/Specialize.h"
 #include "ir/TextFormat.h"
@@ -230,6 +232,17 @@ PYBIND11_MODULE(_core, m) {
     return out;
   });
   m.def("backends", &availableBackends);
+  m.def("ops", [] { return OpRegistry::instance().names(); });
+  m.attr("max_opset") = onnxio::kMaxOpset;
+  m.def("opset_adapters", [] {
+    py::list out;
+    for (const onnxio::OpsetAdapter& a : onnxio::opsetAdapters()) {
+      py::dict d;
+      d["op"] = a.op, d["from"] = a.from, d["before"] = a.before, d["rewrites"] = a.fn != nullptr, d["what"] = a.what;
+      out.append(d);
+    }
+    return out;
+  });
   m.def("optimize",
         [](const Model& model, std::optional<int64_t> batch, std::vector<std::string> disable,
            std::optional<std::vector<std::string>> only, std::optional<std::vector<std::string>> passes) {

@@ -1,8 +1,9 @@
-// The ONNX backend tests shipped by Debian's libonnx-testdata, run on the
-// reference interpreter (and on the compiled `cpu` backend, which must pass
-// every case the interpreter passes). Cases of unsupported ops/types are skipped and
-// listed; of the rest, at least 95% must pass. Failures are printed with
-// their reasons (docs/conformance.md explains the known ones).
+// The ONNX backend tests shipped by Debian's libonnx-testdata (ONNX 1.12, opsets to 17) and those of the
+// onnx package in the project venv (every opset to its newest; generated into the build tree by
+// generate_onnx_node_tests.py), run on the reference interpreter (and on the compiled `cpu` backend, which
+// must pass every case the interpreter passes). Cases of unsupported ops/types are skipped and listed; of the
+// rest, at least 95% (Debian) and 98% (onnx package) must pass. Failures are printed with their reasons
+// (docs/conformance.md explains the known ones).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,9 +27,19 @@ ConformanceReport runDir(const std::string& dir, const std::string& label, const
   return r;
 }
 
+const char* kOnnxPackageNodeTests = FRICTION_ONNX_NODE_TESTS;
+
+// The folder of suite `sub`: Debian's, or "onnx-package" for the venv's generated node tests.
+std::string suiteDir(const std::string& sub) {
+  if (sub == "onnx-package") return kOnnxPackageNodeTests;
+  if (sub == "torch") return FRICTION_SOURCE_DIR "/tests/models/torch";
+  return std::string(kDataRoot) + "/" + sub;
+}
+const char* kMissing = " not found: install libonnx-testdata and the project venv's onnx (scripts/setup.sh), then build";
+
 void runSuite(const std::string& sub, double minPassRate) {
-  std::string dir = std::string(kDataRoot) + "/" + sub;
-  if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << dir << " not found: install libonnx-testdata (scripts/setup.sh)";
+  std::string dir = suiteDir(sub);
+  if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << dir << kMissing;
   ConformanceReport r = runDir(dir, sub, {});
   ASSERT_GT(r.passed, 0);
   double rate = double(r.passed) / double(r.passed + r.failed);
@@ -41,6 +52,7 @@ TEST(Conformance, NodeTests) { runSuite("node", 0.95); }
 TEST(Conformance, PytorchConvertedTests) { runSuite("pytorch-converted", 0.95); }
 TEST(Conformance, PytorchOperatorTests) { runSuite("pytorch-operator", 0.95); }
 TEST(Conformance, SimpleTests) { runSuite("simple", 0.95); }
+TEST(Conformance, OnnxPackageNodeTests) { runSuite("onnx-package", 0.98); }
 
 // torchvision's classification families and two plain-PyTorch transformers,
 // exported by PyTorch (scripts/make_torch_fixtures.py): batch 1 and 2,
@@ -107,9 +119,9 @@ TEST(Conformance, TorchvisionExportsOnCpuWithMicrokernelsOff) {
 // `cpu` too (ONNX tolerances; the torch exports at 1e-4 relative).
 TEST(Conformance, CpuPassesWhatInterpPasses) {
   codegen::registerCpuBackend();
-  for (std::string sub : {"node", "pytorch-converted", "pytorch-operator", "simple", "torch"}) {
-    std::string dir = sub == "torch" ? FRICTION_SOURCE_DIR "/tests/models/torch" : std::string(kDataRoot) + "/" + sub;
-    if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << dir << " not found: install libonnx-testdata (scripts/setup.sh)";
+  for (std::string sub : {"node", "pytorch-converted", "pytorch-operator", "simple", "torch", "onnx-package"}) {
+    std::string dir = suiteDir(sub);
+    if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << dir << kMissing;
     ConformanceOptions o;
     if (sub == "torch") o.rtol = 1e-4, o.atol = 1e-5;
     ConformanceReport interp = runConformance(dir, o);

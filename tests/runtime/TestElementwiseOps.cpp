@@ -120,7 +120,8 @@ TEST(Elementwise, InferenceRejectsMismatches) {
             std::string::npos);
   EXPECT_NE(inferError("And", {{DType::F32, Shape{2}}, {DType::F32, Shape{2}}}).find("dtype f32"), std::string::npos);
   EXPECT_NE(inferError("Sqrt", {{DType::I32, Shape{2}}}).find("dtype i32"), std::string::npos);
-  EXPECT_NE(inferError("Mod", {{DType::F32, Shape{2}}, {DType::F32, Shape{2}}}).find("fmod must be 1"),
+  EXPECT_NE(inferError("BitShift", {{DType::F32, Shape{2}}, {DType::F32, Shape{2}}}, {{"direction", std::string("LEFT")}})
+                .find("dtype f32"),
             std::string::npos);
   EXPECT_NE(inferError("Cast", {{DType::F32, Shape{2}}}, {{"to", int64_t(8)}}).find("string"), std::string::npos);
   EXPECT_NE(inferError("Relu", {{DType::F32, Shape{2}}}, {{"alpha", 1.0f}}).find("unknown attribute 'alpha'"),
@@ -130,6 +131,12 @@ TEST(Elementwise, InferenceRejectsMismatches) {
   // Valid neighbours of the failures above still compute.
   expectValues(run1("Mod", {f32({2}, {5.5f, -5.5f}), f32({2}, {2, 2})}, {{"fmod", int64_t(1)}}), DType::F32, {2},
                {1.5, -1.5});
+  // Opset 28: float Mod with fmod=0 is numpy's mod (the divisor's sign), BitShift takes signed integers.
+  expectValues(run1("Mod", {f32({2}, {5.5f, -5.5f}), f32({2}, {-2, 2})}), DType::F32, {2}, {-0.5, 0.5});
+  expectValues(run1("BitShift", {i32({4}, {-8, 1, -8, 5}), i32({4}, {1, 31, 40, -1})}, {{"direction", std::string("RIGHT")}}),
+               DType::I32, {4}, {-4, 0, -1, 0});
+  expectValues(run1("BitShift", {i32({2}, {1, 3}), i32({2}, {31, 40})}, {{"direction", std::string("LEFT")}}), DType::I32,
+               {2}, {-2147483648.0, 0});
 }
 
 TEST(Elementwise, IntegerArithmetic) {

@@ -25,19 +25,39 @@ namespace {
 // supported set), or "" when it should.
 std::string unsupportedReason(const onnx::ModelProto& model) {
   const auto& g = model.graph();
+  int64_t opset = 0;
+  for (const auto& o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+  // An element type friction has no dtype for (strings, float8, int4, complex, ...).
+  auto unsupportedType = [](int code) -> std::string {
+    if (code == onnx::TensorProto::UNDEFINED) return "";  // not declared
+    try {
+      dtypeFromOnnxCode(code, "");
+      return "";
+    } catch (const Error&) {
+      // Debian's onnx.proto (1.12) has no names for the newer types (float8, int4, float4, ...).
+      std::string name = onnx::TensorProto::DataType_IsValid(code)
+                             ? onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(code))
+                             : "";
+      return "unsupported type: " + (name.empty() ? "element type " + std::to_string(code) : name) + " tensors";
+    }
+  };
   for (const auto& n : g.node()) {
     if (!n.domain().empty() && n.domain() != "ai.onnx") return "unsupported op " + n.domain() + "." + n.op_type();
-    if (onnxio::isLegacyOp(n.op_type())) continue;  // rewritten on import
+    if (onnxio::isAdaptedOp(n.op_type(), opset)) continue;  // rewritten on import
     if (!OpRegistry::instance().find(n.op_type()) || !interp::KernelRegistry::instance().find(n.op_type()))
       return "unsupported op " + n.op_type();
     for (const auto& a : n.attribute())
-      if (a.name() == "to" && a.i() == onnx::TensorProto::STRING) return "unsupported type: string tensors";
+      if (a.name() == "to" && a.type() == onnx::AttributeProto::INT)
+        if (std::string why = unsupportedType(int(a.i())); !why.empty()) return why;
   }
   for (const auto* list : {&g.input(), &g.output()})
     for (const auto& vi : *list) {
       if (!vi.type().has_tensor_type()) return "unsupported type: sequence/optional/map values";
-      if (vi.type().tensor_type().elem_type() == onnx::TensorProto::STRING) return "unsupported type: string tensors";
+      if (std::string why = unsupportedType(vi.type().tensor_type().elem_type()); !why.empty()) return why;
     }
+  for (const auto& init : g.initializer())
+    if (std::string why = unsupportedType(init.data_type()); !why.empty()) return why;
   return "";
 }
 

@@ -286,7 +286,9 @@ void registerElementwiseKernels(KernelRegistry& r) {
           return [cStyle](auto a, auto b) -> decltype(a) {
             using T = decltype(a);
             if constexpr (std::is_floating_point_v<T>) {
-              return std::fmod(a, b);  // inference requires fmod=1 for floats
+              T m = std::fmod(a, b);
+              // fmod=0 (numpy's mod): the result takes the divisor's sign.
+              return !cStyle && m != 0 && (m < 0) != (b < 0) ? T(m + b) : m;
             } else if constexpr (std::is_signed_v<T>) {
               if (b == -1) return 0;
               T m = T(a % b);  // sign of the dividend
@@ -298,11 +300,18 @@ void registerElementwiseKernels(KernelRegistry& r) {
           };
         }));
   r.add("Pow", powKernel);
-  r.add("BitShift", binaryKernel<Unsigned, false>([](const Node& n, const Inputs&) {
+  r.add("BitShift", binaryKernel<Numbers, false>([](const Node& n, const Inputs&) {
           bool left = n.attrString("direction", "") == "LEFT";
           return [left](auto a, auto b) -> decltype(a) {
-            if (uint64_t(b) >= sizeof(a) * 8) return 0;  // shifting past the width is undefined in C++
-            return left ? a << b : a >> b;
+            using T = decltype(a);
+            if constexpr (std::is_integral_v<T>) {  // inference admits integers only
+              using U = std::make_unsigned_t<T>;
+              // A shift by a negative count or past the width: 0, or -1 for a negative value shifted right.
+              if (b < 0 || uint64_t(b) >= sizeof(T) * 8) return !left && a < 0 ? T(-1) : T(0);
+              return left ? T(U(a) << b) : T(a >> b);  // signed: wraps left, arithmetic right (opset 28)
+            } else {
+              return a;
+            }
           };
         }));
 

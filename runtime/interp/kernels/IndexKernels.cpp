@@ -131,13 +131,14 @@ void scatterOne(Tensor& dst, int64_t di, const Tensor& src, int64_t si, const st
     using T = decltype(t);
     T& d = dst.data<T>()[di];
     T s = src.data<T>()[si];
-    d = reduction == "add" ? T(d + s) : T(d * s);
+    d = reduction == "add" ? T(d + s) : reduction == "mul" ? T(d * s) : reduction == "max" ? std::max(d, s) : std::min(d, s);
   });
 }
 
 std::string reductionOf(const Node& node) {
   std::string r = node.attrString("reduction", "none");
-  FRICTION_CHECK(r == "none" || r == "add" || r == "mul", node.describe() + ": unsupported reduction '" + r + "'");
+  FRICTION_CHECK(r == "none" || r == "add" || r == "mul" || r == "max" || r == "min",
+                 node.describe() + ": unsupported reduction '" + r + "'");
   return r;
 }
 
@@ -268,8 +269,8 @@ struct ResizeParams {
 
 // Input taps (indices, weights) of one output position along an axis, per
 // the ONNX reference implementation. Returns false to extrapolate.
-bool resizeTaps(const ResizeParams& p, int64_t o, int64_t in, double scale, double roiStart, double roiEnd,
-                Shape64& idx, std::vector<double>& w) {
+bool resizeTaps(const ResizeParams& p, int64_t o, int64_t in, int64_t out, double scale, double roiStart,
+                double roiEnd, Shape64& idx, std::vector<double>& w) {
   double outW = scale * double(in);  // the reference uses the unrounded output width
   double x = double(o);
   if (p.ctm == "align_corners") {
@@ -284,6 +285,8 @@ bool resizeTaps(const ResizeParams& p, int64_t o, int64_t in, double scale, doub
     x = (x + 0.5) / scale;
   } else if (p.ctm == "pytorch_half_pixel") {
     x = outW == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
+  } else if (p.ctm == "half_pixel_symmetric") {  // opset 19: the centres of input and output coincide
+    x = double(in) / 2 * (1 - double(out) / outW) + (x + 0.5) / scale - 0.5;
   } else {  // half_pixel
     x = (x + 0.5) / scale - 0.5;
   }
@@ -328,7 +331,7 @@ std::vector<double> resizeAxis(const ResizeParams& p, const std::vector<double>&
   Shape64 idx;
   std::vector<double> w;
   for (int64_t j = 0; j < out; ++j) {
-    bool inside = resizeTaps(p, j, li.n, scale, roiStart, roiEnd, idx, w);
+    bool inside = resizeTaps(p, j, li.n, out, scale, roiStart, roiEnd, idx, w);
     for (int64_t o = 0; o < li.outer; ++o)
       for (int64_t i = 0; i < li.inner; ++i) {
         double v = p.extrapolation;

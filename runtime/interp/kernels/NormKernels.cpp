@@ -56,7 +56,8 @@ Tensors lpNormalization(T, const Node& node, const Tensors& in) {
     double norm = 0;
     for (int64_t i = 0; i < len; ++i) norm += p == 1 ? std::abs(double(px[base + i * s])) : double(px[base + i * s]) * px[base + i * s];
     if (p == 2) norm = std::sqrt(norm);
-    for (int64_t i = 0; i < len; ++i) py[base + i * s] = T(px[base + i * s] / norm);
+    // A zero vector stays zero (the ONNX reference; 0/0 would be NaN).
+    for (int64_t i = 0; i < len; ++i) py[base + i * s] = norm == 0 ? T(0) : T(px[base + i * s] / norm);
   });
   return {y};
 }

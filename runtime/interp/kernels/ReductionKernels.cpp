@@ -48,9 +48,7 @@ Kernel reduceKernel(bool floatOnly, Init init, Step step, Fin fin) {
     using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
     const Tensor& x = in[0];
     int64_t rank = int64_t(x.rank());
-    std::vector<int64_t> axes = node.op() == "ReduceSum"
-                                    ? (in.size() > 1 && in[1].defined() ? in[1].toInt64Vector() : std::vector<int64_t>{})
-                                    : node.attrInts("axes");
+    std::vector<int64_t> axes = in.size() > 1 && in[1].defined() ? in[1].toInt64Vector() : node.attrInts("axes");
     if (axes.empty() && node.attrInt("noop_with_empty_axes", 0)) return Tensors{x};
     std::vector<bool> reduced(x.rank(), axes.empty());  // no axes: reduce all
     for (int64_t a : axes) reduced[size_t(normalizeAxis(node, a, rank))] = true;
@@ -78,6 +76,18 @@ A absVal(A a) {
   else return a < A(0) ? A(-a) : a;
 }
 
+// ReduceMax and ReduceMin of bools (opset 20): any and all, computed on uint8.
+Kernel alsoBool(Kernel k) {
+  return [k](const Node& node, const Tensors& in) {
+    if (in[0].dtype() != DType::Bool) return k(node, in);
+    Tensors asBytes = in;
+    asBytes[0] = in[0].castTo(DType::U8);
+    Tensors out = k(node, asBytes);
+    out[0] = out[0].castTo(DType::Bool);
+    return out;
+  };
+}
+
 }  // namespace
 
 void registerReductionKernels(KernelRegistry& r) {
@@ -101,8 +111,8 @@ void registerReductionKernels(KernelRegistry& r) {
   auto logOf = [](auto a, int64_t) { return decltype(a)(std::log(a)); };
   r.add("ReduceSum", reduceKernel(false, zero, add, same));
   r.add("ReduceMean", reduceKernel(false, zero, add, mean));
-  r.add("ReduceMax", reduceKernel(false, lowest, [](auto a, auto x) { return std::max(a, x); }, same));
-  r.add("ReduceMin", reduceKernel(false, highest, [](auto a, auto x) { return std::min(a, x); }, same));
+  r.add("ReduceMax", alsoBool(reduceKernel(false, lowest, [](auto a, auto x) { return std::max(a, x); }, same)));
+  r.add("ReduceMin", alsoBool(reduceKernel(false, highest, [](auto a, auto x) { return std::min(a, x); }, same)));
   r.add("ReduceProd", reduceKernel(false, one, [](auto a, auto x) { return decltype(a)(a * x); }, same));
   r.add("ReduceL1", reduceKernel(false, zero, addAbs, same));
   r.add("ReduceL2", reduceKernel(true, zero, addSq, root));

@@ -114,12 +114,13 @@ std::vector<Tensor> pad(const Node& node, const std::vector<Tensor>& in) {
     if (mode == "constant") return -1;
     FRICTION_CHECK(n > 0, node.describe() + ": cannot " + mode + "-pad an empty axis");
     if (mode == "edge") return std::clamp<int64_t>(i, 0, n - 1);
+    if (mode == "wrap") return ((i % n) + n) % n;
     if (n == 1) return 0;
     int64_t period = 2 * (n - 1);  // reflect without repeating the edge
     i = ((i % period) + period) % period;
     return i < n ? i : period - i;
   };
-  FRICTION_CHECK(mode == "constant" || mode == "edge" || mode == "reflect",
+  FRICTION_CHECK(mode == "constant" || mode == "edge" || mode == "reflect" || mode == "wrap",
                  node.describe() + ": unsupported mode '" + mode + "'");
   bool hasValue = mode == "constant" && in.size() > 2 && in[2].defined() && in[2].numel() > 0;
   FRICTION_CHECK(!hasValue || in[2].dtype() == x.dtype(), node.describe() + ": constant_value dtype differs from data");
