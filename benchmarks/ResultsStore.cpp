@@ -245,6 +245,21 @@ std::vector<double> ResultsStore::samplesOf(const std::string& cellKey) const {
   return nlohmann::json::parse(q.colText(0)).get<std::vector<double>>();
 }
 
+std::vector<Fingerprint> ResultsStore::fingerprints() const {
+  Stmt q(db_, "SELECT DISTINCT cpu_model, cpu_flags, git_revision, tool_version, libraries, cpu_cores FROM measurements");
+  std::vector<Fingerprint> out;
+  while (sqlite3_step(q.s) == SQLITE_ROW)
+    out.push_back({q.colText(0), q.colText(1), q.colText(2), q.colText(3), q.colText(4), sqlite3_column_int(q.s, 5)});
+  return out;
+}
+
+std::map<std::string, std::string> ResultsStore::executorDescriptions() const {
+  Stmt q(db_, "SELECT backend, executor FROM measurements WHERE executor != '' GROUP BY backend");
+  std::map<std::string, std::string> out;
+  while (sqlite3_step(q.s) == SQLITE_ROW) out[q.colText(0)] = q.colText(1);
+  return out;
+}
+
 void ResultsStore::inTransaction(const std::function<void()>& f) {
   exec("SAVEPOINT friction_tx");  // a savepoint, so transactions nest (a sweep group's cells and its rounds)
   try {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -94,6 +95,10 @@ class ResultsStore {
   // on large stores. samplesOf() fetches them for one cell.
   std::vector<CellRecord> cells(const std::string& experimentPrefix = "", bool withSamples = true) const;
   std::vector<double> samplesOf(const std::string& cellKey) const;
+  // Every distinct machine and build the cells were measured with, and what each backend spec ran as (the
+  // executor's description: vendor versions and settings).
+  std::vector<Fingerprint> fingerprints() const;
+  std::map<std::string, std::string> executorDescriptions() const;
   // Replaces the attribution rows of (experiment, model, backend, batch, method) with `rows`.
   void setAttributions(const std::vector<AttributionRecord>& rows);
   std::vector<AttributionRecord> attributions() const;

@@ -1,6 +1,7 @@
 #include "benchmarks/report/ReportData.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -276,6 +277,51 @@ json executorRatios(const Cells& cells, CellLabels& labels, const std::string& r
   return out;
 }
 
+// Compiler friction mitigation (docs/metrics.md) of each executor against the reference, per model: S(b), the
+// reference's latency over the executor's (the inverse of the paired ratio, with its CI), R(b) = S(b) / S(b0)
+// at the smallest batch b0 (its interval joins the two S intervals, so it is conservative), and delta-phi =
+// phi(executor) - phi(reference), negative when the executor's cost falls faster with the batch.
+json mitigations(const json& execRatios, const json& execs, const std::string& reference) {
+  std::map<std::string, const json*> phis;
+  for (const auto& e : execs) phis[e["executor"]] = &e["phi"];
+  std::map<std::pair<std::string, std::string>, std::map<int64_t, const json*>> rows;
+  for (const auto& r : execRatios) rows[{r["executor"], r["model"]}][r["batch"].get<int64_t>()] = &r;
+  json out = json::array();
+  for (const auto& [key, byBatch] : rows) {
+    const auto& [name, model] = key;
+    if (byBatch.size() < 2) continue;
+    // S and its interval: the ratio is executor / reference latency.
+    auto speedup = [](const json& r) {
+      return std::array<double, 3>{1 / r["ratio"].get<double>(), 1 / r["ci"][1].get<double>(), 1 / r["ci"][0].get<double>()};
+    };
+    const auto s0 = speedup(*byBatch.begin()->second);
+    json j{{"executor", name}, {"reference", reference}, {"model", model}, {"points", json::array()}};
+    for (const auto& [batch, r] : byBatch) {
+      auto s = speedup(*r);
+      bool first = batch == byBatch.begin()->first;
+      j["points"].push_back({{"batch", batch}, {"speedup", s[0]}, {"speedup_ci", {s[1], s[2]}}, {"mitigation", s[0] / s0[0]},
+                             {"mitigation_ci", first ? json{1.0, 1.0} : json{s[1] / s0[2], s[2] / s0[1]}}});
+    }
+    const json &phiE = *phis.at(name), &phiR = *phis.at(reference);
+    if (phiE.contains(model) && phiR.contains(model))
+      j["delta_phi"] = phiE[model].get<double>() - phiR[model].get<double>();
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+// Where and with what the cells were measured: every distinct machine and build, and each backend's executor.
+json machine(const ResultsStore& store, const Cells& cells) {
+  json fingerprints = json::array();
+  for (const auto& f : store.fingerprints())
+    fingerprints.push_back({{"cpu", f.cpuModel}, {"cores", f.cores}, {"cpu_flags", f.cpuFlags},
+                            {"friction_revision", f.gitRevision}, {"tool_version", f.toolVersion},
+                            {"libraries", f.libraries}});
+  std::set<int> threads;
+  for (const auto& c : cells) threads.insert(c.m.threads);
+  return {{"fingerprints", fingerprints}, {"threads", threads}, {"executors", store.executorDescriptions()}};
+}
+
 // The requested reference executor, checked; by default cpu|all-off when measured, else the first executor.
 std::string chooseReference(const json& execs, std::string reference) {
   if (reference.empty()) {
@@ -364,7 +410,7 @@ json reportData(const Cells& allCells, const ResultsStore& store, const std::str
   json data{{"measurements", cells.size()}, {"series", series},
             {"rankings", rankings(cells, labels.def, store, minEffect)}, {"min_effect", minEffect}, {"depth", depthScaling(depth)},
             {"reference", reference}, {"executors", execs}, {"executor_rankings", execRankings},
-            {"executor_ratios", execRatios},
+            {"executor_ratios", execRatios}, {"mitigation", mitigations(execRatios, execs, reference)},
             {"aa", aaControls(allCells, store, minEffect)}};
   for (const auto& r : store.attributions())
     data["attributions"].push_back({{"experiment", r.experiment}, {"model", r.model}, {"backend", r.backend},
@@ -372,7 +418,7 @@ json reportData(const Cells& allCells, const ResultsStore& store, const std::str
                                     {"value_ms", r.valueMs}, {"stderr_ms", r.stdErrMs},
                                     {"ci_ms", r.hasCI() ? json{r.ciLowMs, r.ciHighMs} : json(nullptr)},
                                     {"measurable", r.measurable()}});
-  data["machine"] = {{"threads", cells.front().m.threads}};
+  data["machine"] = machine(store, cells);
   return data;
 }
 

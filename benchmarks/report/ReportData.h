@@ -28,7 +28,8 @@ DepthVariant depthVariant(const std::string& model);
 std::string executorName(const std::string& backend, const std::string& config);
 
 // The report's data: "measurements", "series", "rankings", "depth", "reference", "executors",
-// "executor_rankings", "executor_ratios", "aa", "attributions", "machine". `cells` are the store's (without samples: rankings fetch the
+// "executor_rankings", "executor_ratios", "mitigation" (S(b), R(b) and delta-phi of each executor against the
+// reference), "aa", "attributions", "machine" (fingerprints, threads, executor descriptions). `cells` are the store's (without samples: rankings fetch the
 // few they need from `store`), at least one. `reference`: the executor the others' model rankings are compared
 // with; empty: cpu|all-off when measured, else the first. Throws Error when it is not an executor of the store.
 // `minEffect`: comparisons (inversions, executor ratios, A/A controls) count as differences only when their CI

@@ -44,14 +44,25 @@ def batch_figures(data):
             continue
         fig, axes = plt.subplots(1, 3, figsize=(15, 4))
         for s in series:
-            b = [p["batch"] for p in s["points"]]
-            axes[0].errorbar(b, [p["median_ms"] for p in s["points"]],
-                             yerr=[[p["median_ms"] - p["ci_ms"][0] for p in s["points"]],
-                                   [p["ci_ms"][1] - p["median_ms"] for p in s["points"]]],
-                             marker="o", capsize=3, label=s["config"])
-            axes[1].plot([m["batch"] for m in s["metrics"]], [m["throughput"] for m in s["metrics"]], marker="o")
+            pts = s["points"]
+            b = [p["batch"] for p in pts]
+            line = axes[0].errorbar(b, [p["median_ms"] for p in pts],
+                                    yerr=[[p["median_ms"] - p["ci_ms"][0] for p in pts],
+                                          [p["ci_ms"][1] - p["median_ms"] for p in pts]],
+                                    marker="o", capsize=3, label=s["config"])
+            # Throughput's interval follows from latency's: T = 1000 b / L.
+            axes[1].errorbar(b, [1000 * p["batch"] / p["median_ms"] for p in pts],
+                             yerr=[[1000 * p["batch"] * (1 / p["median_ms"] - 1 / p["ci_ms"][1]) for p in pts],
+                                   [1000 * p["batch"] * (1 / p["ci_ms"][0] - 1 / p["median_ms"]) for p in pts]],
+                             marker="o", capsize=3)
             axes[2].plot([m["batch"] for m in s["metrics"]], [m["friction"] for m in s["metrics"]], marker="o")
-        titles = ["median latency L(b), ms (95% CI)", "throughput T(b), samples/s", "friction F(b) = max(0, 1 - E(b))"]
+            # Flagged (unstable) cells: a red ring on each panel.
+            for p in pts:
+                if p.get("unstable"):
+                    axes[0].plot([p["batch"]], [p["median_ms"]], "o", ms=12, mfc="none", mec="red")
+                    axes[1].plot([p["batch"]], [1000 * p["batch"] / p["median_ms"]], "o", ms=12, mfc="none", mec="red")
+        titles = ["median latency L(b), ms (95% CI)", "throughput T(b), samples/s (95% CI)",
+                  "friction F(b) = max(0, 1 - E(b))"]
         batches = sorted({p["batch"] for s in series for p in s["points"]})
         for ax, t in zip(axes, titles):
             ax.set_xscale("log", base=2)
@@ -62,7 +73,9 @@ def batch_figures(data):
             ax.set_title(t, fontsize=10)
         axes[0].legend(fontsize=7)
         phis = ", ".join(f'{s["config"]}: phi={s["phi"]:.2f}' for s in series if "phi" in s)
-        out.append(figure_html(fig, f"{model} on {backend}: latency, throughput and friction vs batch. {phis}"))
+        flagged = sum(bool(p.get("unstable")) for s in series for p in s["points"])
+        note = f" Red rings: {flagged} flagged (unstable) cell(s)." if flagged else ""
+        out.append(figure_html(fig, f"{model} on {backend}: latency, throughput and friction vs batch. {phis}.{note}"))
     return out
 
 
@@ -223,6 +236,141 @@ def executor_tables(data):
     return out
 
 
+def short(model):
+    """A zoo spec without its fixed knobs, for figure labels: zoo:resnet?width=16&...&depth=2 -> resnet depth=2."""
+    if not model.startswith("zoo:"):
+        return model
+    arch, _, knobs = model[4:].partition("?")
+    depth = [k for k in knobs.split("&") if k.startswith("depth=")]
+    return " ".join([arch] + depth)
+
+
+def mitigation_section(data):
+    """Compiler friction mitigation of each executor against the reference: R(b) per model with intervals,
+    and delta-phi."""
+    rows = data.get("mitigation") or []
+    if not rows:
+        return []
+    ref = data.get("reference", "")
+    out = [f"<p>Against the reference executor {html.escape(ref)}: S(b) = L_reference(b) / L_executor(b) (from the "
+           "paired ratios), R(b) = S(b) / S(b0) at the smallest batch (R &gt; 1: the executor's advantage grows with "
+           "the batch; its interval joins the two S intervals, so it is conservative), and delta-phi = phi(executor) "
+           "- phi(reference) (&lt; 0: the executor's per-sample cost falls faster with the batch).</p>"]
+    execs = sorted({r["executor"] for r in rows})
+    models = sorted({r["model"] for r in rows})
+    by = {(r["executor"], r["model"]): r for r in rows}
+    out.append(table(["model"] + execs, [[html.escape(short(m))] + [num(by.get((e, m), {}).get("delta_phi"), "+.2f")
+                                                                   for e in execs] for m in models]))
+    cols = min(3, len(models))
+    nrows = (len(models) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(5 * cols, 3.6 * nrows), squeeze=False)
+    for ax, m in zip([a for row in axes for a in row], models):
+        for e in execs:
+            r = by.get((e, m))
+            if not r:
+                continue
+            b = [p["batch"] for p in r["points"]]
+            v = [p["mitigation"] for p in r["points"]]
+            ax.errorbar(b, v, yerr=[[x - p["mitigation_ci"][0] for x, p in zip(v, r["points"])],
+                                    [p["mitigation_ci"][1] - x for x, p in zip(v, r["points"])]],
+                        marker="o", capsize=3, label=e)
+        ax.axhline(1, color="black", lw=0.8)
+        ax.set_xscale("log", base=2)
+        batches = sorted({p["batch"] for r in rows for p in r["points"]})
+        ax.set_xticks(batches, [str(x) for x in batches])
+        ax.minorticks_off()
+        ax.set_title(short(m), fontsize=10)
+        ax.set_xlabel("batch")
+        ax.set_ylabel("R(b)")
+    for ax in [a for row in axes for a in row][len(models):]:
+        ax.axis("off")
+    axes[0][0].legend(fontsize=7)
+    out.append(figure_html(fig, f"Compiler friction mitigation R(b) against {ref} (95% CI, conservative)",
+                           hspace=0.45, bottom=0.1))
+    return out
+
+
+def graph_section(data):
+    """The ablated models' graphs after the passes (inline SVG drawn by Graphviz)."""
+    out = []
+    for g in data.get("graphs") or []:
+        if "svg" in g:
+            svg = g["svg"][g["svg"].find("<svg"):]  # drop the XML prologue and doctype
+            out.append(f'<figure class="graph">{svg}<figcaption>{html.escape(g["model"])} after the default pipeline: '
+                       "grey clusters are fused regions (one kernel each) with the nodes they replaced, orange boxes "
+                       "run channels-last, dark orange ones are layout transposes.</figcaption></figure>")
+        else:
+            out.append(f"<p>{html.escape(g['model'])}: not drawn ({html.escape(g.get('note', ''))}).</p>")
+    return out
+
+
+def machine_section(data):
+    m = data.get("machine") or {}
+    out = []
+    fps = m.get("fingerprints") or []
+    if fps:
+        out.append(f"<p>{len(fps)} machine/build fingerprint(s); measured with {', '.join(map(str, m.get('threads', [])))} "
+                   "thread(s).</p>")
+        out.append(table(["CPU", "cores", "friction revision", "tool", "libraries"],
+                         [[html.escape(f["cpu"]), str(f["cores"]), html.escape(f["friction_revision"]),
+                           html.escape(f["tool_version"]), html.escape(f["libraries"])] for f in fps]))
+    if m.get("executors"):
+        out.append(table(["backend", "executor (versions and settings)"],
+                         [[html.escape(b), html.escape(d)] for b, d in sorted(m["executors"].items())]))
+    return out
+
+
+def findings(data):
+    """The report's conclusions in words, each with how sure it is."""
+    items = []
+    aa = data.get("aa") or {}
+    if aa.get("controls"):
+        items.append(f"<b>Protocol</b>: {len(aa['controls'])} A/A controls (one program measured twice) read as different "
+                     f"in {aa['false_difference_rate']:.0%} of cases; {aa['within_3_percent']:.0%} agree within 3%.")
+    ref = data.get("reference")
+    # The study's executors; an ablation's leave-one-out configurations ("-pass") speak through the passes' line.
+    study = {e["executor"] for e in data.get("executors", []) if not e["config"].startswith("-")}
+    for e in data.get("executors", []):
+        v = e.get("vs_reference")
+        if not v or e["executor"] not in study or not v["groups_with_tau"]:
+            continue
+        example = ""
+        for r in data.get("executor_rankings", []):
+            if r["executor"] == e["executor"] and r["inversions"]:
+                i = r["inversions"][0]
+                example = (f" (e.g. {html.escape(short(i['a']))} vs {html.escape(short(i['b']))} at batch {r['batch']}: "
+                           f"ratio {i['ratio_a']:.2f} [{i['ci_a'][0]:.2f}, {i['ci_a'][1]:.2f}] under the reference, "
+                           f"{i['ratio_b']:.2f} [{i['ci_b'][0]:.2f}, {i['ci_b'][1]:.2f}] under this executor)")
+                break
+        items.append(f"<b>Rankings</b>: {html.escape(e['executor'])} inverts {v['inversions']} model pair(s) of "
+                     f"{html.escape(ref)}'s ranking significantly (both CIs clear 1){example}; mean Kendall tau "
+                     f"{num(v['mean_kendall_tau'], '.2f')} over {v['groups_with_tau']} group(s).")
+    mit = data.get("mitigation") or []
+    by_exec = defaultdict(list)
+    for r in mit:
+        if "delta_phi" in r and r["executor"] in study:
+            by_exec[r["executor"]].append(r)
+    if by_exec:
+        mean = {e: sum(r["delta_phi"] for r in rs) / len(rs) for e, rs in by_exec.items()}
+        best = min(mean, key=mean.get)
+        last = [r["points"][-1] for r in by_exec[best]]
+        sure = sum(p["mitigation_ci"][0] > 1 for p in last)
+        items.append(f"<b>Friction</b>: {html.escape(best)} mitigates batch friction most against {html.escape(ref)}: "
+                     f"delta-phi {mean[best]:+.2f} on average over {len(by_exec[best])} model(s); its advantage at the "
+                     f"largest batch grows significantly (R's CI above 1) for {sure} of them.")
+    atts = [a for a in data.get("attributions") or [] if a["method"] == "loo"]
+    if atts:
+        matter = sorted((a for a in atts if a.get("measurable")), key=lambda a: -a["value_ms"])
+        none = sorted({a["pass"] for a in atts} - {a["pass"] for a in matter})
+        said = "; ".join(f"{html.escape(a['pass'])} {a['value_ms']:+.3f} ms [{a['ci_ms'][0]:+.3f}, {a['ci_ms'][1]:+.3f}] "
+                         f"at batch {a['batch']}" for a in matter[:5] if a.get("ci_ms"))
+        items.append(f"<b>Passes</b> (leave-one-out, latency added by turning the pass off, 95% CI): "
+                     f"{said or 'none has a measurable effect'}. No measurable effect: {html.escape(', '.join(none)) or 'none'}.")
+    if not items:
+        return ""
+    return "<h2>Findings</h2><ul>" + "".join(f"<li>{i}</li>" for i in items if i) + "</ul>"
+
+
 def aa_section(data):
     """The A/A controls: a program measured twice in the same rounds; how often the protocol calls them different."""
     aa = data.get("aa") or {}
@@ -247,22 +395,28 @@ def main():
         ("A/A control", aa_section(data)),
         ("Latency, throughput and friction vs batch", batch_figures(data)),
         ("Pass attribution", attribution_figures(data)),
+        ("The ablated model's graph", graph_section(data)),
         ("Rankings", ranking_figures(data)),
         ("Depth scaling", depth_figures(data)),
         ("Executors", executor_tables(data)),
+        ("Compiler friction mitigation", mitigation_section(data)),
+        ("Machine and versions", machine_section(data)),
     ]
     body = [f'<h1>friction report</h1><p>{data["measurements"]} measurements from {html.escape(data["db"])}. '
-            "Metric definitions: docs/metrics.md. Raw rows: the .csv beside this file.</p>"]
+            "Metric definitions: docs/metrics.md. Raw rows: the .csv beside this file.</p>", findings(data)]
     for title, figs in sections:
         body.append(f"<h2>{title}</h2>")
-        body.extend(figs if figs else ["<p>No data for this section in the store.</p>"])
+        body.extend(figs if figs else ['<p class="empty">No data for this section in the store.</p>'])
         if title == "Rankings":
             body.append(inversion_table(data))
-    # After loading, the page records how many figures decoded: a headless browser test reads it back.
+    # After loading, the page records how many figures decoded and how many sections are empty: a headless
+    # browser test reads them back.
     check = ("<script>window.addEventListener('load',()=>{const i=[...document.images];"
-             "document.body.dataset.figures=i.filter(x=>x.complete&&x.naturalWidth>0).length+'/'+i.length;});</script>")
+             "document.body.dataset.figures=i.filter(x=>x.complete&&x.naturalWidth>0).length+'/'+i.length;"
+             "document.body.dataset.sections=document.querySelectorAll('h2').length;"
+             "document.body.dataset.empty=document.querySelectorAll('p.empty').length;});</script>")
     style = ("body{font-family:sans-serif;max-width:1200px;margin:auto}figure{margin:1em 0}"
-             "img{max-width:100%}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px}")
+             "img{max-width:100%}.graph svg{max-width:100%;height:auto;max-height:1400px}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px}")
     with open(sys.argv[2], "w") as f:
         f.write(f"<!doctype html><html><head><meta charset='utf-8'><title>friction report</title>"
                 f"<style>{style}</style>{check}</head><body>{''.join(body)}</body></html>")

@@ -151,6 +151,34 @@ TEST_F(ReportExecutors, InversionAgainstTheReferenceExecutor) {
   EXPECT_NE(html(data).find("zoo:mlp?depth=2 / zoo:vit?depth=2"), std::string::npos);
 }
 
+// Compiler friction mitigation against the reference: S(b) = L_ref / L_exec, R(b) = S(b) / S(1), delta-phi.
+TEST_F(ReportExecutors, MitigationAgainstTheReference) {
+  json data = report();
+  const Executor &ref = execs_[0], &ort = execs_[1];
+  int checked = 0;
+  for (const auto& m : data["mitigation"]) {
+    if (m["executor"] != "ort?level=all|all-off") continue;
+    std::string model = m["model"];
+    std::string arch = model.substr(4, 3);
+    int depth = model.back() - '0';
+    EXPECT_NEAR(m["delta_phi"].get<double>(), ort.phi - ref.phi, 1e-9) << model;
+    auto speedup = [&](int b) { return latency(ref, arch, depth, b) / latency(ort, arch, depth, b); };
+    for (const auto& p : m["points"]) {
+      int b = p["batch"];
+      EXPECT_NEAR(p["speedup"].get<double>(), speedup(b), 1e-9 * speedup(b)) << model << " batch " << b;
+      EXPECT_NEAR(p["mitigation"].get<double>(), speedup(b) / speedup(1), 1e-9) << model << " batch " << b;
+      EXPECT_LE(p["mitigation_ci"][0].get<double>(), p["mitigation"].get<double>() + 1e-12);
+      EXPECT_GE(p["mitigation_ci"][1].get<double>(), p["mitigation"].get<double>() - 1e-12);
+    }
+    checked++;
+  }
+  EXPECT_EQ(checked, 4);  // two archetypes at two depths
+  std::string page = html(data);
+  EXPECT_NE(page.find("<h2>Compiler friction mitigation</h2>"), std::string::npos);
+  EXPECT_NE(page.find("<b>Friction</b>: cpu|default mitigates batch friction most"), std::string::npos);  // phi 0.3
+  EXPECT_NE(page.find("<td>+0.30</td>"), std::string::npos);  // ORT's delta-phi in the table
+}
+
 TEST_F(ReportExecutors, ChosenReference) {
   json data = report("ort?level=all|all-off");
   EXPECT_EQ(data["reference"], "ort?level=all|all-off");

@@ -105,6 +105,27 @@ print('figures ok:', len(imgs))"
     # Every figure must render in a real browser: the page reports loaded/total images.
     expect_ok report-renders-in-chromium 'data-figures="([1-9][0-9]*)/\1"' -- timeout 120 chromium --headless \
       --no-sandbox --disable-gpu --virtual-time-budget=10000 --dump-dom "file://$T/report/report.html"
+    # The main job in miniature (scripts/demo.sh: a sweep with depths, batches and executors, plus an ablation):
+    # no section of its report may be empty; a screenshot shows the page rendered.
+    cat > "$T/mini.toml" <<'TOML'
+name = "mini"
+models = ["zoo:mlp?width=16&inputs=16", "zoo:resnet?width=8&resolution=16"]
+depths = [1, 2]
+batches = [1, 2]
+executors = [{ backend = "cpu", config = "all-off" }, { backend = "cpu", config = "default" }]
+rounds = 4
+min_rounds = 3
+max_seconds = 0.1
+aa_control = true
+TOML
+    expect_ok mini-study "measured" -- "$F" sweep "$T/mini.toml" --db "$T/mini.db"
+    expect_ok mini-ablate "stored" -- "$F" ablate "zoo:mlp?depth=2&width=16&inputs=16" --batches 1,2 --over fold-constants,fuse-epilogues --rounds 4 --db "$T/mini.db"
+    expect_ok mini-report "wrote" -- "$F" report --db "$T/mini.db" -o "$T/mini/report.html"
+    expect_ok mini-report-no-empty-section 'data-figures="([1-9][0-9]*)/\1" data-sections="1[0-9]" data-empty="0"' -- bash -c \
+      "timeout 120 chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=10000 --dump-dom 'file://$T/mini/report.html' 2>/dev/null | grep -o 'data-figures=.*data-empty=\"[0-9]*\"'"
+    expect_ok mini-report-findings "<h2>Findings</h2><ul><li><b>Protocol</b>.*<b>Passes</b>" -- cat "$T/mini/report.html"
+    expect_ok mini-report-screenshot "^[1-9][0-9]{4,}$" -- bash -c \
+      "timeout 120 chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=10000 --window-size=1280,6000 --screenshot='$T/mini/report.png' 'file://$T/mini/report.html' >/dev/null 2>&1; stat -c %s '$T/mini/report.png'"
   else
     echo "SKIP report-renders-in-chromium: chromium not installed (scripts/setup.sh installs it)"
   fi

@@ -5,12 +5,17 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
+#include <sstream>
+#include <unistd.h>
 
 #include "benchmarks/ResultsStore.h"
 #include "benchmarks/report/ReportData.h"
+#include "ir/DotFormat.h"
 #include "ir/Error.h"
 #include "ir/Shell.h"
 #include "tools/cmd/Commands.h"
+#include "tools/cmd/Common.h"
 
 namespace fs = std::filesystem;
 
@@ -23,6 +28,31 @@ struct ReportArgs {
   double minEffect = metrics::kDefaultMinEffect;
 };
 
+// The graph of each ablated model (at most three) after the default pipeline, as SVG: what the passes being
+// attributed did to it. A model that cannot be loaded here (a file moved since) or drawn (no Graphviz) is
+// left out with a note.
+nlohmann::json ablatedGraphs(const bench::ResultsStore& store) {
+  std::set<std::string> models;
+  for (const auto& a : store.attributions())
+    if (models.size() < 3) models.insert(a.model);
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& model : models) {
+    try {
+      auto g = loadAndOptimize(model, 1, {});
+      fs::path svg = fs::temp_directory_path() / ("friction-report-" + std::to_string(::getpid()) + ".svg");
+      writeSvg(printDot(*g, {.title = model + " after the default pipeline (batch 1)"}), svg.string());
+      std::ifstream f(svg);
+      std::stringstream text;
+      text << f.rdbuf();
+      fs::remove(svg);
+      out.push_back({{"model", model}, {"svg", text.str()}});
+    } catch (const Error& e) {
+      out.push_back({{"model", model}, {"note", e.what()}});
+    }
+  }
+  return out;
+}
+
 void report(const ReportArgs& a) {
   FRICTION_CHECK(fs::exists(a.db), "results store '" + a.db + "' does not exist");
   bench::ResultsStore store(a.db);
@@ -31,6 +61,7 @@ void report(const ReportArgs& a) {
   FRICTION_CHECK(!cells.empty(), "results store '" + a.db + "' has no measurements");
   nlohmann::json data = bench::reportData(cells, store, a.reference, a.minEffect);
   data["db"] = a.db;
+  data["graphs"] = ablatedGraphs(store);
   fs::path out(a.output);
   if (out.has_parent_path()) fs::create_directories(out.parent_path());
   fs::path jsonPath = fs::path(out).replace_extension(".json"), csvPath = fs::path(out).replace_extension(".csv");
