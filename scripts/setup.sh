@@ -10,7 +10,7 @@ PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libdnnl-dev libsqlite3-dev nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libfmt-dev
   libgtest-dev libgmock-dev
-  python3-venv python3-dev pybind11-dev sqlite3 valgrind graphviz
+  python3-venv python3-dev pybind11-dev sqlite3 valgrind graphviz slurm-wlm munge
   chromium
 )
 

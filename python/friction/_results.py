@@ -24,7 +24,8 @@ class Results:
     """The results store at ``db``. DataFrames: ``measurements`` (one row per cell: model, backend, batch,
     passes, median_ms, ci_low_ms, ci_high_ms, unstable, ...), ``attributions`` (per pass and method, with
     its CI and whether the effect is measurable), ``rounds`` (the calibration and load of each round),
-    ``series`` (latency and friction metrics per batch), ``executor_ratios`` and ``aa`` (the A/A controls).
+    ``series`` (latency and friction metrics per batch), ``executor_ratios``, ``mitigation`` (R(b) and
+    delta-phi against the reference executor) and ``aa`` (the A/A controls).
     ``report`` is the whole data of ``friction report`` as a dict."""
 
     def __init__(self, db: str, reference: str = "", min_effect: float = 0.02):
@@ -92,6 +93,20 @@ class Results:
         whether it differs (the CI clears 1 by min_effect)."""
         rows = [{**{k: v for k, v in r.items() if k != "ci"}, "ci_low": r["ci"][0], "ci_high": r["ci"][1]}
                 for r in self.report.get("executor_ratios") or []]
+        return _pandas().DataFrame(rows)
+
+    @cached_property
+    def mitigation(self):
+        """Compiler friction mitigation of each executor against the reference, per model and batch: S(b), R(b)
+        (with conservative intervals) and the model's delta-phi (docs/metrics.md)."""
+        rows = []
+        for m in self.report.get("mitigation") or []:
+            for p in m["points"]:
+                rows.append({"executor": m["executor"], "reference": m["reference"], "model": m["model"],
+                             "batch": p["batch"], "speedup": p["speedup"], "speedup_ci_low": p["speedup_ci"][0],
+                             "speedup_ci_high": p["speedup_ci"][1], "R": p["mitigation"],
+                             "R_ci_low": p["mitigation_ci"][0], "R_ci_high": p["mitigation_ci"][1],
+                             "delta_phi": m.get("delta_phi")})
         return _pandas().DataFrame(rows)
 
     @cached_property

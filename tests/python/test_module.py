@@ -198,6 +198,20 @@ def test_results_of_an_ablation(tmp_path):
     assert not r.series.empty and {"friction", "phi"} <= set(r.series.columns)
 
 
+def test_results_of_a_sweep_have_mitigation(tmp_path):
+    spec = tmp_path / "s.toml"
+    spec.write_text('name = "t"\nmodels = ["zoo:mlp?width=16&inputs=16"]\nbatches = [1, 4]\n'
+                    'executors = [{ backend = "cpu", config = "all-off" }, { backend = "cpu", config = "default" }]\n'
+                    'rounds = 3\nmin_rounds = 3\nmax_seconds = 0.1\ncheck = false\n')
+    r = friction.sweep(str(spec), db=str(tmp_path / "s.db"))
+    m = r.mitigation
+    assert set(m["executor"]) == {"cpu|default"} and set(m["batch"]) == {1, 4}
+    first = m[m["batch"] == 1].iloc[0]
+    assert first["R"] == 1.0 and first["R_ci_low"] == 1.0
+    assert (m["R_ci_low"] <= m["R"]).all() and (m["R"] <= m["R_ci_high"]).all()
+    assert m["delta_phi"].notna().all()
+
+
 def test_results_errors(tmp_path):
     with pytest.raises(friction.Error, match="does not exist"):
         friction.Results(str(tmp_path / "missing.db"))

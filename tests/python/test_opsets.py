@@ -79,3 +79,19 @@ def test_torch_fixtures_at_opset_23_match_pytorch(tmp_path):
                           "--atol", "1e-5"], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == f"{len(os.listdir(fixtures))} passed, 0 failed, 0 skipped"
+
+
+def test_models_of_newer_opsets_export_for_the_checker(tmp_path):
+    """A model imported from opset 23 exports (at opset 17, the IR's form) as a model the ONNX checker accepts."""
+    import onnx
+    from onnx import version_converter
+
+    for name in ("efficientnet", "swin", "bert"):
+        path = os.path.join(ROOT, "tests", "models", "torch", name, "model.onnx")
+        newer = tmp_path / f"{name}-23.onnx"
+        onnx.save(version_converter.convert_version(onnx.load(path), 23), str(newer))
+        for optimized in (False, True):
+            out = tmp_path / f"{name}-{optimized}.onnx"
+            m = friction.optimize(str(newer), batch=1) if optimized else friction.load(str(newer))
+            m.save(str(out))
+            onnx.checker.check_model(onnx.load(str(out)), full_check=True)

@@ -3,11 +3,13 @@
 // time: the group's cells are compiled and checked, then timed together in
 // interleaved rounds, then committed. `--resume` skips groups whose cells are
 // all stored and `--shard i/n` takes every n-th group so a scheduler can fan a
-// sweep out; `--dry-run` prints the cell list and count without measuring.
+// sweep out (`--slurm-array OUT.sh` writes the Slurm job array that does it); `--dry-run` prints the cell
+// list and count without measuring.
 // `friction merge` combines the stores afterwards. A cell that cannot be
 // prepared is reported and left out (not stored); the sweep goes on and exits
 // 1 at the end.
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -16,13 +18,15 @@
 #include "ir/Error.h"
 #include "tools/cmd/Commands.h"
 #include "tools/cmd/Common.h"
+#include "tools/cmd/SlurmArray.h"
 #include "vendor_bridge/Bridges.h"
 
 namespace friction::cli {
 namespace {
 
 struct SweepArgs {
-  std::string spec, db = "friction-results.db", shard;
+  std::string spec, db = "friction-results.db", shard, slurmArray;
+  size_t shards = 0;
   bool resume = false, dryRun = false;
 };
 
@@ -149,6 +153,16 @@ void sweep(const SweepArgs& a) {
   for (const auto& g : groups) total += g.cells.size();
   for (const auto& g : mine) inShard += g.cells.size();
 
+  if (!a.slurmArray.empty()) {  // a submission script instead of measuring here
+    FRICTION_CHECK(a.shard.empty(), "--slurm-array writes every shard's job: give --shards N, not --shard");
+    size_t n = writeSlurmArray({.spec = a.spec, .name = name, .groups = groups.size(), .shards = a.shards,
+                                .output = a.slurmArray, .binary = std::filesystem::read_symlink("/proc/self/exe").string()});
+    std::printf("wrote %s: sweep %s (%zu cells in %zu groups) as a Slurm job array of %zu shards and a merge job; "
+                "submit with: bash %s\n",
+                a.slurmArray.c_str(), name.c_str(), total, groups.size(), n, a.slurmArray.c_str());
+    return;
+  }
+  FRICTION_CHECK(a.shards == 0, "--shards goes with --slurm-array (one shard here: --shard i/n)");
   if (a.dryRun) {  // the cells, in order, without opening the store or measuring
     for (const auto& g : mine)
       for (const auto& c : g.cells)
@@ -195,6 +209,11 @@ void addSweep(CLI::App& app) {
   cmd->add_flag("--resume", args->resume, "skip cells already in the store");
   cmd->add_option("--shard", args->shard, "i/n: measure only comparison groups with index % n == i");
   cmd->add_flag("--dry-run", args->dryRun, "print the cells (model backend batch config) and their count; measure nothing");
+  cmd->add_option("--slurm-array", args->slurmArray,
+                  "write OUT.sh, which submits the sweep as a Slurm job array (one shard per task) and a dependent "
+                  "merge-and-report job; measure nothing here");
+  cmd->add_option("--shards", args->shards, "with --slurm-array: array tasks (default: one per group, at most 16)")
+      ->check(Positive);
   cmd->callback([args] { sweep(*args); });
 
   auto margs = std::make_shared<MergeArgs>();
