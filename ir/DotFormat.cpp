@@ -1,6 +1,5 @@
 #include "ir/DotFormat.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -122,7 +121,7 @@ class DotWriter {
     if (r.kind() == RegionKind::Pattern) {
       // Instances share one body in memory; a parsed graph has copies, so patterns are told apart by structure.
       std::string key = structuralText(body, {.hashTensors = true});
-      auto [it, fresh] = patterns_.emplace(key, int(patterns_.size()));
+      auto it = patterns_.emplace(key, int(patterns_.size())).first;
       fill = kPatternColours[size_t(it->second) % std::size(kPatternColours)];
       int instance = ++instances_[key];
       label = "pattern " + std::to_string(it->second + 1) + ", instance " + std::to_string(instance);
@@ -138,13 +137,9 @@ class DotWriter {
          << indent << "  label=\"" << escape(label + (from.empty() ? "" : "\nfrom: " + from)) << "\";\n";
     emitNodes(body, inner, indent + "  ");
     out_ << indent << "}\n";
-    for (size_t k = 0; k < body.outputs().size() && k < r.node().outputs().size(); ++k) {
-      auto it = inner.find(body.outputs()[k]);
-      if (it != inner.end()) outer[r.node().outputs()[k]] = it->second;
-      else if (auto op = std::find(body.inputs().begin(), body.inputs().end(), body.outputs()[k]);
-               op != body.inputs().end() && r.operandFor(*op) && outer.count(r.operandFor(*op)))
-        outer[r.node().outputs()[k]] = outer.at(r.operandFor(*op));  // a body that passes an input through
-    }
+    // The region's results are computed where its body's outputs are (a body input passed through included).
+    for (size_t k = 0; k < body.outputs().size() && k < r.node().outputs().size(); ++k)
+      if (auto it = inner.find(body.outputs()[k]); it != inner.end()) outer[r.node().outputs()[k]] = it->second;
   }
 
   std::ostringstream out_;

@@ -61,9 +61,17 @@ json batchSeries(const Cells& cells, CellLabels& labels) {
     }
     if (pts.size() >= 2) {  // batch metrics need two batches (a partial sweep may have one)
       auto bm = metrics::batchMetrics(pts);
-      for (const auto& r : bm.rows)
+      // F(b) = max(0, 1 - E(b)) with E(b) = b L(b0) / (b0 L(b)): its interval joins the latency intervals at b
+      // and b0 (conservative).
+      const metrics::Interval ci0 = byBatch.begin()->second->m.summary.medianCI;
+      const double b0 = double(byBatch.begin()->first);
+      for (const auto& r : bm.rows) {
+        const metrics::Interval ci = byBatch.at(int64_t(r.batch))->m.summary.medianCI;
+        double eLow = r.batch * ci0.low / (b0 * ci.high), eHigh = r.batch * ci0.high / (b0 * ci.low);
         s["metrics"].push_back({{"batch", r.batch}, {"throughput", r.throughput}, {"cost_ms", r.costMs},
-                                {"efficiency", r.efficiency}, {"friction", r.friction}});
+                                {"efficiency", r.efficiency}, {"friction", r.friction},
+                                {"friction_ci", {std::max(0.0, 1 - eHigh), std::max(0.0, 1 - eLow)}}});
+      }
       s["phi"] = bm.phi.slope;
     }
     out.push_back(s);
@@ -129,27 +137,31 @@ json rankings(const Cells& cells, const std::string& def, const ResultsStore& st
   return out;
 }
 
-// Median latency by block count for each (family, backend, config, batch) of depth variants.
+// Latency (median and CI) by block count for each (family, backend, config, batch) of depth variants.
 using DepthKey = std::tuple<std::string, std::string, std::string, int64_t>;
-std::map<DepthKey, std::map<int64_t, double>> depthSeries(const Cells& cells, CellLabels& labels) {
-  std::map<DepthKey, std::map<int64_t, double>> out;
+using DepthSeries = std::map<DepthKey, std::map<int64_t, const metrics::Summary*>>;
+DepthSeries depthSeries(const Cells& cells, CellLabels& labels) {
+  DepthSeries out;
   for (const auto& c : cells)
     if (const auto& v = labels.depth(c.model))
-      out[{v->first, c.backend, labels.config(c.passes), c.batch}][v->second] = c.m.summary.median;
+      out[{v->first, c.backend, labels.config(c.passes), c.batch}][v->second] = &c.m.summary;
   return out;
 }
 
 // Zoo models that differ only in depth=N: latency per added block, all-off vs default.
-json depthScaling(const std::map<DepthKey, std::map<int64_t, double>>& series) {
+json depthScaling(const DepthSeries& series) {
   json out = json::array();
   for (const auto& [key, baseline] : series) {
     const auto& [family, backend, config, batch] = key;
     auto compiled = series.find({family, backend, "default", batch});
     if (config != "all-off" || compiled == series.end()) continue;
     std::vector<metrics::DepthPoint> base, comp;
+    std::vector<std::pair<metrics::Interval, metrics::Interval>> cis;
     for (const auto& [n, lat] : baseline)
-      if (auto it = compiled->second.find(n); it != compiled->second.end())
-        base.push_back({double(n), lat}), comp.push_back({double(n), it->second});
+      if (auto it = compiled->second.find(n); it != compiled->second.end()) {
+        base.push_back({double(n), lat->median}), comp.push_back({double(n), it->second->median});
+        cis.push_back({lat->medianCI, it->second->medianCI});
+      }
     if (base.size() < 2) continue;
     auto d = metrics::depthScaling(base, comp);
     json j{{"family", family},
@@ -160,7 +172,10 @@ json depthScaling(const std::map<DepthKey, std::map<int64_t, double>>& series) {
            {"slope_ratio", d.slopeRatio}};
     for (size_t i = 0; i < base.size(); ++i)
       j["points"].push_back({{"blocks", base[i].blocks}, {"baseline_ms", base[i].latencyMs},
-                             {"compiled_ms", comp[i].latencyMs}, {"speedup", d.rows[i].speedup}});
+                             {"compiled_ms", comp[i].latencyMs}, {"speedup", d.rows[i].speedup},
+                             {"baseline_ci_ms", {cis[i].first.low, cis[i].first.high}},
+                             {"compiled_ci_ms", {cis[i].second.low, cis[i].second.high}},
+                             {"speedup_ci", {cis[i].first.low / cis[i].second.high, cis[i].first.high / cis[i].second.low}}});
     out.push_back(j);
   }
   return out;
@@ -168,7 +183,7 @@ json depthScaling(const std::map<DepthKey, std::map<int64_t, double>>& series) {
 
 // Per executor: phi per model (from the batch series) and the latency slope per added block per depth family
 // and batch. Every depth measured is fitted (docs/study.md: staged CNNs are cleaner on depth >= 4).
-json executors(const json& series, const std::map<DepthKey, std::map<int64_t, double>>& depth) {
+json executors(const json& series, const DepthSeries& depth) {
   std::map<std::string, json> byName;
   auto entry = [&](const std::string& backend, const std::string& config) -> json& {
     json& e = byName[executorName(backend, config)];
@@ -185,7 +200,7 @@ json executors(const json& series, const std::map<DepthKey, std::map<int64_t, do
     const auto& [family, backend, config, batch] = key;
     if (byDepth.size() < 2) continue;
     std::vector<double> n, lat;
-    for (const auto& [blocks, ms] : byDepth) n.push_back(double(blocks)), lat.push_back(ms);
+    for (const auto& [blocks, summary] : byDepth) n.push_back(double(blocks)), lat.push_back(summary->median);
     auto fit = metrics::fitLine(n, lat);
     entry(backend, config)["depth_slopes"].push_back(
         {{"family", family}, {"batch", batch}, {"slope_ms", fit.slope}, {"intercept_ms", fit.intercept},

@@ -55,14 +55,17 @@ def batch_figures(data):
                              yerr=[[1000 * p["batch"] * (1 / p["median_ms"] - 1 / p["ci_ms"][1]) for p in pts],
                                    [1000 * p["batch"] * (1 / p["ci_ms"][0] - 1 / p["median_ms"]) for p in pts]],
                              marker="o", capsize=3)
-            axes[2].plot([m["batch"] for m in s["metrics"]], [m["friction"] for m in s["metrics"]], marker="o")
+            ms = s.get("metrics") or []
+            axes[2].errorbar([m["batch"] for m in ms], [m["friction"] for m in ms],
+                             yerr=[[m["friction"] - m["friction_ci"][0] for m in ms],
+                                   [m["friction_ci"][1] - m["friction"] for m in ms]], marker="o", capsize=3)
             # Flagged (unstable) cells: a red ring on each panel.
             for p in pts:
                 if p.get("unstable"):
                     axes[0].plot([p["batch"]], [p["median_ms"]], "o", ms=12, mfc="none", mec="red")
                     axes[1].plot([p["batch"]], [1000 * p["batch"] / p["median_ms"]], "o", ms=12, mfc="none", mec="red")
         titles = ["median latency L(b), ms (95% CI)", "throughput T(b), samples/s (95% CI)",
-                  "friction F(b) = max(0, 1 - E(b))"]
+                  "friction F(b) = max(0, 1 - E(b)) (conservative 95% CI)"]
         batches = sorted({p["batch"] for s in series for p in s["points"]})
         for ax, t in zip(axes, titles):
             ax.set_xscale("log", base=2)
@@ -157,14 +160,18 @@ def depth_figures(data):
     for d in data.get("depth", []):
         n = [p["blocks"] for p in d["points"]]
         fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-        axes[0].plot(n, [p["baseline_ms"] for p in d["points"]], marker="o", label="all-off")
-        axes[0].plot(n, [p["compiled_ms"] for p in d["points"]], marker="o", label="default")
+        def bars(key, ci):
+            return [[p[key] - p[ci][0] for p in d["points"]], [p[ci][1] - p[key] for p in d["points"]]]
+        axes[0].errorbar(n, [p["baseline_ms"] for p in d["points"]], yerr=bars("baseline_ms", "baseline_ci_ms"),
+                         marker="o", capsize=3, label="all-off")
+        axes[0].errorbar(n, [p["compiled_ms"] for p in d["points"]], yerr=bars("compiled_ms", "compiled_ci_ms"),
+                         marker="o", capsize=3, label="default")
         axes[0].set_xlabel("blocks N")
-        axes[0].set_title("latency, ms", fontsize=10)
+        axes[0].set_title("latency, ms (95% CI)", fontsize=10)
         axes[0].legend()
-        axes[1].plot(n, [p["speedup"] for p in d["points"]], marker="o")
+        axes[1].errorbar(n, [p["speedup"] for p in d["points"]], yerr=bars("speedup", "speedup_ci"), marker="o", capsize=3)
         axes[1].set_xlabel("blocks N")
-        axes[1].set_title("speedup S(N)", fontsize=10)
+        axes[1].set_title("speedup S(N) (conservative 95% CI)", fontsize=10)
         out.append(figure_html(fig, f'Depth scaling of {d["family"]} on {d["backend"]}, batch {d["batch"]}: '
                                     f'{d["slope_baseline_ms"]:.3f} vs {d["slope_compiled_ms"]:.3f} ms per added block '
                                     f'(ratio {d["slope_ratio"]:.2f})'))

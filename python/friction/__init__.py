@@ -189,6 +189,7 @@ class Compiled:
         self._pipeline = pipeline
         self._programs: dict[Optional[int], _core.Compiled] = {}
         self._last: Optional[_core.Compiled] = None
+        self._specs = model.inputs  # read once: run() consults them on every call
         self._one_batch = batch is not None or model.batch_symbol is None
         if self._one_batch:
             self._last = self._program(batch)
@@ -204,7 +205,7 @@ class Compiled:
         """The program for these inputs: the one program, or the one of the batch they bring."""
         if self._one_batch:
             return self._last
-        for spec, a in zip(self.model.inputs, arrays):
+        for spec, a in zip(self._specs, arrays):
             if spec["shape"] and spec["shape"][0] == self.model.batch_symbol and a.ndim > 0:
                 if a.shape[0] <= 0:
                     raise Error(f"input '{spec['name']}' has batch {a.shape[0]}: the batch must be positive")
@@ -247,9 +248,9 @@ class Compiled:
 
     def run(self, *arrays: Any) -> list[np.ndarray]:
         """Runs the model on one array per input; returns one numpy array per output. numpy arrays must have
-        the input's dtype; lists and scalars are converted to it. Inputs that are C-contiguous and 64-byte aligned are read in place, the
-        outputs are the backend's own buffers (no copy)."""
-        specs = self.model.inputs
+        the input's dtype; lists and scalars are converted to it. C-contiguous inputs are read in place (others
+        are copied once); the outputs are the backend's own buffers, not copies."""
+        specs = self._specs
         inputs = [a if isinstance(a, np.ndarray) and a.flags.c_contiguous else
                   np.ascontiguousarray(a) if isinstance(a, np.ndarray) else
                   np.asarray(a, dtype=_numpy_dtype(specs[i]) if i < len(specs) else None)
