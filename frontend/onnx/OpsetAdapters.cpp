@@ -25,13 +25,16 @@ void attrToInput(Graph& g, Node& n, const std::string& attr, size_t slot,
 
 Tensor intsTensor(const Attribute& a) { return Tensor::vectorI64(std::get<std::vector<int64_t>>(a)); }
 
-// A scalar of the dtype of the node's first input (Clip bounds, Pad value).
-Tensor scalarLike(const Node& n, double v) {
-  return Tensor::fromVector<double>(DType::F64, {}, {v}).castTo(n.input(0)->dtype());
+// `v` in the dtype of the node's first input: a scalar (Clip bounds, Pad value), or `count` copies of it.
+Tensor filledLike(const Node& n, double v, int64_t count = -1) {
+  std::vector<int64_t> shape;
+  if (count >= 0) shape = {count};
+  return Tensor::fromVector<double>(DType::F64, shape, std::vector<double>(size_t(std::max<int64_t>(count, 1)), v))
+      .castTo(n.input(0)->dtype());
 }
 
 void adaptClip(Graph& g, Node& n) {
-  auto bound = [&](const Attribute& a) { return scalarLike(n, std::get<float>(a)); };
+  auto bound = [&](const Attribute& a) { return filledLike(n, std::get<float>(a)); };
   // Slot 1 must exist (possibly absent) before max lands in slot 2.
   n.padInputs(3);
   attrToInput(g, n, "min", 1, bound);
@@ -46,7 +49,7 @@ void adaptPad(Graph& g, Node& n) {
   n.removeAttr("value");
   if (mode == "constant") {
     n.padInputs(3);
-    n.setInput(2, g.addInitializer(g.freshName(n.name() + "_value"), scalarLike(n, value)));
+    n.setInput(2, g.addInitializer(g.freshName(n.name() + "_value"), filledLike(n, value)));
   }
 }
 
@@ -88,12 +91,9 @@ Value* addInferred(Graph& g, const Node& n, const std::string& op, std::vector<V
   return m->output(0);
 }
 
-// A constant of the dtype of `n`'s first input: a scalar, or a vector of `count` copies of `v`.
+// filledLike as an initializer named after `n` and `what`.
 Value* constantLike(Graph& g, const Node& n, double v, const std::string& what, int64_t count = -1) {
-  std::vector<int64_t> shape;
-  if (count >= 0) shape = {count};
-  Tensor t = Tensor::fromVector<double>(DType::F64, shape, std::vector<double>(size_t(std::max<int64_t>(count, 1)), v));
-  return g.addInitializer(g.freshName(n.name() + "_" + what), t.castTo(n.input(0)->dtype()));
+  return g.addInitializer(g.freshName(n.name() + "_" + what), filledLike(n, v, count));
 }
 
 // Rewrites `n` in place as `op` over `in` (its output value, and so its users, stay).
