@@ -73,6 +73,7 @@ expect_ok opt-dot-before "label=\"BatchNormalization" -- bash -c \
   "'$F' opt 'zoo:resnet?depth=2&width=8&resolution=16' --batch 1 --before --dot '$T/rb.dot' 2>/dev/null; cat '$T/rb.dot'"
 expect_ok opt-svg "<svg" -- bash -c "'$F' opt 'zoo:mlp' --svg '$T/m.svg' 2>/dev/null && head -c 2000 '$T/m.svg'"
 
+expect_ok conformance-json-is-one-document "^json ok 2$" -- bash -c "'$F' conformance '$NODE' --filter '^test_(relu|conv_with_strides_padding)\$' --json 2>/dev/null | python3 -c 'import json, sys; d = json.load(sys.stdin); print(\"json ok\", d[\"passed\"])'"
 expect_ok passes "eliminate-dead-code" -- "$F" passes
 expect_ok bench "median .* ms" -- "$F" bench "zoo:mlp" --reps 5 --warmup 1
 expect_ok bench-json "\"samples_ms\"" -- "$F" bench "zoo:mlp" --reps 3 --json

@@ -43,7 +43,8 @@ void conformance(ConformanceArgs& a) {
       for (const auto& [why, n] : skippedOps) std::cout << "  " << why << " (" << n << ")\n";
     }
   }
-  std::cout << r.passed << " passed, " << r.failed << " failed, " << r.skipped << " skipped\n";
+  // The summary line ends the output; with --json it goes to stderr, so stdout stays one JSON document.
+  (a.json ? std::cerr : std::cout) << r.passed << " passed, " << r.failed << " failed, " << r.skipped << " skipped\n";
   if (r.failed) throw Error(std::to_string(r.failed) + " conformance case(s) failed");
 }
 
