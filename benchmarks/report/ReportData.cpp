@@ -68,9 +68,9 @@ json batchSeries(const Cells& cells, CellLabels& labels) {
       for (const auto& r : bm.rows) {
         const metrics::Interval ci = byBatch.at(int64_t(r.batch))->m.summary.medianCI;
         double eLow = r.batch * ci0.low / (b0 * ci.high), eHigh = r.batch * ci0.high / (b0 * ci.low);
+        json fci = r.batch == b0 ? json{0.0, 0.0} : json{std::max(0.0, 1 - eHigh), std::max(0.0, 1 - eLow)};  // F(b0) = 0
         s["metrics"].push_back({{"batch", r.batch}, {"throughput", r.throughput}, {"cost_ms", r.costMs},
-                                {"efficiency", r.efficiency}, {"friction", r.friction},
-                                {"friction_ci", {std::max(0.0, 1 - eHigh), std::max(0.0, 1 - eLow)}}});
+                                {"efficiency", r.efficiency}, {"friction", r.friction}, {"friction_ci", fci}});
       }
       s["phi"] = bm.phi.slope;
     }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <set>
 #include <limits>
 
 #include "ir/Error.h"
@@ -152,6 +153,13 @@ int64_t knownRank(const Node& n) {
   return int64_t(n.input(0)->shape().rank());
 }
 
+// `axis` of a rank-`rank` tensor in [0, rank); an Error naming `n` otherwise.
+int64_t checkedAxis(const Node& n, int64_t axis, int64_t rank) {
+  FRICTION_CHECK(axis >= -rank && axis < rank, n.describe() + ": axis " + std::to_string(axis) + " is out of range for rank " +
+                                                   std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
 // Reduce*-18 take `axes` as input 1; constant axes become the opset-17 attribute, which the passes and code
 // generators read (axes computed at run time stay an input, which the ops also accept).
 void reduceAxesToAttribute(Graph& g, Node& n) {
@@ -173,8 +181,8 @@ void splitNumOutputs(Graph& g, Node& n) {
   FRICTION_CHECK(n.numInputs() < 2 || !n.input(1), n.describe() + ": give num_outputs or split, not both");
   FRICTION_CHECK(parts > 0 && parts == int64_t(n.numOutputs()),
                  n.describe() + ": num_outputs " + std::to_string(parts) + " but " + std::to_string(n.numOutputs()) + " outputs");
-  int64_t rank = knownRank(n), axis = n.attrInt("axis", 0);
-  const Dim& d = n.input(0)->shape()[size_t(axis < 0 ? axis + rank : axis)];
+  int64_t rank = knownRank(n), axis = checkedAxis(n, n.attrInt("axis", 0), rank);
+  const Dim& d = n.input(0)->shape()[size_t(axis)];
   FRICTION_CHECK(d.isStatic(), n.describe() + ": num_outputs needs a static extent on the split axis");
   int64_t chunk = (d.value + parts - 1) / parts;
   std::vector<int64_t> sizes(size_t(parts), chunk);
@@ -198,11 +206,13 @@ void adaptResize18(Graph& g, Node& n) {
   for (const char* a : {"antialias", "keep_aspect_ratio_policy", "axes"}) n.removeAttr(a);
   if (axes.empty()) return;
   int64_t rank = knownRank(n);
-  for (int64_t& a : axes) a = a < 0 ? a + rank : a;
+  for (int64_t& a : axes) a = checkedAxis(n, a, rank);
+  FRICTION_CHECK(std::set<int64_t>(axes.begin(), axes.end()).size() == axes.size(), n.describe() + ": axes repeat a dim");
   // Input `slot` over all dims: the given values at `axes` (roi: starts, then ends), `fill(d)` elsewhere;
   // computed here for a constant input, else by a ScatterElements into the fill values.
   auto widen = [&](size_t slot, bool roi, const std::function<Value*()>& fillAll) {
     if (n.numInputs() <= slot || !n.input(slot)) return;
+    if (const Tensor* t = constantData(n.input(slot)); t && t->numel() == 0) return;  // an empty constant: not given
     std::vector<int64_t> at = axes;
     if (roi)
       for (int64_t a : axes) at.push_back(a + rank);
@@ -302,9 +312,7 @@ void decomposeGroupNorm(Graph& g, Node& n, bool perChannel) {
 // RMSNormalization-23: x / sqrt(mean(x^2 over the dims from axis) + epsilon) * scale.
 void decomposeRmsNorm(Graph& g, Node& n) {
   Value *x = n.input(0), *scale = n.input(1);
-  int64_t rank = knownRank(n), axis = n.attrInt("axis", -1);
-  axis = axis < 0 ? axis + rank : axis;
-  FRICTION_CHECK(axis >= 0 && axis < rank, n.describe() + ": axis out of range");
+  int64_t rank = knownRank(n), axis = checkedAxis(n, n.attrInt("axis", -1), rank);
   std::vector<int64_t> axes;
   for (int64_t d = axis; d < rank; ++d) axes.push_back(d);
   Value* meanSquare = addInferred(g, n, "ReduceMean", {addInferred(g, n, "Mul", {x, x})},

@@ -190,9 +190,10 @@ class Compiled:
         self._programs: dict[Optional[int], _core.Compiled] = {}
         self._last: Optional[_core.Compiled] = None
         self._specs = model.inputs  # read once: run() consults them on every call
-        self._one_batch = batch is not None or model.batch_symbol is None
-        if self._one_batch:
-            self._last = self._program(batch)
+        # A batch given (or none to bind) makes one program, which run() always uses.
+        self._only: Optional[_core.Compiled] = None
+        if batch is not None or model.batch_symbol is None:
+            self._only = self._last = self._program(batch)
 
     def _program(self, batch: Optional[int]) -> _core.Compiled:
         p = self._programs.get(batch)
@@ -203,8 +204,8 @@ class Compiled:
 
     def _for_inputs(self, arrays: Sequence[np.ndarray]) -> _core.Compiled:
         """The program for these inputs: the one program, or the one of the batch they bring."""
-        if self._one_batch:
-            return self._last
+        if self._only is not None:
+            return self._only
         for spec, a in zip(self._specs, arrays):
             if spec["shape"] and spec["shape"][0] == self.model.batch_symbol and a.ndim > 0:
                 if a.shape[0] <= 0:
@@ -271,6 +272,9 @@ class Compiled:
         ``threads=0``: the cores no other process holds. ``batch``: which program (default: the last run's,
         else 1)."""
         if batch is not None:
+            if self._only is not None:
+                raise Error(f"bench(batch={batch}): this program was compiled for one batch; compile with batch=None "
+                            "(a model with a symbolic batch) to measure others")
             program = self._program(_batch(batch))
         elif self._last is not None:
             program = self._last

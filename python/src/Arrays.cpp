@@ -93,9 +93,9 @@ Tensor tensorFromBuffer(const py::buffer& array, const Graph& g, size_t index) {
   bool shapeOk = expected.hasRank() && expected.rank() == shape.size();
   for (size_t d = 0; shapeOk && d < shape.size(); ++d) shapeOk = !expected[d].isStatic() || expected[d].value == shape[d];
   FRICTION_CHECK(shapeOk, what + " expects shape " + expected.str() + ", got an array of shape " + shapeText(shape));
-  // C-contiguous: strides are the row-major ones (any stride is fine on a dim of 1).
+  // C-contiguous: strides are the row-major ones (any stride is fine on a dim of 1, and on an empty array).
   int64_t stride = info.itemsize;
-  for (size_t d = shape.size(); d-- > 0;) {
+  for (size_t d = shape.size(); d-- > 0 && info.size > 0;) {
     FRICTION_CHECK(shape[d] == 1 || info.strides[d] == stride,
                    what + ": the array is not C-contiguous (numpy.ascontiguousarray makes it so)");
     stride *= shape[d];

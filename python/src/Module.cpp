@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -84,6 +85,7 @@ PipelineOptions pipelineOf(std::vector<std::string> disable, std::optional<std::
                            std::optional<std::vector<std::string>> passes) {
   PipelineOptions o;
   o.disable = std::move(disable);
+  FRICTION_CHECK(!only || !only->empty(), "only=[] names no pass: give passes=[] to run none");
   if (only) o.only = std::move(*only);
   if (passes) o.passes = passes->empty() ? std::vector<std::string>{"none"} : std::move(*passes);
   FRICTION_CHECK(int(!o.disable.empty()) + int(only.has_value()) + int(passes.has_value()) <= 1,
@@ -115,6 +117,8 @@ class Compiled {
     std::vector<Tensor> outputs;
     {
       py::gil_scoped_release release;
+      // A program's buffers (arena, profile) serve one run at a time: Python threads sharing it take turns.
+      std::lock_guard<std::mutex> lock(running_);
       outputs = compiled_->run(inputs);
     }
     // A result that shares memory with an input, a constant or another result is copied: the caller owns
@@ -139,6 +143,7 @@ class Compiled {
     bench::Measurement m;
     {
       py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(running_);
       m = bench::measure(*model_.graph, options.checkOutputs ? reference_.get() : nullptr, options);
     }
     nlohmann::json j = cli::measurementJson(m);
@@ -162,6 +167,7 @@ class Compiled {
   std::string backend_;
   std::unique_ptr<CompiledModel> compiled_;
   std::vector<std::pair<const char*, const char*>> constants_;
+  std::mutex running_;
 };
 
 }  // namespace

@@ -266,6 +266,35 @@ TEST(OnnxImport, Resize18AxesCoverTheOtherDims) {
   EXPECT_EQ(mm.import()->outputs()[0]->shape().str(), "[1,1,4,6]");
 }
 
+TEST(OnnxImport, Resize18EmptyRoiWithAxesIsNotGiven) {
+  ModelMaker mm(18);
+  mm.input("x", {1, 1, 2, 2});
+  mm.initializer("roi", {0}, {});
+  mm.initializer("scales", {2}, {2, 2});
+  auto& n = mm.node("Resize", {"x", "roi", "scales"}, {"y"});
+  addInts(n, "axes", {2, 3});
+  mm.output("y");
+  EXPECT_EQ(mm.import()->outputs()[0]->shape().str(), "[1,1,4,4]");
+}
+
+TEST(OnnxImport, Opset18AxesOutOfRangeAreNamed) {
+  ModelMaker split(18);
+  split.input("x", {4, 2});
+  auto& s = split.node("Split", {"x"}, {"a", "b"}, "halves");
+  addInt(s, "num_outputs", 2);
+  addInt(s, "axis", 3);
+  split.output("a");
+  split.output("b");
+  expectError([&] { split.import(); }, {"Split 'halves'", "axis 3 is out of range for rank 2"});
+  ModelMaker resize(18);
+  resize.input("x", {1, 1, 2, 2});
+  resize.initializer("scales", {1}, {2});
+  auto& r = resize.node("Resize", {"x", "", "scales"}, {"y"}, "up");
+  addInts(r, "axes", {4});
+  resize.output("y");
+  expectError([&] { resize.import(); }, {"Resize 'up'", "axis 4 is out of range for rank 4"});
+}
+
 TEST(OnnxImport, UnsupportedNewerFormsAreNamed) {
   ModelMaker mm(18);
   mm.input("x", {1, 1, 4, 4});

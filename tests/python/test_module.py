@@ -163,6 +163,37 @@ def test_bench_reports_the_protocol_fields():
     assert r["interp_nodes"] == 0 and r["max_abs_error"] < 1e-4
 
 
+def test_one_batch_programs_refuse_another_batch_in_bench():
+    c = friction.compile(MLP, backend="cpu", batch=1)
+    with pytest.raises(friction.Error, match="compiled for one batch"):
+        c.bench(batch=8, reps=3)
+    (y,) = c.run(*inputs_for(c.model, batch=1))  # still the batch-1 program
+    assert y.shape == (1, 10)
+    with pytest.raises(friction.Error, match="only=\\[\\] names no pass"):
+        friction.optimize(MLP, only=[])
+
+
+def test_threads_sharing_a_program_get_their_own_results():
+    import threading
+
+    c = friction.compile(RESNET, backend="cpu", batch=2)
+    xs = [inputs_for(c.model, batch=2, seed=s) for s in range(4)]
+    want = [c.run(*x)[0] for x in xs]
+    wrong = []
+
+    def work(k):
+        for _ in range(20):
+            if not np.array_equal(c.run(*xs[k])[0], want[k]):
+                wrong.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong, f"threads {sorted(set(wrong))} got another thread's result"
+
+
 def test_profile():
     c = friction.compile(MLP, backend="cpu", batch=1, profile=True)
     c.run(*inputs_for(c.model))

@@ -11,7 +11,17 @@ namespace fs = std::filesystem;
 
 namespace friction::cli {
 
+namespace {
+// Text for a `#` comment line: control characters (a newline would end the comment) become spaces.
+std::string commentSafe(std::string s) {
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+  return s;
+}
+}  // namespace
+
 size_t writeSlurmArray(const SlurmArrayRequest& r) {
+  FRICTION_CHECK(r.groups > 0, "the spec has no cells: nothing to submit");
   size_t shards = r.shards ? r.shards : std::min<size_t>(r.groups, 16);
   FRICTION_CHECK(shards >= 1, "--shards must be at least 1");
   FRICTION_CHECK(shards <= r.groups, "--shards " + std::to_string(shards) + ": the spec has only " +
@@ -23,12 +33,12 @@ size_t writeSlurmArray(const SlurmArrayRequest& r) {
   // The paths are fixed now (quoted); the inner job scripts read them from the environment, which sbatch
   // passes on (--export=ALL, its default), so their heredocs stay unexpanded and readable.
   f << "#!/usr/bin/env bash\n"
-    << "# Written by `friction sweep " << fs::path(r.spec).filename().string() << " --slurm-array "
-    << out.filename().string() << " --shards " << shards << "`.\n"
-    << "# Submits sweep '" << r.name << "' as a Slurm job array of " << shards << " shard(s) (whole comparison groups;\n"
+    << "# Written by `friction sweep " << commentSafe(fs::path(r.spec).filename().string()) << " --slurm-array "
+    << commentSafe(out.filename().string()) << " --shards " << shards << "`.\n"
+    << "# Submits sweep '" << commentSafe(r.name) << "' as a Slurm job array of " << shards << " shard(s) (whole comparison groups;\n"
     << "# every executor of a group on one node, measured together in interleaved rounds) and a job that merges the\n"
     << "# shards' stores and writes the report once every shard has succeeded.\n"
-    << "#   bash " << out.filename().string() << " [more sbatch options, e.g. --partition=P --time=2:00:00]\n"
+    << "#   bash " << commentSafe(out.filename().string()) << " [more sbatch options, e.g. --partition=P --time=2:00:00]\n"
     << "# FRICTION_RESULTS (default below) must be a folder every node sees. Each shard measures into a store on its\n"
     << "# node's local disk ($TMPDIR) and copies it there when done; --exclusive keeps other jobs off the cores a\n"
     << "# shard is timing.\n"
