@@ -307,9 +307,7 @@ class Parser {
         pos_++;
         dims.push_back(Dim::unknown());
       } else if (std::isdigit(static_cast<unsigned char>(c))) {
-        int64_t extent = parseInt();
-        if (extent > kMaxDimExtent) fail("dimension " + std::to_string(extent) + " is too large");
-        dims.emplace_back(extent);
+        dims.emplace_back(parseInt());
       } else {
         dims.push_back(Dim::sym(c == '"' ? parseString() : word()));
       }
@@ -421,6 +419,12 @@ class Parser {
       TensorType type = parseType();
       if (g.findValue(name)) fail("value '%" + name + "' is defined twice");
       if (w == "input") {
+        // Declared extents are what a run allocates: refused beyond the ONNX importer's limit too. (Inferred
+        // results of an imported graph may exceed it, and print and parse back.)
+        if (type.shape.hasRank())
+          for (size_t d = 0; d < type.shape.rank(); ++d)
+            if (type.shape[d].isStatic() && type.shape[d].value > kMaxDimExtent)
+              pos_ = at, fail("input '%" + name + "': dimension " + std::to_string(type.shape[d].value) + " is too large");
         g.addInput(name, type);
       } else {
         expect('=');
