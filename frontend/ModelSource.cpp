@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "frontend/onnx/OnnxExport.h"
 #include "frontend/onnx/OnnxImport.h"
 #include "frontend/zoo/Zoo.h"
 #include "ir/Error.h"
@@ -22,6 +23,13 @@ std::unique_ptr<Graph> loadModel(const std::string& spec) {
     return parseGraph(ss.str(), spec);
   }
   return onnxio::importOnnxFile(spec);
+}
+
+void saveModel(const Graph& graph, const std::string& path) {
+  if (std::filesystem::path(path).extension() != ".fir") return onnxio::exportOnnxFile(graph, path);
+  std::ofstream f(path);
+  FRICTION_CHECK(f.good(), "cannot write '" + path + "'");
+  f << printGraph(graph);
 }
 
 }  // namespace friction

@@ -10,4 +10,8 @@ namespace friction {
 
 std::unique_ptr<Graph> loadModel(const std::string& spec);
 
+// Writes `graph` to `path`: friction text IR for a .fir path (constants in full, so it parses back), ONNX
+// (checked by the ONNX checker) for any other.
+void saveModel(const Graph& graph, const std::string& path);
+
 }  // namespace friction

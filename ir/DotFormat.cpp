@@ -1,5 +1,8 @@
 #include "ir/DotFormat.h"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -152,17 +155,24 @@ class DotWriter {
 
 std::string printDot(const Graph& graph, const DotOptions& options) { return DotWriter().write(graph, options); }
 
-void writeSvg(const std::string& dot, const std::string& path) {
-  std::string dotPath = path + ".dot.tmp";
+std::string renderSvg(const std::string& dot) {
+  static std::atomic<int> calls{0};
+  std::filesystem::path base = std::filesystem::temp_directory_path() /
+                               ("friction-dot-" + std::to_string(::getpid()) + "-" + std::to_string(calls++));
+  std::string in = base.string() + ".dot", out = base.string() + ".svg";
   {
-    std::ofstream f(dotPath);
-    FRICTION_CHECK(f.good(), "cannot write '" + dotPath + "'");
+    std::ofstream f(in);
+    FRICTION_CHECK(f.good(), "cannot write '" + in + "'");
     f << dot;
   }
-  int status = runCommand({"dot", "-Tsvg", dotPath, "-o", path});
-  std::filesystem::remove(dotPath);
+  int status = runCommand({"dot", "-Tsvg", in, "-o", out});
+  std::stringstream svg;
+  svg << std::ifstream(out).rdbuf();
+  std::filesystem::remove(in);
+  std::filesystem::remove(out);
   FRICTION_CHECK(status == 0, status == 127 ? "drawing needs Graphviz's `dot` (Debian package graphviz; scripts/setup.sh installs it)"
-                                            : "Graphviz's dot failed (exit " + std::to_string(status) + ") writing '" + path + "'");
+                                            : "Graphviz's dot failed (exit " + std::to_string(status) + ")");
+  return svg.str();
 }
 
 }  // namespace friction

@@ -17,8 +17,8 @@ struct DotOptions {
 
 std::string printDot(const Graph& graph, const DotOptions& options = {});
 
-// Renders DOT text to an SVG file with Graphviz's `dot` (Debian's graphviz package). Throws Error when `dot`
-// is missing or fails.
-void writeSvg(const std::string& dot, const std::string& path);
+// DOT text rendered as SVG text by Graphviz's `dot` (Debian's graphviz package). Throws Error when `dot` is
+// missing or fails.
+std::string renderSvg(const std::string& dot);
 
 }  // namespace friction

@@ -88,13 +88,7 @@ class Model:
 
     def svg(self, path: Optional[Union[str, "os.PathLike[str]"]] = None, title: str = "") -> str:
         """The picture as SVG text (Graphviz's ``dot``), also written to ``path`` when given."""
-        try:
-            svg = subprocess.run(["dot", "-Tsvg"], input=self.dot(title), capture_output=True, text=True,
-                                 check=True).stdout
-        except FileNotFoundError:
-            raise Error("drawing needs Graphviz's `dot` (Debian package graphviz; scripts/setup.sh installs it)")
-        except subprocess.CalledProcessError as e:
-            raise Error(f"Graphviz's dot failed: {e.stderr.strip()[-300:]}")
+        svg = self._core.svg(title)
         if path is not None:
             with open(path, "w") as f:
                 f.write(svg)

@@ -5,7 +5,6 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -18,7 +17,6 @@
 #include "benchmarks/report/ReportData.h"
 #include "codegen/Registration.h"
 #include "frontend/ModelSource.h"
-#include "frontend/onnx/OnnxExport.h"
 #include "frontend/onnx/OnnxImport.h"
 #include "frontend/onnx/OpsetAdapters.h"
 #include "ir/DotFormat.h"
@@ -202,16 +200,12 @@ PYBIND11_MODULE(_core, m) {
            }, py::arg("max_constant_bytes") = 256)
       .def("dot", [](const Model& x, const std::string& title) { return printDot(*x.graph, {.title = title}); },
            py::arg("title") = "")
-      .def("save",
-           [](const Model& x, const std::string& path) {
-             if (path.size() >= 4 && path.substr(path.size() - 4) == ".fir") {
-               std::ofstream f(path);
-               FRICTION_CHECK(f.good(), "cannot write '" + path + "'");
-               f << printGraph(*x.graph);
-             } else {
-               onnxio::exportOnnxFile(*x.graph, path);
-             }
-           })
+      .def("svg", [](const Model& x, const std::string& title) {
+             std::string dot = printDot(*x.graph, {.title = title});
+             py::gil_scoped_release release;
+             return renderSvg(dot);
+           }, py::arg("title") = "")
+      .def("save", [](const Model& x, const std::string& path) { saveModel(*x.graph, path); })
       .def_property_readonly("records", [](const Model& x) {
         py::list out;
         for (const PassRecord& r : x.records) {

@@ -1,10 +1,9 @@
 // `friction passes` (the registry) and `friction opt` (run a pipeline, show
 // what it did, write the result as ONNX or text IR).
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 
-#include "frontend/onnx/OnnxExport.h"
+#include "frontend/ModelSource.h"
 #include "ir/Error.h"
 #include "ir/DotFormat.h"
 #include "ir/TextFormat.h"
@@ -51,16 +50,14 @@ bool drawPictures(const OptArgs& a, const Graph& g) {
   if (passes.empty()) passes = "default pipeline";
   DotOptions o{.title = a.model + (a.before ? " (before the passes)" : " after passes: " + passes)};
   std::string dot = printDot(g, o);
-  if (!a.dot.empty()) {
-    std::ofstream f(a.dot);
-    FRICTION_CHECK(f.good(), "cannot write '" + a.dot + "'");
-    f << dot;
-    std::cerr << "wrote " << a.dot << "\n";
-  }
-  if (!a.svg.empty()) {
-    writeSvg(dot, a.svg);
-    std::cerr << "wrote " << a.svg << "\n";
-  }
+  auto write = [](const std::string& path, const std::string& text) {
+    std::ofstream f(path);
+    FRICTION_CHECK(f.good(), "cannot write '" + path + "'");
+    f << text;
+    std::cerr << "wrote " << path << "\n";
+  };
+  if (!a.dot.empty()) write(a.dot, dot);
+  if (!a.svg.empty()) write(a.svg, renderSvg(dot));
   return true;
 }
 
@@ -80,13 +77,7 @@ void optimize(const OptArgs& a) {
     if (!a.printAfterAll && !drawn) std::cout << printGraph(*g, PrintOptions{.maxConstantBytes = 64});
     return;
   }
-  if (std::filesystem::path(a.output).extension() == ".fir") {
-    std::ofstream f(a.output);
-    FRICTION_CHECK(f.good(), "cannot write '" + a.output + "'");
-    f << printGraph(*g);
-  } else {
-    onnxio::exportOnnxFile(*g, a.output);
-  }
+  saveModel(*g, a.output);
   std::cerr << "wrote " << a.output << "\n";
 }
 

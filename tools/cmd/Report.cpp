@@ -6,8 +6,6 @@
 #include <fstream>
 #include <iostream>
 #include <set>
-#include <sstream>
-#include <unistd.h>
 
 #include "benchmarks/ResultsStore.h"
 #include "benchmarks/report/ReportData.h"
@@ -39,13 +37,7 @@ nlohmann::json ablatedGraphs(const bench::ResultsStore& store) {
   for (const auto& model : models) {
     try {
       auto g = loadAndOptimize(model, 1, {});
-      fs::path svg = fs::temp_directory_path() / ("friction-report-" + std::to_string(::getpid()) + ".svg");
-      writeSvg(printDot(*g, {.title = model + " after the default pipeline (batch 1)"}), svg.string());
-      std::ifstream f(svg);
-      std::stringstream text;
-      text << f.rdbuf();
-      fs::remove(svg);
-      out.push_back({{"model", model}, {"svg", text.str()}});
+      out.push_back({{"model", model}, {"svg", renderSvg(printDot(*g, {.title = model + " after the default pipeline (batch 1)"}))}});
     } catch (const Error& e) {
       out.push_back({{"model", model}, {"note", e.what()}});
     }
