@@ -2,7 +2,12 @@
 
 #include <sys/wait.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "ir/Error.h"
 
 namespace friction {
 
@@ -25,6 +30,35 @@ int runCommand(const std::vector<std::string>& argv, const std::string& outputPa
   if (status == -1) return -1;
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WEXITSTATUS(status);
+}
+
+std::string readFile(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+void writeFile(const std::filesystem::path& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(bytes.data(), std::streamsize(bytes.size()));
+  FRICTION_CHECK(f.good(), "cannot write '" + path.string() + "'");
+}
+
+TempDir::TempDir(const std::string& prefix, const char* keepEnv) : keepEnv_(keepEnv) {
+  std::string t = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  FRICTION_CHECK(mkdtemp(t.data()) != nullptr,
+                 "cannot create a temporary folder in " + std::filesystem::temp_directory_path().string());
+  path = t;
+}
+
+TempDir::~TempDir() {
+  if (keepEnv_ && std::getenv(keepEnv_)) {
+    std::fprintf(stderr, "note: temporary files kept in %s\n", path.c_str());
+    return;
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
 }
 
 }  // namespace friction

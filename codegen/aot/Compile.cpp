@@ -34,38 +34,6 @@ namespace fs = std::filesystem;
 namespace friction::codegen {
 namespace {
 
-void writeFile(const fs::path& p, const std::string& bytes) {
-  std::ofstream f(p, std::ios::binary);
-  f.write(bytes.data(), std::streamsize(bytes.size()));
-  FRICTION_CHECK(f.good(), "aot: cannot write '" + p.string() + "'");
-}
-
-std::string readFile(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-// A temporary folder removed on scope exit (kept with FRICTION_AOT_KEEP=1).
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "friction-aot-XXXXXX").string();
-    FRICTION_CHECK(mkdtemp(t.data()) != nullptr, "aot: cannot create a temporary folder in " +
-                                                      fs::temp_directory_path().string());
-    path = t;
-  }
-  ~TempDir() {
-    if (std::getenv("FRICTION_AOT_KEEP")) {
-      std::fprintf(stderr, "note: aot: temporary files kept in %s\n", path.c_str());
-      return;
-    }
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 // The assembly stub: embedded manifest and graph, the microkernel slot table,
 // and one trampoline per microkernel jumping through its slot.
 std::string stubAssembly(const fs::path& manifest, const fs::path& graph, const std::vector<std::string>& microkernels) {
@@ -102,7 +70,7 @@ AotCompileReport compileArtifact(const Graph& g, const std::string& outPath, con
   for (const Value* v : g.inputs())
     FRICTION_CHECK(v->shape().isStatic(), "aot: input '" + v->name() + "' has shape " + v->shape().str() +
                                               ": bind the batch (--batch N) before compiling");
-  TempDir tmp;
+  TempDir tmp("friction-aot", "FRICTION_AOT_KEEP");
   // 1. The kernels the cpu backend needs, exactly as compile() would build them.
   auto t = Clock::now();
   KernelCache cache;
