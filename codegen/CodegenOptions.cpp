@@ -4,9 +4,18 @@
 
 namespace friction::codegen {
 
+const char* targetName(Target t) {
+  switch (t) {
+    case Target::Cpu: return "cpu";
+    case Target::Cuda: return "cuda";
+    case Target::CudaNests: return "cuda-nests";
+  }
+  return "?";
+}
+
 const std::vector<CodegenStage>& codegenStages() {
   static const std::vector<CodegenStage> stages = {
-#define FRICTION_CODEGEN_STAGE(fn, name, switchable, summary) {name, switchable, summary},
+#define FRICTION_CODEGEN_STAGE(fn, name, switchable, targets, summary) {name, switchable, targets, summary},
 #include "codegen/CodegenStages.def"
 #undef FRICTION_CODEGEN_STAGE
   };

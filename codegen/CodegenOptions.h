@@ -2,6 +2,7 @@
 // (codegen/CodegenStages.def) run. Backends take them as options
 // (`cpu?ukernels=off&approximate=off`); no MLIR types here.
 #pragma once
+#include <cstdint>
 #include <set>
 #include <string>
 #include <string_view>
@@ -9,21 +10,47 @@
 
 namespace friction::codegen {
 
+// What a pipeline produces. Cpu: host code calling friction's microkernels.
+// Cuda: NVVM kernels as PTX, one per parallel loop nest, and their launches.
+// CudaNests: the Cuda pipeline's tiled scf.parallel nests up to the point
+// where they are mapped to blocks and threads, then lowered for the host and
+// run there sequentially, so the GPU tiling and indexing are checked against
+// the interpreter on machines without a GPU.
+enum class Target { Cpu, Cuda, CudaNests };
+const char* targetName(Target t);
+
+// Bit masks of the stage table's `targets` column.
+constexpr unsigned kCpu = 1u << unsigned(Target::Cpu);
+constexpr unsigned kCuda = 1u << unsigned(Target::Cuda);
+constexpr unsigned kCudaNests = 1u << unsigned(Target::CudaNests);
+
 struct CodegenStage {
   const char* name;
   bool switchable;  // false: the pipeline needs it
+  unsigned targets;  // the pipelines it is part of (kCpu | kCuda | kCudaNests)
   const char* summary;
+  bool in(Target t) const { return targets & (1u << unsigned(t)); }
 };
 // Every stage, in pipeline order.
 const std::vector<CodegenStage>& codegenStages();
 
 struct CodegenOptions {
+  Target target = Target::Cpu;
   std::set<std::string> disabled;  // switchable stages turned off, by name
+  // Cuda and CudaNests: threads per block of the flattened parallel loops,
+  // and the GPU architecture the PTX is for.
+  int64_t gpuBlockSize = 256;
+  std::string gpuChip = "sm_90";
   // Debugging only, no effect on the code: print the module after each stage to stderr.
   bool dumpStages = false;
 
   bool enabled(std::string_view stage) const { return !disabled.count(std::string(stage)); }
-  bool ukernels() const { return enabled("ukernels"); }
+  // Microkernels exist for the host only: on the GPU pipelines every
+  // contraction and convolution is generated.
+  bool ukernels() const { return target == Target::Cpu && enabled("ukernels"); }
+  // The host's split of elementwise kernels into slabs run from several
+  // threads (KernelView::splitDim); GPU kernels take whole, static shapes.
+  bool splitsElementwise() const { return target == Target::Cpu; }
   // Turns a stage on or off from a backend option NAME=on|off; throws Error
   // for unknown stages, stages that cannot be switched and other values.
   void set(const std::string& stage, const std::string& value);

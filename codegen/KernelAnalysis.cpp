@@ -151,7 +151,7 @@ std::unique_ptr<KernelView> analyzeKernel(const Node& node, const CodegenOptions
     elementwise.erase(elementwise.begin());
   }
   if (!checkElementwise(elementwise, view->domain, why)) return nullptr;
-  if (view->kind == KernelKind::Elementwise) {
+  if (view->kind == KernelKind::Elementwise && options.splitsElementwise()) {
     const auto& domain = view->domain;
     auto split = std::find_if(domain.begin(), domain.end(), [](int64_t d) { return d >= 2; });
     if (split != domain.end()) {

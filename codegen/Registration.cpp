@@ -1,5 +1,6 @@
 #include "codegen/Registration.h"
 
+#include <cstdlib>
 #include <map>
 
 #include "codegen/CpuBackend.h"
@@ -15,11 +16,19 @@ bool onOff(const std::string& key, const std::string& value) {
   return value == "on";
 }
 
+int64_t parseBlockSize(const std::string& value) {
+  char* end = nullptr;
+  long long n = std::strtoll(value.c_str(), &end, 10);
+  FRICTION_CHECK(!value.empty() && *end == '\0' && n >= 1 && n <= 1024,
+                 "gpu-block must be a thread count from 1 to 1024, got '" + value + "'");
+  return n;
+}
+
 std::string optionList() {
   std::string stages;
   for (const CodegenStage& s : codegenStages())
     if (s.switchable) stages += std::string(s.name) + "=on|off, ";
-  return stages + "profile=on|off, compile=batch|each, dump=on|off, aot=FILE";
+  return stages + "profile=on|off, compile=batch|each, dump=on|off, target=cpu|cuda-nests, gpu-block=N, aot=FILE";
 }
 
 std::unique_ptr<Backend> makeCpuBackend(const std::map<std::string, std::string>& options) {
@@ -35,6 +44,12 @@ std::unique_ptr<Backend> makeCpuBackend(const std::map<std::string, std::string>
       cpu.compileEach = value == "each";
     } else if (key == "profile") {
       cpu.profile = onOff(key, value);
+    } else if (key == "target") {
+      FRICTION_CHECK(value == "cpu" || value == "cuda-nests",
+                     "backend cpu: target must be cpu or cuda-nests, got '" + value + "'");
+      cpu.codegen.target = value == "cpu" ? Target::Cpu : Target::CudaNests;
+    } else if (key == "gpu-block") {
+      cpu.codegen.gpuBlockSize = parseBlockSize(value);
     } else if (key == "dump") {
       cpu.codegen.dumpStages = onOff(key, value);
     } else {

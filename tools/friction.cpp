@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "codegen/Registration.h"
+#include "codegen/cuda/Registration.h"
 #include "ir/Error.h"
 #include "tools/cmd/Commands.h"
 #include "vendor_bridge/Bridges.h"
@@ -10,6 +11,7 @@
 int main(int argc, char** argv) {
   friction::vendor::registerVendorBridges();
   friction::codegen::registerCpuBackend();
+  friction::codegen::registerCudaBackend();
   CLI::App app{"friction: a graph compiler built to study graph compilation"};
   app.require_subcommand(1);
   friction::cli::addInspect(app);

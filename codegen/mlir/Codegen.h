@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "codegen/CodegenOptions.h"
+#include "codegen/GpuKernel.h"
 #include "codegen/KernelSource.h"
 #include "ir/Graph.h"
 
@@ -36,6 +37,16 @@ std::vector<StageDump> kernelStages(const std::vector<const Node*>& nodes, const
 // LLVM IR, optimization and the object file.
 CompileTimes emitKernelObject(const std::vector<const Node*>& nodes, const std::vector<std::string>& names,
                               const CodegenOptions& options, const std::string& path);
+
+// Compiles the kernel of `node` (it must have an analyzeKernel view under
+// `options`, whose target must be Target::Cuda) through the Cuda pipeline of
+// codegen/CodegenStages.def, adding its phases to `times`. Throws Error with
+// MLIR's diagnostics when a stage fails.
+GpuKernel compileGpuKernel(const Node& node, const CodegenOptions& options, CompileTimes& times);
+// The CUDA toolkit whose libdevice the cuda target links (CUDA_HOME,
+// CUDA_ROOT, CUDA_PATH, /usr/local/cuda: the first holding
+// nvvm/libdevice/libdevice.10.bc), or "" when there is none.
+std::string cudaToolkitPath();
 
 // The host CPU as LLVM's code generator targets it: its name and the
 // features enabled on it ("avx2", "fma", ...), sorted.

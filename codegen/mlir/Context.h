@@ -15,6 +15,10 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
 
+namespace mlir {
+class PassManager;
+}  // namespace mlir
+
 namespace llvm {
 class Module;
 class TargetMachine;
@@ -42,6 +46,10 @@ struct Diagnostics {
 
 std::string printOp(mlir::Operation* op);
 
+// Runs the passes `add` puts into a module-level pass manager; throws Error
+// naming `stage` with MLIR's diagnostics when they fail.
+void runPasses(mlir::ModuleOp module, const char* stage, const std::function<void(mlir::PassManager&)>& add);
+
 using Clock = std::chrono::steady_clock;
 inline double msSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
@@ -50,14 +58,16 @@ inline double msSince(Clock::time_point t) { return std::chrono::duration<double
 mlir::OwningOpRef<mlir::ModuleOp> buildModule(mlir::MLIRContext& ctx, const std::vector<const Node*>& nodes,
                                               const std::vector<std::string>& names, const CodegenOptions& options);
 
-// Runs the stages of codegen/CodegenStages.def that `options` enables, down
-// to the LLVM dialect (Pipeline.cpp); `observe` sees the module after each
-// ("built" first). Throws Error with MLIR's diagnostics when a stage fails.
+// Runs the stages of codegen/CodegenStages.def in `options.target`'s pipeline
+// that `options` enables (Pipeline.cpp): down to the LLVM dialect for Cpu and
+// CudaNests, to gpu.binary ops holding PTX and a host function of
+// gpu.launch_func for Cuda. `observe` sees the module after each ("built"
+// first). Throws Error with MLIR's diagnostics when a stage fails.
 using StageObserver = std::function<void(const std::string& stage, mlir::ModuleOp module)>;
-void lowerToLlvmDialect(mlir::ModuleOp module, const CodegenOptions& options, const StageObserver& observe = nullptr);
+void runStages(mlir::ModuleOp module, const CodegenOptions& options, const StageObserver& observe = nullptr);
 
 // The stage functions, one per entry of codegen/CodegenStages.def.
-#define FRICTION_CODEGEN_STAGE(fn, name, switchable, summary) void fn(mlir::ModuleOp module, const CodegenOptions& options);
+#define FRICTION_CODEGEN_STAGE(fn, name, switchable, targets, summary) void fn(mlir::ModuleOp module, const CodegenOptions& options);
 #include "codegen/CodegenStages.def"
 #undef FRICTION_CODEGEN_STAGE
 

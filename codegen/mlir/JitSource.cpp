@@ -14,6 +14,8 @@
 #include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/AllInterfaces.h"
@@ -28,7 +30,10 @@
 #include "mlir/Dialect/Tensor/Transforms/SubsetInsertionOpInterfaceImpl.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "runtime/ukernels/Sgemm.h"
 
 namespace friction::codegen {
@@ -49,6 +54,10 @@ mlir::DialectRegistry registryOf() {
   mlir::bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(r);
   mlir::registerBuiltinDialectTranslation(r);
   mlir::registerLLVMDialectTranslation(r);
+  // The cuda target: gpu.module to PTX (codegen/mlir/GpuStages.cpp).
+  mlir::NVVM::registerNVVMTargetInterfaceExternalModels(r);
+  mlir::registerNVVMDialectTranslation(r);
+  mlir::registerGPUDialectTranslation(r);
   return r;
 }
 
@@ -92,6 +101,8 @@ class JitSource : public KernelSource {
 
   std::string describe() const override {
     std::string d = "MLIR 19 linalg, ";
+    if (options_.target == Target::CudaNests)
+      d += "cuda's loop nests on the host (" + std::to_string(options_.gpuBlockSize) + "-thread blocks), ";
     d += options_.ukernels() ? std::string("sgemm ukernel ") + ukernels::sgemmIsa() : std::string("matmul loops");
     d += ", LLVM O" + std::to_string(kLlvmOptLevel);
     if (!options_.disabled.empty()) d += ", stages " + options_.str();
@@ -109,7 +120,7 @@ class JitSource : public KernelSource {
     auto module = buildModule(mc.ctx, nodes, names, options_);
     times.buildMs += msSince(t0);
     t0 = Clock::now();
-    lowerToLlvmDialect(*module, options_);
+    runStages(*module, options_);
     times.lowerMs += msSince(t0);
     t0 = Clock::now();
     auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
@@ -159,7 +170,8 @@ class JitSource : public KernelSource {
 MlirContext::MlirContext() : ctx(mlir::MLIRContext::Threading::DISABLED) {
   loadAll<mlir::func::FuncDialect, mlir::arith::ArithDialect, mlir::math::MathDialect, mlir::linalg::LinalgDialect,
           mlir::tensor::TensorDialect, mlir::memref::MemRefDialect, mlir::scf::SCFDialect, mlir::cf::ControlFlowDialect,
-          mlir::affine::AffineDialect, mlir::bufferization::BufferizationDialect, mlir::LLVM::LLVMDialect>(ctx);
+          mlir::affine::AffineDialect, mlir::bufferization::BufferizationDialect, mlir::LLVM::LLVMDialect,
+          mlir::gpu::GPUDialect, mlir::NVVM::NVVMDialect>(ctx);
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
 }
@@ -193,7 +205,7 @@ std::vector<StageDump> kernelStages(const std::vector<const Node*>& nodes, const
   for (size_t i = 0; i < nodes.size(); ++i) names.push_back("k" + std::to_string(i));
   auto module = buildModule(mc.ctx, nodes, names, options);
   std::vector<StageDump> dump;
-  lowerToLlvmDialect(*module, options,
+  runStages(*module, options,
                      [&](const std::string& stage, mlir::ModuleOp m) { dump.push_back({stage, printOp(m)}); });
   return dump;
 }

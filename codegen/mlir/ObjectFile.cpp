@@ -98,7 +98,7 @@ CompileTimes emitKernelObject(const std::vector<const Node*>& nodes, const std::
   auto module = buildModule(mc.ctx, nodes, names, options);
   out.buildMs = msSince(t0);
   t0 = Clock::now();
-  lowerToLlvmDialect(*module, options);
+  runStages(*module, options);
   out.lowerMs = msSince(t0);
   t0 = Clock::now();
   Diagnostics diags(mc.ctx);

@@ -1,5 +1,6 @@
-// The pipeline of codegen/CodegenStages.def: one function per stage, run in
-// table order, switchable stages skipped when the options turn them off.
+// The pipelines of codegen/CodegenStages.def: one function per stage, run in
+// table order for the options' target, switchable stages skipped when the
+// options turn them off. The GPU stages are in GpuStages.cpp.
 #include <iostream>
 
 #include "codegen/mlir/Context.h"
@@ -24,17 +25,13 @@
 #include "mlir/Transforms/Passes.h"
 
 namespace friction::codegen {
-namespace {
 
-// Runs the passes `add` puts into a module-level pass manager.
 void runPasses(mlir::ModuleOp module, const char* stage, const std::function<void(mlir::PassManager&)>& add) {
   Diagnostics diags(*module.getContext());
   mlir::PassManager pm(module.getContext());
   add(pm);
   FRICTION_CHECK(mlir::succeeded(pm.run(module)), std::string("codegen: stage '") + stage + "' failed:\n" + diags.text);
 }
-
-}  // namespace
 
 // Loop order for the naive-loops path: convert-linalg-to-loops nests loops in
 // iteration-dim order, and a matmul's (m, n, k) puts the reduction innermost
@@ -95,6 +92,32 @@ void bufferize(mlir::ModuleOp module, const CodegenOptions&) {
                    "codegen: bufferization did not write " + fn.getName().str() + "'s results in place");
 }
 
+// Parallel dims first: convert-linalg-to-parallel-loops makes one scf.parallel
+// of the leading parallel dims only, so a reduction in the middle (a
+// convolution cell's generic runs (n, g, k, c, oh, ow)) would leave the
+// output pixels to one thread's sequential loops.
+void convertToParallelLoops(mlir::ModuleOp module, const CodegenOptions&) {
+  llvm::SmallVector<mlir::linalg::GenericOp> generics;
+  module.walk([&](mlir::linalg::GenericOp op) { generics.push_back(op); });
+  mlir::IRRewriter rewriter(module.getContext());
+  for (mlir::linalg::GenericOp op : generics) {
+    llvm::SmallVector<unsigned> parallel, reduction;
+    auto iterators = op.getIteratorTypesArray();
+    for (unsigned i = 0; i < iterators.size(); ++i)
+      (iterators[i] == mlir::utils::IteratorType::parallel ? parallel : reduction).push_back(i);
+    parallel.append(reduction.begin(), reduction.end());
+    bool identity = true;
+    for (unsigned i = 0; i < parallel.size(); ++i) identity = identity && parallel[i] == i;
+    if (identity) continue;
+    rewriter.setInsertionPoint(op);
+    FRICTION_CHECK(mlir::succeeded(mlir::linalg::interchangeGenericOp(rewriter, op, parallel)),
+                   "codegen: parallel-loops could not move a generic's reductions innermost");
+  }
+  runPasses(module, "parallel-loops", [](mlir::PassManager& pm) {
+    pm.addNestedPass<mlir::func::FuncOp>(mlir::createConvertLinalgToParallelLoopsPass());
+  });
+}
+
 void convertToLoops(mlir::ModuleOp module, const CodegenOptions&) {
   runPasses(module, "loops",
             [](mlir::PassManager& pm) { pm.addNestedPass<mlir::func::FuncOp>(mlir::createConvertLinalgToLoopsPass()); });
@@ -123,14 +146,15 @@ void lowerToLlvm(mlir::ModuleOp module, const CodegenOptions&) {
   });
 }
 
-void lowerToLlvmDialect(mlir::ModuleOp module, const CodegenOptions& options, const StageObserver& observe) {
+void runStages(mlir::ModuleOp module, const CodegenOptions& options, const StageObserver& observe) {
   struct Stage {
     const char* name;
     bool switchable;
+    unsigned targets;
     void (*run)(mlir::ModuleOp, const CodegenOptions&);
   };
   static const Stage kStages[] = {
-#define FRICTION_CODEGEN_STAGE(fn, name, switchable, summary) {name, switchable, &fn},
+#define FRICTION_CODEGEN_STAGE(fn, name, switchable, targets, summary) {name, switchable, targets, &fn},
 #include "codegen/CodegenStages.def"
 #undef FRICTION_CODEGEN_STAGE
   };
@@ -146,7 +170,7 @@ void lowerToLlvmDialect(mlir::ModuleOp module, const CodegenOptions& options, co
   verify("built");
   after("built");
   for (const Stage& s : kStages) {
-    if (s.switchable && !options.enabled(s.name)) continue;
+    if (!(s.targets & (1u << unsigned(options.target))) || (s.switchable && !options.enabled(s.name))) continue;
     s.run(module, options);
     verify(s.name);
     after(s.name);

@@ -16,6 +16,7 @@
 #include "benchmarks/ResultsStore.h"
 #include "benchmarks/report/ReportData.h"
 #include "codegen/Registration.h"
+#include "codegen/cuda/Registration.h"
 #include "frontend/ModelSource.h"
 #include "frontend/onnx/OnnxImport.h"
 #include "frontend/onnx/OpsetAdapters.h"
@@ -177,6 +178,7 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "friction's C++ core; use the `friction` package, which wraps it.";
   vendor::registerVendorBridges();
   codegen::registerCpuBackend();
+  codegen::registerCudaBackend();
   py::register_exception<Error>(m, "Error", PyExc_RuntimeError);
   m.attr("revision") = FRICTION_GIT_REVISION;
   m.attr("binary") = FRICTION_BINARY;

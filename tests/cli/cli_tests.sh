@@ -210,6 +210,27 @@ expect_error aot-wrong-batch "compiled for batch 2, not 3" -- "$F" run "$T/aot/r
 expect_error aot-passes-fixed "passes were fixed" -- "$F" run "$T/aot/r.so" --disable fuse-epilogues
 expect_error aot-bad-output "must be a shared library path ending in .so" -- "$F" compile "$AOT_M" -o "$T/aot/r.onnx"
 
+# The cuda target (docs/codegen.md, "The GPU path"): every distinct kernel to PTX with its launches; the cuda
+# backend without a driver says so in one line and exits 1.
+expect_ok cuda-compile "wrote .*ptx: [0-9]+ kernels as PTX for sm_80 \(0 failed\), [0-9]+ kernel calls = [0-9]+ launches" -- \
+  "$F" compile "$AOT_M" --backend cuda --gpu-chip sm_80 --emit-ptx "$T/ptx"
+expect_ok cuda-ptx-files "^ok$" -- python3 -c "
+import json, os, sys
+d = sys.argv[1]; m = json.load(open(os.path.join(d, 'kernels.json')))
+ok = m['chip'] == 'sm_80' and m['kernels'] and all(os.path.exists(os.path.join(d, k['ptx'])) and k['launches'] for k in m['kernels'])
+ok = ok and all(open(os.path.join(d, k['ptx'])).read().count('.entry ') == len({l['function'] for l in k['launches']}) for k in m['kernels'])
+print('ok' if ok else 'bad manifest: %s' % m)" "$T/ptx"
+expect_ok cuda-compile-json '"failed_kernels": 0' -- "$F" compile "$AOT_M" --backend cuda --emit-ptx "$T/ptx90" --json
+expect_error cuda-run-no-driver "^friction: error: backend cuda: no CUDA driver on this machine \(" -- \
+  env FRICTION_LIBCUDA=/nonexistent/libcuda.so.1 "$F" run zoo:mlp --backend cuda
+expect_error cuda-compile-artifact "writes no loadable artifact yet" -- "$F" compile "$AOT_M" --backend cuda -o "$T/c.so"
+expect_error cuda-compile-no-dir "needs --emit-ptx DIR" -- "$F" compile "$AOT_M" --backend cuda
+expect_error emit-ptx-on-cpu "--emit-ptx needs --backend cuda" -- "$F" compile "$AOT_M" -o "$T/c.so" --emit-ptx "$T/x"
+expect_error cpu-bad-target "target must be cpu or cuda-nests" -- "$F" run zoo:mlp --backend 'cpu?target=rocm'
+expect_error cpu-bad-gpu-block "gpu-block must be a thread count from 1 to 1024" -- "$F" run zoo:mlp --backend 'cpu?target=cuda-nests&gpu-block=0'
+expect_ok cuda-nests-bench "cuda's loop nests on the host \(64-thread blocks\).*max abs error" -- \
+  "$F" bench "$AOT_M" --reps 2 --warmup 1 --backend 'cpu?target=cuda-nests&gpu-block=64'
+
 # The ONNX Runtime bridge, when the project venv has onnxruntime.
 VENV_PY="$(dirname "$0")/../../.venv/bin/python"
 if [[ -x "$VENV_PY" ]] && "$VENV_PY" -c "import onnxruntime" 2>/dev/null; then

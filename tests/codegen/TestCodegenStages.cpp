@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <sstream>
 
 #include "codegen/CodegenOptions.h"
@@ -30,6 +31,7 @@ struct GoldenCase {
   std::function<void(GraphBuilder&)> build;
   std::vector<std::string> passes;    // run before taking the graph's only node as the kernel
   std::vector<std::string> disabled;  // codegen stages switched off
+  codegen::Target target = codegen::Target::Cpu;
 };
 
 // y = sigmoid(tanh(gelu(x*scale + shift))) - exp(-x): one fused elementwise kernel.
@@ -62,6 +64,7 @@ const std::vector<GoldenCase>& goldenCases() {
       {"elementwise_chain", elementwiseChain, {"fuse-elementwise"}, {}},
       {"gemm_epilogue", gemmEpilogue, {"fuse-epilogues"}, {}},
       {"matmul_loops", matmul, {}, {"ukernels"}},
+      {"gemm_epilogue_cuda", gemmEpilogue, {"fuse-epilogues"}, {}, codegen::Target::Cuda},
   };
   return cases;
 }
@@ -76,9 +79,13 @@ std::vector<codegen::StageDump> stagesOf(const GoldenCase& c, std::unique_ptr<Gr
   if (!c.passes.empty()) runPipeline(*g, buildPipeline(o));
   EXPECT_EQ(g->nodes().size(), 1u) << c.name << ": the case must be one kernel";
   codegen::CodegenOptions options;
+  options.target = c.target;
   for (const std::string& s : c.disabled) options.set(s, "off");
   return codegen::kernelStages({g->nodes()[0].get()}, options);
 }
+
+// The cuda pipeline's last stage links libdevice from the CUDA toolkit.
+bool runnable(const GoldenCase& c) { return c.target != codegen::Target::Cuda || !codegen::cudaToolkitPath().empty(); }
 
 std::string stageHeader(const std::string& stage) { return "// ----- stage: " + stage + " -----"; }
 
@@ -100,6 +107,10 @@ std::string fileCheck(const std::string& text, const fs::path& checks) {
 TEST(CodegenStages, GoldenPatternsAfterEveryStage) {
   for (const GoldenCase& c : goldenCases()) {
     SCOPED_TRACE(c.name);
+    if (!runnable(c)) {
+      std::cout << "skipped " << c.name << ": no CUDA toolkit (libdevice)\n";
+      continue;
+    }
     std::unique_ptr<Graph> g;
     std::string text;
     for (const auto& s : stagesOf(c, g)) text += stageHeader(s.stage) + "\n" + s.module + "\n";
@@ -117,7 +128,7 @@ TEST(CodegenStages, EveryStageIsDumpedUnlessSwitchedOff) {
   for (const auto& s : stages) names.push_back(s.stage);
   std::vector<std::string> want = {"built"};
   for (const auto& s : codegen::codegenStages())
-    if (std::string(s.name) != "ukernels") want.push_back(s.name);
+    if (std::string(s.name) != "ukernels" && s.in(codegen::Target::Cpu)) want.push_back(s.name);
   EXPECT_EQ(names, want);
 }
 
@@ -149,19 +160,28 @@ std::string caseWalkthrough(const GoldenCase& c, const std::vector<std::string>&
 }
 
 std::string walkthrough() {
-  std::string md = "| # | stage | switch | what it does |\n|---|---|---|---|\n";
+  std::string md = "| # | stage | pipelines | switch | what it does |\n|---|---|---|---|---|\n";
   int k = 1;
-  for (const auto& s : codegen::codegenStages())
-    md += "| " + std::to_string(k++) + " | `" + s.name + "` | " +
+  for (const auto& s : codegen::codegenStages()) {
+    std::string pipelines;
+    for (codegen::Target t : {codegen::Target::Cpu, codegen::Target::Cuda, codegen::Target::CudaNests})
+      if (s.in(t)) pipelines += (pipelines.empty() ? "" : ", ") + std::string(codegen::targetName(t));
+    md += "| " + std::to_string(k++) + " | `" + s.name + "` | " + pipelines + " | " +
           (s.switchable ? "`cpu?" + std::string(s.name) + "=off`" : std::string("required")) + " | " + s.summary + " |\n";
+  }
   md += "\nThe fused elementwise kernel (`elementwise_chain`), after building and after each stage:\n\n";
   md += caseWalkthrough(goldenCases()[0]);
   md += "The Gemm + bias + Relu epilogue kernel (`gemm_epilogue`) after `bufferize` and `ukernels`:\n\n";
   md += caseWalkthrough(goldenCases()[1], {"bufferize", "ukernels"});
+  md += "The same Gemm + bias + Relu kernel through the cuda pipeline (`gemm_epilogue_cuda`): its three linalg ops "
+        "as parallel loops, flattened and tiled for blocks of threads, then outlined into three kernels of one "
+        "`gpu.module` that the host function launches (`nvvm` then turns the module into PTX):\n\n";
+  md += caseWalkthrough(goldenCases()[3], {"parallel-loops", "gpu-tile", "gpu-outline"});
   return md;
 }
 
 TEST(CodegenStages, WalkthroughInDocsIsCurrent) {
+  if (!runnable(goldenCases()[3])) GTEST_SKIP() << "no CUDA toolkit (libdevice): the cuda walkthrough cannot be made";
   const std::string begin = "<!-- BEGIN GENERATED: codegen stages -->\n", end = "<!-- END GENERATED: codegen stages -->";
   fs::path doc = fs::path(FRICTION_SOURCE_DIR) / "docs/codegen.md";
   std::stringstream ss;

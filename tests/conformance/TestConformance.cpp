@@ -101,37 +101,64 @@ TEST(Conformance, TorchvisionExportsOnCpuUnderEveryLeaveOneOut) {
 // and strided, depthwise 3x3/5x5/7x7, grouped, channel shuffle, squeeze-excite):
 // the MLIR convolutions compile slowly (~3 s a fixture; all 22 took 138 s).
 // The NHWC regions of the default pipeline are covered op by op in tests/codegen.
-TEST(Conformance, TorchvisionExportsOnCpuWithMicrokernelsOff) {
+// The torch exports (those `filter` matches) on `backend` after `pipeline`,
+// within 1e-4 of PyTorch, nothing on the interpreter; returns how many passed.
+int expectTorchFixturesOn(const std::string& backend, const PipelineOptions& pipeline, const std::string& label,
+                          const std::string& filter = "") {
   codegen::registerCpuBackend();
   ConformanceOptions o;
-  o.backend = "cpu?ukernels=off";
+  o.backend = backend;
   o.rtol = 1e-4, o.atol = 1e-5;
-  o.pipeline = PipelineOptions{};
-  o.pipeline->passes = {"none"};
-  o.filter = "^(resnet_basic|mobilenet_v3_small|regnet_y|shufflenet_v2|convnext|efficientnet)$";
-  ConformanceReport r = runDir(FRICTION_SOURCE_DIR "/tests/models/torch", "torchvision on cpu?ukernels=off, no pass", o);
-  EXPECT_EQ(r.passed, 6);
+  o.pipeline = pipeline;
+  o.filter = filter;
+  ConformanceReport r = runDir(FRICTION_SOURCE_DIR "/tests/models/torch", "torchvision on " + backend + ", " + label, o);
   EXPECT_EQ(r.failed, 0);
   for (const auto& c : r.cases) EXPECT_EQ(c.interpNodes, 0) << c.name << " runs nodes on the interpreter";
+  return r.passed;
 }
 
-// The compiled backend: every case that passes on the interpreter passes on
-// `cpu` too (ONNX tolerances; the torch exports at 1e-4 relative).
-TEST(Conformance, CpuPassesWhatInterpPasses) {
+TEST(Conformance, TorchvisionExportsOnCpuWithMicrokernelsOff) {
+  PipelineOptions none;
+  none.passes = {"none"};
+  EXPECT_EQ(expectTorchFixturesOn("cpu?ukernels=off", none, "no pass",
+                                  "^(resnet_basic|mobilenet_v3_small|regnet_y|shufflenet_v2|convnext|efficientnet)$"),
+            6);
+}
+
+// Every case of the suites `subs` that passes on the interpreter passes on
+// `backend` too (ONNX tolerances; the torch exports at 1e-4 relative).
+void expectPassesWhatInterpPasses(const std::string& backend, const std::vector<std::string>& subs) {
   codegen::registerCpuBackend();
-  for (std::string sub : {"node", "pytorch-converted", "pytorch-operator", "simple", "torch", "onnx-package"}) {
+  for (const std::string& sub : subs) {
     std::string dir = suiteDir(sub);
     if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << dir << kMissing;
     ConformanceOptions o;
     if (sub == "torch") o.rtol = 1e-4, o.atol = 1e-5;
     ConformanceReport interp = runConformance(dir, o);
-    o.backend = "cpu";
-    ConformanceReport cpu = runDir(dir, sub + " on cpu", o);
-    ASSERT_EQ(cpu.cases.size(), interp.cases.size());
-    for (size_t i = 0; i < cpu.cases.size(); ++i) {
+    o.backend = backend;
+    ConformanceReport got = runDir(dir, sub + " on " + backend, o);
+    ASSERT_EQ(got.cases.size(), interp.cases.size());
+    for (size_t i = 0; i < got.cases.size(); ++i) {
       if (interp.cases[i].status != ConformanceCase::Status::Passed) continue;
-      EXPECT_EQ(cpu.cases[i].status, ConformanceCase::Status::Passed)
-          << sub << "/" << cpu.cases[i].name << " passes on interp, not on cpu: " << cpu.cases[i].reason;
+      EXPECT_EQ(got.cases[i].status, ConformanceCase::Status::Passed)
+          << sub << "/" << got.cases[i].name << " passes on interp, not on " << backend << ": " << got.cases[i].reason;
     }
   }
+}
+
+// The torch exports after the default pipeline through the cuda target's
+// nests (the suite above runs them with no pass).
+TEST(Conformance, TorchvisionExportsOnCudaNestsWithDefaultPasses) {
+  EXPECT_GE(expectTorchFixturesOn("cpu?target=cuda-nests", PipelineOptions{}, "default"), kTorchFixtures);
+}
+
+// The compiled backend.
+TEST(Conformance, CpuPassesWhatInterpPasses) {
+  expectPassesWhatInterpPasses("cpu", {"node", "pytorch-converted", "pytorch-operator", "simple", "torch", "onnx-package"});
+}
+
+// The cuda target's loop nests on the host (issue 16: its tiling and indexing
+// checked without a GPU): the node tests of both suites and the torch exports.
+TEST(Conformance, CudaNestsPassWhatInterpPasses) {
+  expectPassesWhatInterpPasses("cpu?target=cuda-nests", {"node", "torch", "onnx-package"});
 }

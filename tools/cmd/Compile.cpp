@@ -1,12 +1,16 @@
 // `friction compile MODEL -o OUT.so`: ahead-of-time compilation for the cpu
 // backend (codegen/aot/Artifact.h). `friction run OUT.so` / `friction bench OUT.so`
 // load the artifact without recompiling.
+// `friction compile MODEL --backend cuda --emit-ptx DIR`: every distinct
+// kernel through the cuda pipeline to PTX (codegen/cuda/GpuCompile.h), one
+// file each and kernels.json with their launches.
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "codegen/aot/Artifact.h"
+#include "codegen/cuda/GpuCompile.h"
 #include "ir/Error.h"
 #include "tools/cmd/Commands.h"
 #include "tools/cmd/Common.h"
@@ -15,13 +19,86 @@ namespace friction::cli {
 namespace {
 
 struct CompileArgs {
-  std::string model, output, ukernels = "on";
+  std::string model, output, ukernels = "on", backend = "cpu", emitPtx, gpuChip = "sm_90";
+  int64_t gpuBlock = 256;
+  bool ptxas = false;
   int64_t batch = 1;
   bool json = false;
   PipelineOptions pipeline;
 };
 
+void compileForCuda(const CompileArgs& a) {
+  FRICTION_CHECK(a.output.empty(), "compile: --backend cuda writes no loadable artifact yet (its host runtime is not "
+                                   "built); use --emit-ptx DIR for the kernels");
+  FRICTION_CHECK(!a.emitPtx.empty(), "compile: --backend cuda needs --emit-ptx DIR");
+  FRICTION_CHECK(!codegen::isArtifactPath(a.model), "compile: '" + a.model + "' is a cpu artifact, not a model");
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<PassRecord> records;
+  auto g = loadAndOptimize(a.model, a.batch, a.pipeline, {}, &records);
+  double passesMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  bool layoutConverted = false;
+  for (const auto& rec : records) layoutConverted = layoutConverted || rec.name == "convert-layout";
+  codegen::CodegenOptions o;
+  o.gpuChip = a.gpuChip;
+  o.gpuBlockSize = a.gpuBlock;
+  codegen::GpuCompileReport r = codegen::compileForGpu(*g, o);
+  codegen::writePtxFolder(r, a.emitPtx);
+  std::string ptxas = a.ptxas ? codegen::findPtxas() : "";
+  FRICTION_CHECK(!a.ptxas || !ptxas.empty(), "compile: --ptxas: no ptxas found (CUDA_HOME/bin, /usr/local/cuda/bin, PATH)");
+  nlohmann::json kernels = nlohmann::json::array();
+  int64_t refused = 0;
+  for (const auto& k : r.kernels) {
+    nlohmann::json j{{"label", k.label}, {"calls", k.calls}, {"launches", k.code.launches.size()},
+                     {"ptx_bytes", k.code.ptx.size()}};
+    if (!k.error.empty()) j["error"] = k.error;
+    if (!ptxas.empty() && k.error.empty()) {
+      codegen::PtxasResult v = codegen::runPtxas(ptxas, k.code.ptx, a.gpuChip);
+      j["ptxas"] = v.ok ? "ok" : v.message;
+      j["registers"] = v.registers;
+      refused += !v.ok;
+    }
+    kernels.push_back(j);
+  }
+  double totalMs = passesMs + r.times.totalMs();
+  if (a.json) {
+    nlohmann::json j{{"model", a.model},         {"backend", "cuda"},           {"chip", a.gpuChip},
+                     {"batch", a.batch},         {"emit_ptx", a.emitPtx},       {"kernels", kernels},
+                     {"kernel_calls", r.kernelCalls}, {"launches", r.launches}, {"failed_kernels", r.failed()},
+                     {"host_steps", r.hostSteps}, {"views", r.views},
+                     {"phases_ms", {{"load_and_passes", passesMs}, {"build", r.times.buildMs}, {"lower", r.times.lowerMs}}},
+                     {"total_ms", totalMs}};
+    if (!ptxas.empty()) j["ptxas_refused"] = refused;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    int64_t host = 0;
+    for (const auto& [what, n] : r.hostSteps) host += n;
+    std::printf("wrote %s: %zu kernels as PTX for %s (%ld failed), %ld kernel calls = %ld launches a run, batch %ld\n",
+                a.emitPtx.c_str(), r.kernels.size(), a.gpuChip.c_str(), long(r.failed()), long(r.kernelCalls),
+                long(r.launches), long(a.batch));
+    for (const auto& k : r.kernels)
+      if (!k.error.empty()) std::printf("  failed: %s: %s\n", k.label.c_str(), k.error.c_str());
+    if (host) {
+      std::printf("  %ld steps have no GPU kernel yet:", long(host));
+      for (const auto& [what, n] : r.hostSteps) std::printf(" %s x%ld;", what.c_str(), long(n));
+      std::printf("\n");
+    }
+    if (!ptxas.empty()) std::printf("  ptxas -arch=%s: %ld of %zu refused\n", a.gpuChip.c_str(), long(refused), r.kernels.size());
+    // convert-layout's NHWC regions serve the cpu backend's microkernels; the cuda kernels are NCHW.
+    bool transposes = false;
+    for (const auto& [what, n] : r.hostSteps) transposes = transposes || what.find("transpose") != std::string::npos;
+    if (layoutConverted && transposes)
+      std::printf("  note: convert-layout made NHWC regions whose transposes the GPU cannot run yet; the cuda kernels "
+                  "are NCHW: --disable convert-layout\n");
+    std::printf("  load+passes %.0f ms, build %.0f ms, lower to PTX %.0f ms; total %.0f ms\n", passesMs, r.times.buildMs,
+                r.times.lowerMs, totalMs);
+  }
+  FRICTION_CHECK(refused == 0, "compile: ptxas refused " + std::to_string(refused) + " kernels");
+}
+
 void compileModel(const CompileArgs& a) {
+  if (a.backend == "cuda") return compileForCuda(a);
+  FRICTION_CHECK(a.emitPtx.empty(), "compile: --emit-ptx needs --backend cuda");
+  FRICTION_CHECK(!a.output.empty(), "compile: -o OUT.so is required for the cpu backend");
   FRICTION_CHECK(codegen::isArtifactPath(a.output), "compile: the output must be a shared library path ending in .so, got '" +
                                                         a.output + "'");
   FRICTION_CHECK(!codegen::isArtifactPath(a.model), "compile: '" + a.model + "' is already a compiled artifact");
@@ -58,9 +135,18 @@ void compileModel(const CompileArgs& a) {
 
 void addCompile(CLI::App& app) {
   auto args = std::make_shared<CompileArgs>();
-  auto* cmd = app.add_subcommand("compile", "compile a model ahead of time for the cpu backend into one shared library");
+  auto* cmd = app.add_subcommand("compile", "compile a model ahead of time: for the cpu backend into one shared library, "
+                                            "for cuda into PTX");
   cmd->add_option("model", args->model, "path to .onnx/.fir or zoo:ARCH?knobs")->required();
-  cmd->add_option("-o,--output", args->output, "OUT.so: the artifact (run it with `friction run OUT.so`)")->required();
+  cmd->add_option("-o,--output", args->output, "OUT.so: the cpu artifact (run it with `friction run OUT.so`)");
+  cmd->add_option("--backend", args->backend, "cpu (default) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_option("--emit-ptx", args->emitPtx, "cuda: write DIR/<kernel>.ptx per distinct kernel and DIR/kernels.json");
+  cmd->add_option("--gpu-chip", args->gpuChip, "cuda: the GPU architecture the PTX is for")
+      ->check(CLI::IsMember({"sm_80", "sm_86", "sm_89", "sm_90"}));
+  cmd->add_option("--gpu-block", args->gpuBlock, "cuda: threads per block of the flattened loop nests")
+      ->check(CLI::Range(int64_t(1), int64_t(1024)));
+  cmd->add_flag("--ptxas", args->ptxas, "cuda: assemble every kernel with the toolkit's ptxas (fails when it refuses one); "
+                                        "reports registers per kernel");
   cmd->add_option("--batch", args->batch, "binds the symbolic batch dim (the artifact runs this batch only)")
       ->check(Positive);
   cmd->add_option("--ukernels", args->ukernels, "matmuls call the SGEMM microkernel (on) or stay LLVM loops (off)")

@@ -1,0 +1,31 @@
+// A kernel as the cuda target makes it (codegen/mlir/GpuStages.cpp): PTX
+// and the launches that run it. No MLIR types: the host side and the CLI read
+// it.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace friction::codegen {
+
+// One launch of a GPU kernel: the gpu.func in the kernel's PTX, grid and
+// block sizes, and the arguments in order: a buffer of the kernel (its
+// inputs, then its outputs, as a device pointer), or a constant.
+struct GpuLaunchArg {
+  int buffer = -1;  // >= 0: the kernel's buffer of this index
+  bool isFloat = false;
+  int64_t integer = 0;  // an index or integer constant (buffer < 0, !isFloat)
+  double real = 0;      // an f32 constant (isFloat)
+};
+struct GpuLaunch {
+  std::string function;
+  int64_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  std::vector<GpuLaunchArg> args;
+};
+// A kernel for the GPU: one PTX module and the launches, in order, that
+// compute the kernel (a fill, a contraction, an epilogue: one each).
+struct GpuKernel {
+  std::string ptx;
+  std::vector<GpuLaunch> launches;
+};
+}  // namespace friction::codegen

@@ -1,0 +1,273 @@
+// The GPU stages of codegen/CodegenStages.def (gpu-tile, gpu-outline, nvvm)
+// and the Cuda pipeline's product: per kernel, PTX and the launches that run
+// it. A kernel's linalg ops become scf.parallel nests (parallel-loops); each
+// nest is flattened to one dim and tiled by the block size, outer loop over
+// blocks, inner over threads (gpu-tile: this is where the CudaNests pipeline
+// leaves for the host, so the tiling and indexing below are the ones checked
+// against the interpreter there); the mapped nests are outlined into
+// gpu.funcs and lowered to NVVM and PTX.
+#include <cstdlib>
+#include <filesystem>
+#include <numeric>
+
+#include "codegen/mlir/Codegen.h"
+#include "codegen/mlir/Context.h"
+#include "ir/Error.h"
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/SCFToGPU/SCFToGPUPass.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace friction::codegen {
+namespace {
+
+// The outermost scf.parallel ops of `module`.
+llvm::SmallVector<mlir::scf::ParallelOp> outermostParallels(mlir::ModuleOp module) {
+  llvm::SmallVector<mlir::scf::ParallelOp> loops;
+  module.walk([&](mlir::scf::ParallelOp op) {
+    if (!op->getParentOfType<mlir::scf::ParallelOp>()) loops.push_back(op);
+  });
+  return loops;
+}
+
+// Host functions may only launch: a load or store left in one ran nowhere
+// near the GPU (a 0-d result, a loop the mapping did not take).
+void checkHostOnlyLaunches(mlir::ModuleOp module) {
+  for (auto fn : module.getOps<mlir::func::FuncOp>()) {
+    fn.walk([&](mlir::Operation* op) {
+      bool hostWork = mlir::isa<mlir::memref::LoadOp, mlir::memref::StoreOp, mlir::scf::ParallelOp>(op);
+      FRICTION_CHECK(!hostWork, "codegen: kernel " + fn.getName().str() + " keeps " + op->getName().getStringRef().str() +
+                         " on the host after outlining (work outside any parallel loop)");
+    });
+  }
+}
+
+// Moves every gpu.func launched from one host function into one gpu.module
+// (the first one), so a kernel is one PTX module however many nests it has.
+void gatherKernelModules(mlir::ModuleOp module) {
+  mlir::SymbolTable top(module);
+  for (auto fn : module.getOps<mlir::func::FuncOp>()) {
+    mlir::gpu::GPUModuleOp home;
+    int moved = 0;
+    fn.walk([&](mlir::gpu::LaunchFuncOp launch) {
+      auto from = top.lookup<mlir::gpu::GPUModuleOp>(launch.getKernelModuleName());
+      if (!home) {
+        home = from;
+        return;
+      }
+      if (from == home) return;
+      auto kernel = mlir::SymbolTable(from).lookup<mlir::gpu::GPUFuncOp>(launch.getKernelName());
+      std::string name = kernel.getName().str() + "_" + std::to_string(++moved);
+      mlir::Block* body = home.getBody();
+      if (!body->empty() && body->back().hasTrait<mlir::OpTrait::IsTerminator>()) kernel->moveBefore(&body->back());
+      else kernel->moveBefore(body, body->end());
+      kernel.setName(name);
+      launch.setKernelAttr(mlir::SymbolRefAttr::get(home.getNameAttr(),
+                                                    {mlir::FlatSymbolRefAttr::get(module.getContext(), name)}));
+      from.erase();
+    });
+  }
+}
+
+// Views of the kernel's buffers (a convolution's window cells are subviews of
+// reshaped arguments) are cloned into the launch, chains of them whole, so
+// each kernel argument is a whole buffer of the kernel: one pointer, as
+// GpuLaunchArg says. (MLIR's sinkOperationsIntoLaunchOp stops at a view whose
+// source the launch does not use itself.)
+void sinkViewsInto(mlir::gpu::LaunchOp launch) {
+  auto sinkable = [](mlir::Operation* op) {
+    return op && op->getNumRegions() == 0 &&
+           (mlir::isa<mlir::ViewLikeOpInterface, mlir::memref::ExpandShapeOp, mlir::memref::CollapseShapeOp>(op) ||
+            op->hasTrait<mlir::OpTrait::ConstantLike>());
+  };
+  mlir::Region& body = launch.getBody();
+  for (bool changed = true; changed;) {
+    changed = false;
+    llvm::SetVector<mlir::Value> above;
+    mlir::getUsedValuesDefinedAbove(body, above);
+    for (mlir::Value v : above) {
+      mlir::Operation* op = v.getDefiningOp();
+      if (!sinkable(op)) continue;
+      mlir::OpBuilder b(&body.front(), body.front().begin());
+      mlir::Operation* copy = b.clone(*op);
+      for (unsigned i = 0; i < op->getNumResults(); ++i)
+        mlir::replaceAllUsesInRegionWith(op->getResult(i), copy->getResult(i), body);
+      changed = true;
+    }
+  }
+}
+
+}  // namespace
+
+std::string cudaToolkitPath() {
+  std::vector<std::string> candidates;
+  for (const char* env : {"CUDA_HOME", "CUDA_ROOT", "CUDA_PATH"})
+    if (const char* v = std::getenv(env); v && *v) candidates.push_back(v);
+  candidates.push_back("/usr/local/cuda");
+  for (const std::string& c : candidates)
+    if (std::filesystem::exists(std::filesystem::path(c) / "nvvm/libdevice/libdevice.10.bc")) return c;
+  return "";
+}
+
+void tileForGpu(mlir::ModuleOp module, const CodegenOptions& options) {
+  FRICTION_CHECK(options.gpuBlockSize > 0, "codegen: gpu block size must be positive");
+  // Trip counts first: the collapsed loop's bound is a product not folded yet.
+  std::vector<int64_t> trips;
+  for (mlir::scf::ParallelOp loop : outermostParallels(module)) {
+    int64_t trip = 1;
+    for (unsigned d = 0; d < loop.getNumLoops() && trip > 0; ++d) {
+      auto lower = mlir::getConstantIntValue(loop.getLowerBound()[d]);
+      auto upper = mlir::getConstantIntValue(loop.getUpperBound()[d]);
+      auto step = mlir::getConstantIntValue(loop.getStep()[d]);
+      trip = lower && upper && step && *step > 0 ? trip * ((*upper - *lower + *step - 1) / *step) : -1;
+    }
+    trips.push_back(trip);
+  }
+  mlir::IRRewriter rewriter(module.getContext());
+  for (mlir::scf::ParallelOp loop : outermostParallels(module)) {
+    if (loop.getNumLoops() > 1) {
+      std::vector<unsigned> all(loop.getNumLoops());
+      std::iota(all.begin(), all.end(), 0u);
+      rewriter.setInsertionPoint(loop);
+      mlir::collapseParallelLoops(rewriter, loop, {all});
+    }
+  }
+  auto loops = outermostParallels(module);
+  FRICTION_CHECK(loops.size() == trips.size(), "codegen: gpu-tile lost track of its loop nests");
+  for (size_t i = 0; i < loops.size(); ++i) {
+    // A nest smaller than a block gets a block of its size: no idle threads.
+    int64_t tile = trips[i] > 0 ? std::min(options.gpuBlockSize, trips[i]) : options.gpuBlockSize;
+    mlir::scf::ParallelOp loop = loops[i];
+    // noMinMaxBounds: the inner loop runs the whole tile and guards its body
+    // with the extent, so a block has a constant number of threads.
+    mlir::scf::tileParallelLoop(loop, {tile}, /*noMinMaxBounds=*/true);
+  }
+  // Folding and CSE only: the canonicalizer would drop a one-block loop, and
+  // convert-parallel-loops-to-gpu then finds a thread loop without its grid.
+  mlir::RewritePatternSet none(module.getContext());
+  (void)mlir::applyPatternsAndFoldGreedily(module, std::move(none));
+  runPasses(module, "gpu-tile", [](mlir::PassManager& pm) {
+    pm.addPass(mlir::createCSEPass());
+    pm.addNestedPass<mlir::func::FuncOp>(mlir::createGpuMapParallelLoopsPass());
+  });
+}
+
+void outlineGpuKernels(mlir::ModuleOp module, const CodegenOptions&) {
+  runPasses(module, "gpu-outline", [](mlir::PassManager& pm) {
+    pm.addNestedPass<mlir::func::FuncOp>(mlir::createParallelLoopToGpuPass());
+    pm.addPass(mlir::createLowerAffinePass());
+    pm.addPass(mlir::createCanonicalizerPass());
+  });
+  module.walk([](mlir::gpu::LaunchOp launch) { sinkViewsInto(launch); });
+  runPasses(module, "gpu-outline", [](mlir::PassManager& pm) { pm.addPass(mlir::createGpuKernelOutliningPass()); });
+  checkHostOnlyLaunches(module);
+  gatherKernelModules(module);
+}
+
+void lowerToPtx(mlir::ModuleOp module, const CodegenOptions& options) {
+  // convert-gpu-to-nvvm has no pattern for math.fma (the approximations' workhorse): the LLVM intrinsic,
+  // which NVPTX selects as fma.rn.f32. The other math ops become libdevice calls, linked below.
+  module.walk([](mlir::math::FmaOp fma) {
+    mlir::OpBuilder b(fma);
+    fma.replaceAllUsesWith(b.create<mlir::LLVM::FMAOp>(fma.getLoc(), fma.getA(), fma.getB(), fma.getC()).getResult());
+    fma.erase();
+  });
+  std::string toolkit = cudaToolkitPath();
+  FRICTION_CHECK(!toolkit.empty(), "codegen: the cuda target needs the CUDA toolkit's libdevice "
+                                   "(nvvm/libdevice/libdevice.10.bc under CUDA_HOME or /usr/local/cuda)");
+  runPasses(module, "nvvm", [&](mlir::PassManager& pm) {
+    mlir::GpuNVVMAttachTargetOptions target;
+    target.chip = options.gpuChip;
+    target.features = "+ptx80";  // what CUDA 12's and 13's ptxas read for sm_80 and sm_90
+    target.optLevel = 3;
+    pm.addPass(mlir::createGpuNVVMAttachTarget(target));
+    pm.addPass(mlir::createConvertSCFToCFPass());
+    pm.addPass(mlir::memref::createExpandStridedMetadataPass());
+    pm.addPass(mlir::createLowerAffinePass());
+    mlir::ConvertGpuOpsToNVVMOpsOptions nvvm;
+    nvvm.useBarePtrCallConv = true;  // a buffer argument is one pointer (static shapes): GpuLaunch::args
+    pm.addNestedPass<mlir::gpu::GPUModuleOp>(mlir::createConvertGpuOpsToNVVMOps(nvvm));
+    pm.addNestedPass<mlir::gpu::GPUModuleOp>(mlir::createCanonicalizerPass());
+    pm.addNestedPass<mlir::gpu::GPUModuleOp>(mlir::createReconcileUnrealizedCastsPass());
+    mlir::GpuModuleToBinaryPassOptions binary;
+    binary.compilationTarget = "isa";  // PTX text: the driver or ptxas assembles it
+    binary.toolkitPath = toolkit;      // where libdevice is linked from
+    pm.addPass(mlir::createGpuModuleToBinaryPass(binary));
+  });
+}
+
+GpuKernel compileGpuKernel(const Node& node, const CodegenOptions& options, CompileTimes& times) {
+  FRICTION_CHECK(options.target == Target::Cuda, "codegen: compileGpuKernel needs the cuda target");
+  MlirContext& mc = MlirContext::get();
+  std::lock_guard<std::mutex> lock(mc.mu);
+  auto t0 = Clock::now();
+  auto module = buildModule(mc.ctx, {&node}, {"k0"}, options);
+  times.buildMs += msSince(t0);
+  t0 = Clock::now();
+  // The launches are read before nvvm turns the gpu.modules into binaries.
+  GpuKernel kernel;
+  runStages(*module, options, [&](const std::string& stage, mlir::ModuleOp m) {
+    if (stage != "gpu-outline") return;
+    auto fn = *m.getOps<mlir::func::FuncOp>().begin();
+    fn.walk([&](mlir::gpu::LaunchFuncOp launch) {
+      GpuLaunch l;
+      l.function = launch.getKernelName().str();
+      mlir::Value sizes[6] = {launch.getGridSizeX(),  launch.getGridSizeY(),  launch.getGridSizeZ(),
+                              launch.getBlockSizeX(), launch.getBlockSizeY(), launch.getBlockSizeZ()};
+      for (int i = 0; i < 6; ++i) {
+        auto c = mlir::getConstantIntValue(sizes[i]);
+        FRICTION_CHECK(c, "codegen: a launch of " + l.function + " has a grid or block size known only at run time");
+        (i < 3 ? l.grid : l.block)[i % 3] = *c;
+      }
+      for (mlir::Value v : launch.getKernelOperands()) {
+        GpuLaunchArg a;
+        if (auto arg = mlir::dyn_cast<mlir::BlockArgument>(v); arg && arg.getOwner()->getParentOp() == fn) {
+          a.buffer = int(arg.getArgNumber());
+        } else if (auto i = mlir::getConstantIntValue(v)) {
+          a.integer = *i;
+        } else if (auto f = v.getDefiningOp<mlir::arith::ConstantFloatOp>()) {
+          a.isFloat = true;
+          a.real = f.value().convertToDouble();
+        } else {
+          throw Error("codegen: a launch of " + l.function + " passes a value computed on the host (" +
+                      (v.getDefiningOp() ? v.getDefiningOp()->getName().getStringRef().str() : std::string("argument")) + ")");
+        }
+        l.args.push_back(a);
+      }
+      kernel.launches.push_back(std::move(l));
+    });
+  });
+  module->walk([&](mlir::gpu::BinaryOp binary) {
+    for (mlir::Attribute a : binary.getObjects()) {
+      std::string ptx = mlir::cast<mlir::gpu::ObjectAttr>(a).getObject().str();
+      while (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();  // the PTX string ends in a NUL byte
+      kernel.ptx += ptx;
+    }
+  });
+  times.lowerMs += msSince(t0);
+  FRICTION_CHECK(!kernel.ptx.empty(), "codegen: no PTX came out of " + node.describe());
+  return kernel;
+}
+
+}  // namespace friction::codegen

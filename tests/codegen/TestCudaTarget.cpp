@@ -1,0 +1,295 @@
+// The cuda target (codegen/CodegenStages.def's kCuda and kCudaNests
+// pipelines, codegen/mlir/GpuStages.cpp): the structure of what it makes
+// (launches, grids, blocks, arguments, one PTX module per kernel), its loop
+// nests run on the host against the interpreter (cpu?target=cuda-nests), and
+// its PTX assembled by the CUDA toolkit's ptxas for sm_80 and sm_90 (skipped
+// with a message where the toolkit is missing). No test here needs a GPU.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "codegen/Registration.h"
+#include "codegen/cuda/GpuCompile.h"
+#include "codegen/cuda/Registration.h"
+#include "codegen/mlir/Codegen.h"
+#include "frontend/onnx/OnnxImport.h"
+#include "frontend/zoo/Zoo.h"
+#include "ir/Builder.h"
+#include "ir/Error.h"
+#include "ir/Specialize.h"
+#include "passes/PassManager.h"
+#include "runtime/Backend.h"
+#include "runtime/Inputs.h"
+#include "runtime/interp/Interpreter.h"
+#include "tests/common/BackendTestUtil.h"
+
+namespace friction {
+namespace {
+
+namespace fs = std::filesystem;
+using test::expectClose;
+using test::randomTensor;
+
+codegen::CodegenOptions cudaOptions(const std::string& chip = "sm_90") {
+  codegen::CodegenOptions o;
+  o.target = codegen::Target::Cuda;
+  o.gpuChip = chip;
+  return o;
+}
+
+// The only node of `g` (after `passes`) compiled for the GPU.
+codegen::GpuKernel compileOnlyNode(Graph& g, const std::vector<std::string>& passes = {},
+                                   const codegen::CodegenOptions& options = cudaOptions()) {
+  if (!passes.empty()) {
+    PipelineOptions o;
+    o.passes = passes;
+    runPipeline(g, buildPipeline(o));
+  }
+  EXPECT_EQ(g.nodes().size(), 1u) << "the case must be one kernel";
+  codegen::CompileTimes times;
+  return codegen::compileGpuKernel(*g.nodes()[0], options, times);
+}
+
+int countOf(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(CudaTarget, PipelinesRunTheirStagesInTableOrder) {
+  Graph g;
+  GraphBuilder b(g);
+  b.output(b.op("Relu", {b.input("x", {DType::F32, {4, 8}})}));
+  auto stages = [&](codegen::Target t) {
+    codegen::CodegenOptions o;
+    o.target = t;
+    std::vector<std::string> names;
+    for (const auto& s : codegen::kernelStages({g.nodes()[0].get()}, o)) names.push_back(s.stage);
+    return names;
+  };
+  EXPECT_EQ(stages(codegen::Target::Cuda), (std::vector<std::string>{"built", "bufferize", "parallel-loops", "gpu-tile",
+                                                                     "approximate", "gpu-outline", "nvvm"}));
+  EXPECT_EQ(stages(codegen::Target::CudaNests),
+            (std::vector<std::string>{"built", "bufferize", "parallel-loops", "gpu-tile", "approximate", "llvm"}));
+}
+
+// A fused elementwise region is one launch over the flattened domain: 1000
+// elements in 256-thread blocks is 4 blocks, the last one guarded.
+TEST(CudaTarget, ElementwiseRegionIsOneLaunchOverFlatBlocks) {
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F32, {8, 125}});
+  Value* y = b.op("Mul", {b.op("Sigmoid", {x}), b.constant(randomTensor({125}, 1), "scale")});
+  b.output(b.op("Tanh", {y}));
+  codegen::GpuKernel k = compileOnlyNode(g, {"fuse-elementwise"});
+  ASSERT_EQ(k.launches.size(), 1u);
+  const codegen::GpuLaunch& l = k.launches[0];
+  EXPECT_EQ(l.grid[0], 4);
+  EXPECT_EQ(l.block[0], 256);
+  EXPECT_EQ(l.grid[1] * l.grid[2] * l.block[1] * l.block[2], 1);
+  // Every argument is a whole buffer of the kernel: x, scale, the output.
+  ASSERT_EQ(l.args.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(l.args[size_t(i)].buffer, i);
+  EXPECT_EQ(countOf(k.ptx, ".entry "), 1);
+  EXPECT_NE(k.ptx.find(".target sm_90"), std::string::npos);
+  EXPECT_EQ(k.ptx.find("call"), std::string::npos) << "no libdevice or libm calls: the math is approximated inline";
+}
+
+// A nest smaller than a block gets a block of its own size; other block sizes reach the launch.
+TEST(CudaTarget, BlockSizeFollowsTheOptionAndSmallNests) {
+  Graph g;
+  GraphBuilder b(g);
+  b.output(b.op("Relu", {b.input("x", {DType::F32, {1, 10}})}));
+  codegen::GpuKernel small = compileOnlyNode(g);
+  ASSERT_EQ(small.launches.size(), 1u);
+  EXPECT_EQ(small.launches[0].grid[0], 1);
+  EXPECT_EQ(small.launches[0].block[0], 10);
+  Graph g2;
+  GraphBuilder b2(g2);
+  b2.output(b2.op("Relu", {b2.input("x", {DType::F32, {3, 100}})}));
+  codegen::CodegenOptions o = cudaOptions();
+  o.gpuBlockSize = 64;
+  codegen::GpuKernel k = compileOnlyNode(g2, {}, o);
+  ASSERT_EQ(k.launches.size(), 1u);
+  EXPECT_EQ(k.launches[0].grid[0], 5);  // ceil(300 / 64)
+  EXPECT_EQ(k.launches[0].block[0], 64);
+}
+
+// Gemm + bias + Relu: the fill, the contraction and the epilogue are three
+// nests, three launches of three functions in ONE PTX module.
+TEST(CudaTarget, GemmEpilogueIsThreeLaunchesOfOneModule) {
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F32, {4, 32}});
+  Value* y = b.op("Gemm", {x, b.constant(randomTensor({16, 32}, 2), "w"), b.constant(randomTensor({16}, 3), "b")},
+                  {{"transB", int64_t(1)}});
+  b.output(b.op("Relu", {y}));
+  codegen::GpuKernel k = compileOnlyNode(g, {"fuse-epilogues"});
+  ASSERT_EQ(k.launches.size(), 3u);
+  EXPECT_EQ(countOf(k.ptx, ".entry "), 3);
+  for (const auto& l : k.launches) {
+    EXPECT_NE(k.ptx.find(".entry " + l.function + "("), std::string::npos) << l.function;
+    for (const auto& a : l.args) EXPECT_LT(a.buffer, 4) << "x, w, b, the output";
+  }
+}
+
+// A convolution's window cells read subviews of reshaped buffers: the views
+// move into the kernels, so the host passes whole buffers and constants only.
+TEST(CudaTarget, ConvolutionViewsMoveIntoTheKernels) {
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F32, {1, 4, 9, 9}});
+  b.output(b.op("Conv", {x, b.constant(randomTensor({8, 2, 3, 3}, 4)), b.constant(randomTensor({8}, 5))},
+                {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"strides", std::vector<int64_t>{2, 2}},
+                 {"group", int64_t(2)}}));
+  codegen::GpuKernel k = compileOnlyNode(g);
+  EXPECT_EQ(k.launches.size(), 10u) << "the bias, then one contraction per window cell";
+  int buffers = 0;
+  for (const auto& l : k.launches)
+    for (const auto& a : l.args) buffers += a.buffer >= 0;
+  EXPECT_GE(buffers, int(k.launches.size()) * 2);
+}
+
+// Passes change the GPU program: fusion makes fewer kernels and launches.
+TEST(CudaTarget, FusionPassesChangeKernelsAndLaunches) {
+  auto compile = [](const std::vector<std::string>& passes) {
+    auto g = zoo::build(zoo::parseSpec("resnet?depth=2&width=8&resolution=16"));
+    bindInputDims(*g, batchBindings(*g, 1));
+    PipelineOptions o;
+    o.passes = passes;
+    runPipeline(*g, buildPipeline(o));
+    return codegen::compileForGpu(*g, cudaOptions());
+  };
+  auto none = compile({"none"});
+  auto fused = compile({"fold-constants", "fold-batchnorm", "fuse-epilogues"});
+  EXPECT_EQ(none.failed(), 0);
+  EXPECT_EQ(fused.failed(), 0);
+  EXPECT_LT(fused.kernelCalls, none.kernelCalls);
+  EXPECT_LT(fused.launches, none.launches);
+  std::cout << "resnet depth 2: no pass " << none.kernelCalls << " kernel calls, " << none.launches
+            << " launches; fused " << fused.kernelCalls << ", " << fused.launches << "\n";
+}
+
+// ---- the loop nests on the host, against the interpreter ----
+
+struct NestCase {
+  std::string spec;
+  std::string backend;
+};
+
+class CudaNests : public ::testing::TestWithParam<NestCase> {
+ protected:
+  static void SetUpTestSuite() { codegen::registerCpuBackend(); }
+};
+
+// Every archetype, default pipeline and no pass, batch 1 and 2: the GPU's
+// tiled nests (flattened index, block/thread split, the guard) compute what
+// the interpreter computes. A block of 7 threads divides none of the
+// extents, so every nest runs a partial last block.
+TEST_P(CudaNests, MatchInterp) {
+  const auto& [spec, backendSpec] = GetParam();
+  auto backend = createBackend(backendSpec);
+  for (int64_t batch : {1, 2}) {
+    auto reference = zoo::build(zoo::parseSpec(spec));
+    bindInputDims(*reference, batchBindings(*reference, batch));
+    auto inputs = seededInputs(*reference, 11);
+    auto want = interp::run(*reference, inputs);
+    for (bool passes : {true, false}) {
+      std::string label = spec + " on " + backendSpec + ", batch " + std::to_string(batch) + (passes ? ", default" : ", none");
+      SCOPED_TRACE(label);
+      auto g = zoo::build(zoo::parseSpec(spec));
+      bindInputDims(*g, batchBindings(*g, batch));
+      PipelineOptions o;
+      if (!passes) o.passes = {"none"};
+      runPipeline(*g, buildPipeline(o));
+      auto model = backend->compile(*g);
+      auto got = model->run(inputs);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i) expectClose(got[i], want[i], 1e-4, label);
+      EXPECT_EQ(model->interpNodes(), 0) << model->description();
+      EXPECT_NE(model->description().find("cuda's loop nests on the host"), std::string::npos) << model->description();
+    }
+  }
+}
+
+const char* kArchetypes[] = {"resnet?depth=2&width=8&resolution=16",
+                             "resnet?depth=4&width=8&resolution=32&block=bottleneck",
+                             "mobilenetv2?depth=3&width=8&resolution=16",
+                             "convnext?depth=2&width=8&resolution=16",
+                             "vit?depth=2&width=16&resolution=16&patch=8&heads=2",
+                             "mixer?depth=2&width=16&resolution=16&patch=8",
+                             "mlp?depth=3"};
+
+std::vector<NestCase> nestCases() {
+  std::vector<NestCase> cases;
+  for (const char* spec : kArchetypes) cases.push_back({spec, "cpu?target=cuda-nests"});
+  cases.push_back({kArchetypes[0], "cpu?target=cuda-nests&gpu-block=7"});
+  cases.push_back({kArchetypes[2], "cpu?target=cuda-nests&gpu-block=7"});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, CudaNests, ::testing::ValuesIn(nestCases()),
+                         [](const ::testing::TestParamInfo<NestCase>& info) {
+                           std::string n = info.param.spec.substr(0, info.param.spec.find('?')) + "_" +
+                                           std::to_string(info.index);
+                           return n;
+                         });
+
+// ---- PTX through the toolkit's assembler ----
+
+// Every kernel of every zoo archetype and torchvision fixture (default
+// pipeline, batch 1) compiles to PTX that ptxas accepts, for sm_80 and sm_90
+// (one test each: ~45 s apiece, mostly linking libdevice into every module).
+class CudaPtx : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaPtx, PtxasAcceptsEveryKernelOfTheZooAndTheTorchFixtures) {
+  const std::string chip = GetParam();
+  std::string ptxas = codegen::findPtxas();
+  if (ptxas.empty()) GTEST_SKIP() << "no ptxas (CUDA toolkit) on this machine: PTX is generated but not assembled";
+  if (codegen::cudaToolkitPath().empty()) GTEST_SKIP() << "no libdevice (CUDA toolkit): the cuda target cannot link PTX";
+  std::vector<std::pair<std::string, std::unique_ptr<Graph>>> models;
+  for (const char* spec : kArchetypes) models.emplace_back(spec, zoo::build(zoo::parseSpec(spec)));
+  for (const auto& dir : fs::directory_iterator(FRICTION_SOURCE_DIR "/tests/models/torch"))
+    models.emplace_back(dir.path().filename().string(), onnxio::importOnnxFile((dir.path() / "model.onnx").string()));
+  ASSERT_GE(models.size(), 7u + 22u);
+  int kernels = 0, maxRegisters = 0;
+  for (auto& [name, g] : models) {
+    bindInputDims(*g, batchBindings(*g, 1));
+    runPipeline(*g, buildPipeline({}));
+    auto report = codegen::compileForGpu(*g, cudaOptions(chip));
+    for (const auto& k : report.kernels) {
+      EXPECT_EQ(k.error, "") << name << " " << k.label;
+      if (!k.error.empty()) continue;
+      EXPECT_NE(k.code.ptx.find(".target " + chip), std::string::npos);
+      codegen::PtxasResult r = codegen::runPtxas(ptxas, k.code.ptx, chip);
+      EXPECT_TRUE(r.ok) << name << " " << k.label << " for " << chip << ":\n" << r.message;
+      EXPECT_GT(r.registers, 0) << r.message;
+      maxRegisters = std::max(maxRegisters, r.registers);
+      ++kernels;
+    }
+  }
+  std::cout << kernels << " kernels of " << models.size() << " models assembled for " << chip << " by " << ptxas
+            << "; at most " << maxRegisters << " registers a thread\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Chips, CudaPtx, ::testing::Values("sm_80", "sm_90"));
+
+TEST(CudaBackend, WithoutADriverCreatingItSaysWhyInOneLine) {
+  codegen::registerCudaBackend();
+  const char* old = std::getenv("FRICTION_LIBCUDA");
+  ::setenv("FRICTION_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
+  try {
+    createBackend("cuda");
+    ADD_FAILURE() << "created a cuda backend without a driver";
+  } catch (const Error& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("backend cuda: no CUDA driver on this machine"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+  if (old) ::setenv("FRICTION_LIBCUDA", old, 1);
+  else ::unsetenv("FRICTION_LIBCUDA");
+}
+
+}  // namespace
+}  // namespace friction
