@@ -2,6 +2,7 @@
 #include "codegen/KernelAnalysis.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 
 #include "codegen/NativeKernels.h"
@@ -102,7 +103,51 @@ bool isSupportedElementwise(const Node& n) {
   return it != ops.end() && n.numOutputs() == 1 && n.numInputs() >= it->second.min && n.numInputs() <= it->second.max;
 }
 
+namespace {
+
+// The number of leading inputs of a Structured op that are kernel arguments
+// (-1: all), or nullopt when the op has no Structured kernel.
+std::optional<int> structuredArguments(const std::string& op) {
+  static const std::unordered_map<std::string, int> ops = {
+#define FRICTION_STRUCTURED_OP(op, arguments, build) {#op, arguments},
+#include "codegen/StructuredOps.def"
+#undef FRICTION_STRUCTURED_OP
+  };
+  auto it = ops.find(op);
+  return it == ops.end() ? std::nullopt : std::optional<int>(it->second);
+}
+
+// The Structured view of `node`: its leading inputs are the arguments (f32,
+// static), the others constants or absent.
+std::unique_ptr<KernelView> analyzeStructured(const Node& node, int arguments, std::string* why) {
+  auto view = std::make_unique<KernelView>();
+  view->kind = KernelKind::Structured;
+  view->nodes = {&node};
+  if (node.numOutputs() != 1 || !isStaticF32(node.output(0)))
+    return fail(why, node.op() + ": one f32 result of static shape expected"), nullptr;
+  for (size_t i = 0; i < node.numInputs(); ++i) {
+    const Value* v = node.input(i);
+    if (!v) continue;
+    if (arguments < 0 || int(i) < arguments) {
+      if (!isStaticF32(v)) return fail(why, node.op() + ": input " + std::to_string(i) + " is not f32/static"), nullptr;
+      view->inputs.push_back(v);
+      view->argInputs.push_back(int(i));
+    } else if (!constantData(v)) {
+      return fail(why, node.op() + ": input " + std::to_string(i) + " is not a constant"), nullptr;
+    }
+  }
+  view->outputs = {node.output(0)};
+  view->domain = node.output(0)->shape().staticDims();
+  return view;
+}
+
+}  // namespace
+
+bool isStructuredOp(const Node& n) { return structuredArguments(n.op()).has_value(); }
+
 std::unique_ptr<KernelView> analyzeKernel(const Node& node, const CodegenOptions& options, std::string* why) {
+  if (options.target != Target::Cpu && !FusedRegion::of(node))
+    if (auto arguments = structuredArguments(node.op())) return analyzeStructured(node, *arguments, why);
   auto view = std::make_unique<KernelView>();
   auto region = FusedRegion::of(node);
   if (region) {
@@ -166,6 +211,17 @@ std::unique_ptr<KernelView> analyzeKernel(const Node& node, const CodegenOptions
   return view;
 }
 
-std::string structuralKey(const Node& node) { return nodeStructure(node, {/*hashTensors=*/true}); }
+std::string structuralKey(const Node& node) {
+  std::string key = nodeStructure(node, {/*hashTensors=*/true});
+  // A Structured kernel bakes its constant inputs in (Slice bounds, Pad amounts, Reduce axes): they are part
+  // of what it computes, so of its key.
+  if (auto arguments = structuredArguments(node.op()); arguments && *arguments >= 0)
+    for (size_t i = size_t(*arguments); i < node.numInputs(); ++i)
+      if (const Tensor* t = node.input(i) ? constantData(node.input(i)) : nullptr) {
+        key += " const" + std::to_string(i) + "=";
+        for (int64_t e = 0; e < t->numel(); ++e) key += std::to_string(t->elementAsDouble(e)) + ",";
+      }
+  return key;
+}
 
 }  // namespace friction::codegen

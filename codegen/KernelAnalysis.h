@@ -19,6 +19,10 @@
 //                runs natively (NativeKernels.h: NHWC conv, pooling): the
 //                caller fills the output buffer with the anchor's result, the
 //                kernel is ONE generic applying the epilogue there in place
+//   Structured   the GPU targets only: one op of codegen/StructuredOps.def
+//                (Transpose, Slice, Concat, Pad, the Reduce ops, pooling, ...)
+//                as generics over its arguments; its constant inputs (Slice
+//                bounds, Pad amounts, Reduce axes) are read when it is built
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -30,7 +34,7 @@
 
 namespace friction::codegen {
 
-enum class KernelKind { Elementwise, Contraction, NativeEpilogue };
+enum class KernelKind { Elementwise, Contraction, NativeEpilogue, Structured };
 
 // The flat view of one kernel: the nodes it computes (a single node, or a
 // Fused region's body), its inputs and outputs.
@@ -38,6 +42,7 @@ struct KernelView {
   KernelKind kind = KernelKind::Elementwise;
   std::vector<const Node*> nodes;     // topological; for Contraction/NativeEpilogue, nodes[0] is the anchor
   std::vector<const Value*> inputs;   // kernel arguments, in order
+  std::vector<int> argInputs;         // Structured: the node input each argument is (the rest are constants)
   std::vector<const Value*> outputs;  // kernel results, in order
   std::vector<int64_t> domain;        // iteration space of the elementwise part (= output shape)
   // Elementwise kernels are compiled with one dim of the domain dynamic, the
@@ -54,6 +59,8 @@ struct KernelView {
 
 // Ops the elementwise payload emitter handles (codegen/ScalarOps.def).
 bool isSupportedElementwise(const Node& n);
+// Ops with a Structured kernel on the GPU targets (codegen/StructuredOps.def).
+bool isStructuredOp(const Node& n);
 // The kernel view of `node` under `options` (ukernels=off: convolutions are
 // compiled kernels), or nullptr with the reason in `why`.
 std::unique_ptr<KernelView> analyzeKernel(const Node& node, const CodegenOptions& options, std::string* why = nullptr);

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "ir/Error.h"
@@ -21,6 +22,7 @@ void callKernel(const Step& s, const std::vector<Tensor>& env, std::vector<Tenso
   std::vector<const Tensor*> args;
   for (size_t i = 0; i < s.in.size(); ++i) {
     if (s.in[i] < 0) continue;
+    if (!s.argInputs.empty() && std::find(s.argInputs.begin(), s.argInputs.end(), int(i)) == s.argInputs.end()) continue;
     const Tensor& t = env[size_t(s.in[i])];
     const Value* v = n.input(i);
     FRICTION_CHECK(t.defined() && t.dtype() == DType::F32 && t.shape() == v->shape().staticDims(),

@@ -31,6 +31,7 @@ struct Step : SlotStep {
   enum Kind { Compiled, Interp, Sub, Native, View } kind = Interp;
   const Node* node = nullptr;
   std::shared_ptr<KernelEntry> kernel;   // Compiled; Native with a compiled epilogue
+  std::vector<int> argInputs;            // Compiled: the node inputs passed (KernelView::argInputs); empty: every present one
   int splitDim = -1;                     // a split kernel (KernelView::splitDim): the dim cut into slabs,
   std::vector<int> argSplitDims;         // and each argument's own dim to cut (-1: passed whole)
   std::unique_ptr<NativeKernel> native;  // Native: the node itself, or the region's anchor

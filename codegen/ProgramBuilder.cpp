@@ -141,9 +141,13 @@ std::unique_ptr<Program> ProgramBuilder::build(const Graph& g, const OuterMap& o
     }
     std::vector<const Value*> outer;
     for (const Value* v : n.inputs()) outer.push_back(resolve(v));
+    // The GPU targets generate what they can (Structured kernels included); the cpu prefers its microkernels.
+    const bool generatedFirst = options_.target != Target::Cpu;
     if (isZeroCopyView(n)) {
       s.kind = Step::View;
       stats_.views++;
+    } else if (generatedFirst && compiledStep(s, *p, resolve)) {
+      // a generated kernel
     } else if (auto native = matchNative(n, outer, nullptr, options_.ukernels())) {
       s.kind = Step::Native;
       native->prepare();
@@ -151,7 +155,7 @@ std::unique_ptr<Program> ProgramBuilder::build(const Graph& g, const OuterMap& o
       s.nativeIn = s.in;
       stats_.nativeCalls++;
       stats_.nativeOps[s.native->describe()]++;
-    } else if (compiledStep(s, *p, resolve)) {
+    } else if (!generatedFirst && compiledStep(s, *p, resolve)) {
       // a compiled kernel, or a native anchor with its epilogue
     } else if (auto region = FusedRegion::of(n)) {
       s.kind = Step::Sub;
@@ -178,6 +182,7 @@ bool ProgramBuilder::compiledStep(Step& s, Program& p, const std::function<const
   auto view = analyzeKernel(n, options_);
   if (!view) return false;
   s.kind = Step::Compiled;
+  s.argInputs = view->argInputs;
   if (view->splitDim >= 0) {
     s.splitDim = view->splitDim;
     s.argSplitDims = view->inputSplitDims;

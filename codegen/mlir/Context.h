@@ -4,11 +4,13 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "codegen/CodegenOptions.h"
 #include "ir/Graph.h"
+#include "ir/ops/NnShapes.h"
 #include "llvm/Support/Error.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -16,6 +18,7 @@
 #include "mlir/IR/OwningOpRef.h"
 
 namespace mlir {
+class OpBuilder;
 class PassManager;
 }  // namespace mlir
 
@@ -57,6 +60,27 @@ inline double msSince(Clock::time_point t) { return std::chrono::duration<double
 // the program builder saw them (analyzeKernel).
 mlir::OwningOpRef<mlir::ModuleOp> buildModule(mlir::MLIRContext& ctx, const std::vector<const Node*>& nodes,
                                               const std::vector<std::string>& names, const CodegenOptions& options);
+
+// The kernel of a Structured view's single op (StructuredKernels.cpp):
+// `args` are aligned with the node's inputs (null for its constant ones),
+// `init` is the result's initial tensor; returns the result.
+mlir::Value buildStructuredKernel(mlir::OpBuilder& b, const Node& n, const std::vector<mlir::Value>& args,
+                                  mlir::Value init);
+
+// Windows of convolutions and pools over [N, C, spatial...] (KernelBuilder.cpp).
+// True when every window cell of every output lies inside the input: the
+// whole window is then one affine contraction, no padding reached.
+bool windowInside(const Window& win, const std::vector<int64_t>& xs, const std::vector<int64_t>& ys);
+// One window cell (row-major over the window) as slices over the spatial
+// dims: the rectangle of outputs whose tap lies inside the input (offsets and
+// sizes), and where those taps are (offsets, strides); nullopt when it
+// reaches no output.
+struct WindowCell {
+  std::vector<int64_t> at;  // the cell's position in the window
+  std::vector<int64_t> xOffsets, xStrides, yOffsets, sizes;
+};
+std::optional<WindowCell> windowCell(const Window& win, const std::vector<int64_t>& xs, const std::vector<int64_t>& ys,
+                                     int64_t cell);
 
 // Runs the stages of codegen/CodegenStages.def in `options.target`'s pipeline
 // that `options` enables (Pipeline.cpp): down to the LLVM dialect for Cpu and

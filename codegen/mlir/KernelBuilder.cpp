@@ -222,6 +222,11 @@ class KernelBuilder {
         // The epilogue: one generic updating the accumulator in place.
         results = generic(elementwise, {acc}, &anchor);
       }
+    } else if (view_.kind == KernelKind::Structured) {
+      const Node& n = *view_.nodes.front();
+      std::vector<mlir::Value> args(n.numInputs());
+      for (size_t i = 0; i < view_.argInputs.size(); ++i) args[size_t(view_.argInputs[i])] = entry->getArgument(unsigned(i));
+      results.push_back(buildStructuredKernel(b_, n, args, inits[0]));
     } else if (view_.kind == KernelKind::NativeEpilogue) {
       // The anchor's result is already in the output buffer: update it in place.
       elementwise.erase(elementwise.begin());
@@ -379,32 +384,25 @@ class KernelBuilder {
     iters[3] = mlir::utils::IteratorType::reduction;
     if (wholeWindowGeneric_ && windowInside(win, xs, ys)) return collapse(wholeWindow(win, x, w, acc, cg, d));
     // Every window cell (row-major over the window dims).
-    const int64_t cells = win.kernelSize();
-    for (int64_t cell = 0; cell < cells; ++cell) {
-      std::vector<int64_t> at(d);  // the cell's window position per spatial dim
-      for (size_t i = d, rest = size_t(cell); i-- > 0;) at[i] = int64_t(rest % size_t(ws[2 + i])), rest /= size_t(ws[2 + i]);
-      // Output positions o with 0 <= o * stride + at * dilation - pad < extent, per dim.
+    for (int64_t cell = 0; cell < win.kernelSize(); ++cell) {
+      std::optional<WindowCell> cellSlices = windowCell(win, xs, ys, cell);
+      if (!cellSlices) continue;
+      const WindowCell& c = *cellSlices;
       llvm::SmallVector<mlir::OpFoldResult> xOff = {index(0), index(0)}, xSize = {index(xs[0]), index(C)},
                                             xStride = {index(1), index(1)};
       llvm::SmallVector<mlir::OpFoldResult> yOff = {index(0), index(0), index(0)}, ySize = {index(ys[0]), index(G), index(kg)},
                                             ones(y5.size(), index(1));
       std::vector<int64_t> slice = {ys[0], G, kg};
-      bool empty = false;
       for (size_t i = 0; i < d; ++i) {
-        const int64_t shift = at[i] * win.dilations[i] - win.pads[i], stride = win.strides[i];
-        const auto [lo, hi] = ukernels::insideOutputs(shift, stride, xs[2 + i], ys[2 + i]);
-        if (hi <= lo) empty = true;
-        xOff.push_back(index(lo * stride + shift)), xSize.push_back(index(std::max<int64_t>(hi - lo, 1))),
-            xStride.push_back(index(stride));
-        yOff.push_back(index(lo)), ySize.push_back(index(std::max<int64_t>(hi - lo, 1))), slice.push_back(hi - lo);
+        xOff.push_back(index(c.xOffsets[i])), xSize.push_back(index(c.sizes[i])), xStride.push_back(index(c.xStrides[i]));
+        yOff.push_back(index(c.yOffsets[i])), ySize.push_back(index(c.sizes[i])), slice.push_back(c.sizes[i]);
       }
-      if (empty) continue;
       std::vector<int64_t> xSlice = {xs[0], C};
       xSlice.insert(xSlice.end(), slice.begin() + 3, slice.end());
       mlir::Value xc = b_.create<mlir::tensor::ExtractSliceOp>(loc_, tensorType(b_, xSlice), x, xOff, xSize, xStride);
       // The cell's weights [G, K/G, C/G] (the window dims dropped).
       llvm::SmallVector<mlir::OpFoldResult> wOff = {index(0), index(0), index(0)}, wSize = {index(G), index(kg), index(cg)};
-      for (size_t i = 0; i < d; ++i) wOff.push_back(index(at[i])), wSize.push_back(index(1));
+      for (size_t i = 0; i < d; ++i) wOff.push_back(index(c.at[i])), wSize.push_back(index(1));
       llvm::SmallVector<mlir::OpFoldResult> wOnes(w5.size(), index(1));
       mlir::Value wc = b_.create<mlir::tensor::ExtractSliceOp>(loc_, tensorType(b_, {G, kg, cg}), w, wOff, wSize, wOnes);
       mlir::Value yc = b_.create<mlir::tensor::ExtractSliceOp>(loc_, tensorType(b_, slice), acc, yOff, ySize, ones);
@@ -412,15 +410,6 @@ class KernelBuilder {
       acc = b_.create<mlir::tensor::InsertSliceOp>(loc_, sum, acc, yOff, ySize, ones);
     }
     return collapse(acc);
-  }
-
-  // True when every window cell of every output lies inside the input (no
-  // padding reached): the whole window is then one affine contraction.
-  static bool windowInside(const Window& win, const std::vector<int64_t>& xs, const std::vector<int64_t>& ys) {
-    for (size_t i = 0; i < win.rank(); ++i)
-      if (win.pads[i] != 0 || (ys[2 + i] - 1) * win.strides[i] + (win.kernel[i] - 1) * win.dilations[i] >= xs[2 + i])
-        return false;
-    return true;
   }
 
   // acc5 += x * w over c and the whole window: ONE generic with dims (n, g,
@@ -517,6 +506,30 @@ class KernelBuilder {
 };
 
 }  // namespace
+
+bool windowInside(const Window& win, const std::vector<int64_t>& xs, const std::vector<int64_t>& ys) {
+  for (size_t i = 0; i < win.rank(); ++i)
+    if (win.pads[i] != 0 || (ys[2 + i] - 1) * win.strides[i] + (win.kernel[i] - 1) * win.dilations[i] >= xs[2 + i])
+      return false;
+  return true;
+}
+
+std::optional<WindowCell> windowCell(const Window& win, const std::vector<int64_t>& xs, const std::vector<int64_t>& ys,
+                                     int64_t cell) {
+  const size_t d = win.rank();
+  WindowCell c;
+  c.at.resize(d);
+  for (size_t i = d, rest = size_t(cell); i-- > 0;) c.at[i] = int64_t(rest % size_t(win.kernel[i])), rest /= size_t(win.kernel[i]);
+  for (size_t i = 0; i < d; ++i) {
+    // Output positions o with 0 <= o * stride + at * dilation - pad < extent.
+    const int64_t shift = c.at[i] * win.dilations[i] - win.pads[i], stride = win.strides[i];
+    const auto [lo, hi] = ukernels::insideOutputs(shift, stride, xs[2 + i], ys[2 + i]);
+    if (hi <= lo) return std::nullopt;
+    c.xOffsets.push_back(lo * stride + shift), c.xStrides.push_back(stride);
+    c.yOffsets.push_back(lo), c.sizes.push_back(hi - lo);
+  }
+  return c;
+}
 
 mlir::OwningOpRef<mlir::ModuleOp> buildModule(mlir::MLIRContext& ctx, const std::vector<const Node*>& nodes,
                                               const std::vector<std::string>& names, const CodegenOptions& options) {

@@ -84,10 +84,10 @@ void compileForCuda(const CompileArgs& a) {
     }
     if (!ptxas.empty()) std::printf("  ptxas -arch=%s: %ld of %zu refused\n", a.gpuChip.c_str(), long(refused), r.kernels.size());
     // convert-layout's NHWC regions serve the cpu backend's microkernels; the cuda kernels are NCHW.
-    bool transposes = false;
-    for (const auto& [what, n] : r.hostSteps) transposes = transposes || what.find("transpose") != std::string::npos;
-    if (layoutConverted && transposes)
-      std::printf("  note: convert-layout made NHWC regions whose transposes the GPU cannot run yet; the cuda kernels "
+    bool nhwcOnHost = false;
+    for (const auto& [what, n] : r.hostSteps) nhwcOnHost = nhwcOnHost || what.find("nhwc") != std::string::npos;
+    if (layoutConverted && nhwcOnHost)
+      std::printf("  note: convert-layout made NHWC regions whose anchors the GPU cannot run yet; the cuda kernels "
                   "are NCHW: --disable convert-layout\n");
     std::printf("  load+passes %.0f ms, build %.0f ms, lower to PTX %.0f ms; total %.0f ms\n", passesMs, r.times.buildMs,
                 r.times.lowerMs, totalMs);

@@ -1,0 +1,382 @@
+// The Structured kernels of the GPU targets (codegen/StructuredOps.def): one
+// op each, as linalg on tensors in destination-passing style like every other
+// kernel, so the same stages turn them into parallel loop nests and PTX.
+// Data movement is one copy generic per piece into a slice of the result
+// (never tensor.insert_slice of a whole input: bufferized, that is a
+// memref.copy, which no loop nest carries to the GPU); reductions are a fill
+// and one generic whose output map keeps the reduced dims at 0; pooling is a
+// fill and one generic per window cell over the outputs it reaches, like the
+// convolutions of KernelBuilder.cpp. Each build function mirrors the
+// interpreter's semantics of its op (runtime/interp/kernels/).
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <unordered_map>
+
+#include "codegen/mlir/Context.h"
+#include "ir/Error.h"
+#include "ir/ops/NnShapes.h"
+#include "ir/ops/TensorShapes.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+
+namespace friction::codegen {
+namespace {
+
+using Ints = std::vector<int64_t>;
+using Iter = mlir::utils::IteratorType;
+using BodyFn = std::function<void(mlir::OpBuilder&, mlir::Location, mlir::ValueRange)>;
+
+int64_t normalized(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
+// The integers of constant input `i` of `n`, or nullopt when it is absent.
+std::optional<Ints> constantInts(const Node& n, size_t i) {
+  if (i >= n.numInputs() || !n.input(i)) return std::nullopt;
+  const Tensor* t = constantData(n.input(i));
+  FRICTION_CHECK(t && isInteger(t->dtype()), n.describe() + ": input " + std::to_string(i) + " is not a constant of integers");
+  return t->toInt64Vector();
+}
+
+// What the build functions share: the builder, the node, its arguments
+// (aligned with the node's inputs; null where an input is a constant) and
+// the result's initial tensor.
+struct Structured {
+  mlir::OpBuilder& b;
+  mlir::Location loc;
+  const Node& n;
+  std::vector<mlir::Value> args;
+  mlir::Value init;
+
+  mlir::MLIRContext* ctx() { return b.getContext(); }
+  Ints shapeOf(size_t input) const { return n.input(input)->shape().staticDims(); }
+  Ints resultShape() const { return n.output(0)->shape().staticDims(); }
+  mlir::Value f32(double v) { return b.create<mlir::arith::ConstantOp>(loc, b.getF32FloatAttr(float(v))); }
+  mlir::AffineExpr dim(size_t i) { return b.getAffineDimExpr(unsigned(i)); }
+  mlir::AffineMap map(size_t dims, llvm::ArrayRef<mlir::AffineExpr> exprs) {
+    return mlir::AffineMap::get(unsigned(dims), 0, exprs, ctx());
+  }
+  mlir::AffineMap identity(size_t dims) { return b.getMultiDimIdentityMap(unsigned(dims)); }
+  mlir::RankedTensorType type(const Ints& shape) { return mlir::RankedTensorType::get(shape, b.getF32Type()); }
+
+  mlir::Value generic(mlir::ValueRange ins, mlir::Value out, llvm::ArrayRef<mlir::AffineMap> maps,
+                      llvm::ArrayRef<Iter> iters, const BodyFn& body) {
+    return b.create<mlir::linalg::GenericOp>(loc, mlir::TypeRange{out.getType()}, ins, mlir::ValueRange{out}, maps,
+                                             iters, body)
+        .getResult(0);
+  }
+  mlir::Value fill(mlir::Value out, double value) {
+    return b.create<mlir::linalg::FillOp>(loc, mlir::ValueRange{f32(value)}, mlir::ValueRange{out}).getResult(0);
+  }
+  // out = f(out) elementwise, in place.
+  mlir::Value mapInPlace(mlir::Value out, const std::function<mlir::Value(mlir::OpBuilder&, mlir::Location, mlir::Value)>& f) {
+    size_t r = size_t(mlir::cast<mlir::RankedTensorType>(out.getType()).getRank());
+    return generic({}, out, {identity(r)}, llvm::SmallVector<Iter>(r, Iter::parallel),
+                   [&](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
+                     pb.create<mlir::linalg::YieldOp>(l, mlir::ValueRange{f(pb, l, v[0])});
+                   });
+  }
+  // dest[offsets + strides * i] = src[i]: a copy generic into a slice of `dest`.
+  mlir::Value copyInto(mlir::Value src, mlir::AffineMap srcMap, mlir::Value dest, const Ints& offsets, const Ints& sizes) {
+    llvm::SmallVector<mlir::OpFoldResult> off, size, ones;
+    for (size_t i = 0; i < sizes.size(); ++i)
+      off.push_back(b.getIndexAttr(offsets[i])), size.push_back(b.getIndexAttr(sizes[i])), ones.push_back(b.getIndexAttr(1));
+    mlir::Value slice = b.create<mlir::tensor::ExtractSliceOp>(loc, type(sizes), dest, off, size, ones);
+    mlir::Value copied = generic({src}, slice, {srcMap, identity(sizes.size())},
+                                 llvm::SmallVector<Iter>(sizes.size(), Iter::parallel),
+                                 [](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
+                                   pb.create<mlir::linalg::YieldOp>(l, mlir::ValueRange{v[0]});
+                                 });
+    return b.create<mlir::tensor::InsertSliceOp>(loc, copied, dest, off, size, ones);
+  }
+};
+
+// y = transpose(x, perm): y[i] = x[i permuted back].
+mlir::Value buildTranspose(Structured& s) {
+  const Ints xs = s.shapeOf(0);
+  const size_t r = xs.size();
+  Ints perm = s.n.attrInts("perm");
+  if (perm.empty()) perm.resize(r), std::iota(perm.rbegin(), perm.rend(), 0);  // default: reverse
+  FRICTION_CHECK(perm.size() == r, s.n.describe() + ": perm has the wrong length");
+  llvm::SmallVector<mlir::AffineExpr> xe(r);
+  for (size_t i = 0; i < r; ++i) xe[size_t(normalized(perm[i], int64_t(r)))] = s.dim(i);  // y dim i reads x dim perm[i]
+  return s.generic({s.args[0]}, s.init, {s.map(r, xe), s.identity(r)}, llvm::SmallVector<Iter>(r, Iter::parallel),
+                   [](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
+                     pb.create<mlir::linalg::YieldOp>(l, mlir::ValueRange{v[0]});
+                   });
+}
+
+// y = x broadcast (numpy, right-aligned) to the result's shape.
+mlir::Value buildExpand(Structured& s) {
+  const Ints xs = s.shapeOf(0), ys = s.resultShape();
+  FRICTION_CHECK(xs.size() <= ys.size(), s.n.describe() + ": Expand to a lower rank");
+  llvm::SmallVector<mlir::AffineExpr> xe;
+  for (size_t i = 0, off = ys.size() - xs.size(); i < xs.size(); ++i)
+    xe.push_back(xs[i] == ys[i + off] ? s.dim(i + off) : s.b.getAffineConstantExpr(0));
+  return s.generic({s.args[0]}, s.init, {s.map(ys.size(), xe), s.identity(ys.size())},
+                   llvm::SmallVector<Iter>(ys.size(), Iter::parallel),
+                   [](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
+                     pb.create<mlir::linalg::YieldOp>(l, mlir::ValueRange{v[0]});
+                   });
+}
+
+// y[i] = x[start + i * step] per sliced axis: a strided slice copied (a
+// generic reading x through `d * step + start` directly would, for step 1 and
+// start 0, claim x's extent as the loop's); negative steps read through the
+// affine map.
+mlir::Value buildSlice(Structured& s) {
+  const Ints xs = s.shapeOf(0), ys = s.resultShape();
+  const size_t r = xs.size();
+  auto starts = constantInts(s.n, 1), ends = constantInts(s.n, 2);
+  FRICTION_CHECK(starts && ends, s.n.describe() + ": Slice without starts and ends");
+  Ints offsets(r, 0), strides(r, 1);
+  llvm::SmallVector<mlir::AffineExpr> xe;
+  for (size_t i = 0; i < r; ++i) xe.push_back(s.dim(i));
+  bool backwards = false;
+  for (SliceAxis a : sliceAxes(int64_t(r), *starts, *ends, constantInts(s.n, 3), constantInts(s.n, 4))) {
+    const size_t axis = size_t(a.axis);
+    FRICTION_CHECK(clampSlice(xs[axis], a) == ys[axis], s.n.describe() + ": Slice result disagrees with its type");
+    offsets[axis] = a.start, strides[axis] = a.step;
+    xe[axis] = s.dim(axis) * a.step + a.start;
+    backwards = backwards || a.step < 0;
+  }
+  auto copy = [](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
+    pb.create<mlir::linalg::YieldOp>(l, mlir::ValueRange{v[0]});
+  };
+  llvm::SmallVector<Iter> iters(r, Iter::parallel);
+  if (backwards) return s.generic({s.args[0]}, s.init, {s.map(r, xe), s.identity(r)}, iters, copy);
+  llvm::SmallVector<mlir::OpFoldResult> off, size, stride;
+  for (size_t i = 0; i < r; ++i)
+    off.push_back(s.b.getIndexAttr(offsets[i])), size.push_back(s.b.getIndexAttr(ys[i])), stride.push_back(s.b.getIndexAttr(strides[i]));
+  mlir::Value x = s.b.create<mlir::tensor::ExtractSliceOp>(s.loc, s.type(ys), s.args[0], off, size, stride);
+  return s.generic({x}, s.init, {s.identity(r), s.identity(r)}, iters, copy);
+}
+
+// Each input copied into its slab of the result along `axis`.
+mlir::Value buildConcat(Structured& s) {
+  const Ints ys = s.resultShape();
+  const size_t axis = size_t(normalized(s.n.attrInt("axis", 0), int64_t(ys.size())));
+  FRICTION_CHECK(axis < ys.size(), s.n.describe() + ": Concat axis out of range");
+  mlir::Value acc = s.init;
+  int64_t at = 0;
+  for (size_t i = 0; i < s.n.numInputs(); ++i) {
+    if (!s.args[i]) continue;
+    const Ints xs = s.shapeOf(i);
+    Ints offsets(ys.size(), 0);
+    offsets[axis] = at;
+    acc = s.copyInto(s.args[i], s.identity(xs.size()), acc, offsets, xs);
+    at += xs[axis];
+  }
+  FRICTION_CHECK(at == ys[axis], s.n.describe() + ": Concat inputs do not add up to the result");
+  return acc;
+}
+
+// The value everywhere, then x copied into the interior (constant mode, no crops).
+mlir::Value buildPad(Structured& s) {
+  FRICTION_CHECK(s.n.attrString("mode", "constant") == "constant", s.n.describe() + ": Pad mode other than constant");
+  const Ints xs = s.shapeOf(0);
+  auto pads = constantInts(s.n, 1);
+  FRICTION_CHECK(pads, s.n.describe() + ": Pad without pads");
+  const Ints all = padsForAllAxes(int64_t(xs.size()), *pads, constantInts(s.n, 3));
+  double value = 0;
+  if (s.n.numInputs() > 2 && s.n.input(2)) {
+    const Tensor* v = constantData(s.n.input(2));
+    FRICTION_CHECK(v && v->numel() <= 1, s.n.describe() + ": Pad value is not a constant scalar");
+    if (v->numel() == 1) value = v->elementAsDouble(0);
+  }
+  Ints offsets(all.begin(), all.begin() + int64_t(xs.size()));
+  for (size_t d = 0; d < xs.size(); ++d)
+    FRICTION_CHECK(all[d] >= 0 && all[d + xs.size()] >= 0, s.n.describe() + ": Pad with negative pads (a crop)");
+  return s.copyInto(s.args[0], s.identity(xs.size()), s.fill(s.init, value), offsets, xs);
+}
+
+// y = (x - mean) * scale / sqrt(var + epsilon) + B, per channel (dim 1).
+mlir::Value buildBatchNorm(Structured& s) {
+  FRICTION_CHECK(s.n.attrInt("training_mode", 0) == 0, s.n.describe() + ": BatchNormalization in training mode");
+  const Ints xs = s.shapeOf(0);
+  const size_t r = xs.size();
+  FRICTION_CHECK(r >= 2 && s.args.size() == 5, s.n.describe() + ": BatchNormalization without a channel axis or parameters");
+  for (size_t i = 1; i < 5; ++i)
+    FRICTION_CHECK(s.args[i] && s.shapeOf(i) == Ints{xs[1]}, s.n.describe() + ": parameters are not one per channel");
+  const float eps = s.n.attrFloat("epsilon", 1e-5f);
+  mlir::AffineMap channel = s.map(r, {s.dim(1)});
+  return s.generic({s.args[0], s.args[1], s.args[2], s.args[3], s.args[4]}, s.init,
+                   {s.identity(r), channel, channel, channel, channel, s.identity(r)},
+                   llvm::SmallVector<Iter>(r, Iter::parallel),
+                   [eps](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
+                     mlir::Value e = pb.create<mlir::arith::ConstantOp>(l, pb.getF32FloatAttr(eps));
+                     mlir::Value sd = pb.create<mlir::math::SqrtOp>(l, pb.create<mlir::arith::AddFOp>(l, v[4], e));
+                     mlir::Value c = pb.create<mlir::arith::SubFOp>(l, v[0], v[3]);
+                     mlir::Value y = pb.create<mlir::arith::DivFOp>(l, pb.create<mlir::arith::MulFOp>(l, c, v[1]), sd);
+                     pb.create<mlir::linalg::YieldOp>(l, mlir::ValueRange{pb.create<mlir::arith::AddFOp>(l, y, v[2])});
+                   });
+}
+
+// The Reduce ops and the global pools: the result filled with the
+// reduction's identity, one generic over x accumulating into it (the reduced
+// dims read as 0 of the result: the kept dims of 1, or dropped ones), then
+// the finishing map (mean, sqrt, log).
+mlir::Value buildReduce(Structured& s) {
+  const std::string& op = s.n.op();
+  const Ints xs = s.shapeOf(0);
+  const int64_t r = int64_t(xs.size());
+  const bool global = op == "GlobalAveragePool" || op == "GlobalMaxPool";
+  Ints axes;
+  if (global) {
+    for (int64_t d = 2; d < r; ++d) axes.push_back(d);
+  } else {
+    auto fromInput = constantInts(s.n, 1);
+    axes = fromInput ? *fromInput : s.n.attrInts("axes");
+    if (axes.empty()) {
+      FRICTION_CHECK(!s.n.attrInt("noop_with_empty_axes", 0), s.n.describe() + ": a reduction over no axis");
+      axes.resize(size_t(r)), std::iota(axes.begin(), axes.end(), 0);
+    }
+  }
+  std::vector<bool> reduced(size_t(r), false);
+  int64_t count = 1;
+  for (int64_t a : axes) {
+    a = normalized(a, r);
+    FRICTION_CHECK(a >= 0 && a < r, s.n.describe() + ": axis out of range");
+    if (!reduced[size_t(a)]) count *= xs[size_t(a)];
+    reduced[size_t(a)] = true;
+  }
+  const bool keep = global || s.n.attrInt("keepdims", 1) != 0;
+  llvm::SmallVector<mlir::AffineExpr> ye;
+  llvm::SmallVector<Iter> iters;
+  for (int64_t d = 0; d < r; ++d) {
+    iters.push_back(reduced[size_t(d)] ? Iter::reduction : Iter::parallel);
+    if (!reduced[size_t(d)]) ye.push_back(s.dim(size_t(d)));
+    else if (keep) ye.push_back(s.b.getAffineConstantExpr(0));
+  }
+  const bool isMax = op == "ReduceMax" || op == "GlobalMaxPool", isMin = op == "ReduceMin";
+  const double inf = std::numeric_limits<double>::infinity();
+  mlir::Value acc = s.fill(s.init, isMax ? -inf : isMin ? inf : 0.0);
+  acc = s.generic({s.args[0]}, acc, {s.identity(size_t(r)), s.map(size_t(r), ye)}, iters,
+                  [&](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
+                    mlir::Value x = v[0], a = v[1], y;
+                    // std::max(a, x) and std::min(a, x), as the interpreter reduces: x only when it compares.
+                    auto pick = [&](mlir::Value lhs, mlir::Value rhs) {
+                      mlir::Value takeX = pb.create<mlir::arith::CmpFOp>(l, mlir::arith::CmpFPredicate::OLT, lhs, rhs);
+                      return pb.create<mlir::arith::SelectOp>(l, takeX, x, a).getResult();
+                    };
+                    if (isMax) y = pick(a, x);
+                    else if (isMin) y = pick(x, a);
+                    else if (op == "ReduceSumSquare" || op == "ReduceL2")
+                      y = pb.create<mlir::arith::AddFOp>(l, a, pb.create<mlir::arith::MulFOp>(l, x, x));
+                    else if (op == "ReduceL1") y = pb.create<mlir::arith::AddFOp>(l, a, pb.create<mlir::math::AbsFOp>(l, x));
+                    else y = pb.create<mlir::arith::AddFOp>(l, a, x);
+                    pb.create<mlir::linalg::YieldOp>(l, mlir::ValueRange{y});
+                  });
+  if (op == "ReduceMean" || op == "GlobalAveragePool") {
+    const double inverse = 1.0 / double(count);
+    return s.mapInPlace(acc, [&](mlir::OpBuilder& pb, mlir::Location l, mlir::Value a) {
+      return pb.create<mlir::arith::MulFOp>(l, a, pb.create<mlir::arith::ConstantOp>(l, pb.getF32FloatAttr(float(inverse)))).getResult();
+    });
+  }
+  if (op == "ReduceL2")
+    return s.mapInPlace(acc, [](mlir::OpBuilder& pb, mlir::Location l, mlir::Value a) {
+      return pb.create<mlir::math::SqrtOp>(l, a).getResult();
+    });
+  if (op == "ReduceLogSum")
+    return s.mapInPlace(acc, [](mlir::OpBuilder& pb, mlir::Location l, mlir::Value a) {
+      return pb.create<mlir::math::LogOp>(l, a).getResult();
+    });
+  return acc;
+}
+
+// MaxPool and AveragePool (NCHW, any number of spatial dims): the result
+// filled with -inf or 0, then one generic per window cell over the rectangle
+// of outputs it reaches (padding is never read). (One generic over the whole
+// window, as unpadded convolutions get, has no operand that gives the window
+// dims their extent: linalg would need a shape-only window tensor, which
+// bufferizes to a host allocation.) AveragePool then divides by the taps each output counts: the
+// ones inside the input, or inside the padded input (count_include_pad),
+// computed per dim from the output index.
+mlir::Value buildPool(Structured& s) {
+  const bool isMax = s.n.op() == "MaxPool";
+  const Ints xs = s.shapeOf(0), ys = s.resultShape();
+  FRICTION_CHECK(xs.size() >= 3 && ys.size() == xs.size(), s.n.describe() + ": pooling needs [N, C, spatial...]");
+  const size_t d = xs.size() - 2, r = xs.size();
+  const Window win = resolveWindow(s.n, {xs.begin() + 2, xs.end()});
+  FRICTION_CHECK(win.outputSpatial({xs.begin() + 2, xs.end()}) == Ints(ys.begin() + 2, ys.end()),
+                 s.n.describe() + ": pooling result disagrees with its type");
+  FRICTION_CHECK(!isMax || s.n.attrInt("storage_order", 0) == 0 || s.n.numOutputs() == 1,
+                 s.n.describe() + ": MaxPool indices are not generated");
+  mlir::Value acc = s.fill(s.init, isMax ? -std::numeric_limits<double>::infinity() : 0.0);
+  auto accumulate = [isMax](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
+    mlir::Value y;
+    if (isMax) {  // the interpreter's `x > best`: a NaN tap is never taken
+      mlir::Value keep = pb.create<mlir::arith::CmpFOp>(l, mlir::arith::CmpFPredicate::OGT, v[0], v[1]);
+      y = pb.create<mlir::arith::SelectOp>(l, keep, v[0], v[1]);
+    } else {
+      y = pb.create<mlir::arith::AddFOp>(l, v[1], v[0]);
+    }
+    pb.create<mlir::linalg::YieldOp>(l, mlir::ValueRange{y});
+  };
+  {
+    for (int64_t cell = 0; cell < win.kernelSize(); ++cell) {
+      std::optional<WindowCell> c = windowCell(win, xs, ys, cell);
+      if (!c) continue;
+      // [N, C] whole, then the cell's rectangle.
+      Ints xOff = {0, 0}, yOff = {0, 0}, size = {xs[0], xs[1]}, xStride = {1, 1}, ones(r, 1);
+      xOff.insert(xOff.end(), c->xOffsets.begin(), c->xOffsets.end());
+      yOff.insert(yOff.end(), c->yOffsets.begin(), c->yOffsets.end());
+      size.insert(size.end(), c->sizes.begin(), c->sizes.end());
+      xStride.insert(xStride.end(), c->xStrides.begin(), c->xStrides.end());
+      auto folds = [&](const Ints& v) {
+        llvm::SmallVector<mlir::OpFoldResult> f;
+        for (int64_t x : v) f.push_back(s.b.getIndexAttr(x));
+        return f;
+      };
+      mlir::Value xc = s.b.create<mlir::tensor::ExtractSliceOp>(s.loc, s.type(size), s.args[0], folds(xOff), folds(size), folds(xStride));
+      mlir::Value yc = s.b.create<mlir::tensor::ExtractSliceOp>(s.loc, s.type(size), acc, folds(yOff), folds(size), folds(ones));
+      mlir::Value sum = s.generic({xc}, yc, {s.identity(r), s.identity(r)}, llvm::SmallVector<Iter>(r, Iter::parallel), accumulate);
+      acc = s.b.create<mlir::tensor::InsertSliceOp>(s.loc, sum, acc, folds(yOff), folds(size), folds(ones));
+    }
+  }
+  if (isMax) return acc;
+  const bool includePad = s.n.attrInt("count_include_pad", 0) != 0;
+  return s.generic({}, acc, {s.identity(r)}, llvm::SmallVector<Iter>(r, Iter::parallel),
+                   [&](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
+                     auto index = [&](int64_t c) { return pb.create<mlir::arith::ConstantIndexOp>(l, c).getResult(); };
+                     mlir::Value count = index(1);
+                     for (size_t i = 0; i < d; ++i) {
+                       // Taps k in [0, K) with lo <= o * stride - pad + k * dilation < hi.
+                       const int64_t lo = includePad ? -win.pads[i] : 0, hi = xs[2 + i] + (includePad ? win.pads[i + d] : 0);
+                       mlir::Value o = pb.create<mlir::linalg::IndexOp>(l, uint64_t(2 + i));
+                       mlir::Value base = pb.create<mlir::arith::SubIOp>(
+                           l, pb.create<mlir::arith::MulIOp>(l, o, index(win.strides[i])), index(win.pads[i]));
+                       auto firstTap = [&](int64_t bound) {
+                         mlir::Value t = pb.create<mlir::arith::CeilDivSIOp>(
+                             l, pb.create<mlir::arith::SubIOp>(l, index(bound), base), index(win.dilations[i]));
+                         return pb.create<mlir::arith::MinSIOp>(l, pb.create<mlir::arith::MaxSIOp>(l, t, index(0)),
+                                                                index(win.kernel[i]))
+                             .getResult();
+                       };
+                       mlir::Value taps = pb.create<mlir::arith::SubIOp>(l, firstTap(hi), firstTap(lo));
+                       count = pb.create<mlir::arith::MulIOp>(l, count, pb.create<mlir::arith::MaxSIOp>(l, taps, index(0)));
+                     }
+                     mlir::Value n64 = pb.create<mlir::arith::IndexCastOp>(l, pb.getI64Type(), count);
+                     mlir::Value nf = pb.create<mlir::arith::SIToFPOp>(l, pb.getF32Type(), n64);
+                     pb.create<mlir::linalg::YieldOp>(l, mlir::ValueRange{pb.create<mlir::arith::DivFOp>(l, v[0], nf).getResult()});
+                   });
+}
+
+}  // namespace
+
+mlir::Value buildStructuredKernel(mlir::OpBuilder& b, const Node& n, const std::vector<mlir::Value>& args, mlir::Value init) {
+  using BuildFn = mlir::Value (*)(Structured&);
+  static const std::unordered_map<std::string, BuildFn> table = {
+#define FRICTION_STRUCTURED_OP(op, arguments, build) {#op, &build},
+#include "codegen/StructuredOps.def"
+#undef FRICTION_STRUCTURED_OP
+  };
+  auto it = table.find(n.op());
+  FRICTION_CHECK(it != table.end(), "codegen: no structured kernel for " + n.op());
+  Structured s{b, b.getUnknownLoc(), n, args, init};
+  return it->second(s);
+}
+
+}  // namespace friction::codegen
