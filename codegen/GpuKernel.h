@@ -10,7 +10,8 @@ namespace friction::codegen {
 
 // One launch of a GPU kernel: the gpu.func in the kernel's PTX, grid and
 // block sizes, and the arguments in order: a buffer of the kernel (its
-// inputs, then its outputs, as a device pointer), or a constant.
+// inputs, then its outputs, then its scratch buffers, as a device pointer),
+// or a constant.
 struct GpuLaunchArg {
   int buffer = -1;  // >= 0: the kernel's buffer of this index
   bool isFloat = false;
@@ -27,5 +28,7 @@ struct GpuLaunch {
 struct GpuKernel {
   std::string ptx;
   std::vector<GpuLaunch> launches;
+  int buffers = 0;                             // the kernel's inputs and outputs (GpuLaunchArg::buffer below it)
+  std::vector<std::vector<int64_t>> scratch;   // f32 scratch buffers, GpuLaunchArg::buffer `buffers` and on
 };
 }  // namespace friction::codegen

@@ -105,49 +105,94 @@ bool isSupportedElementwise(const Node& n) {
 
 namespace {
 
-// The number of leading inputs of a Structured op that are kernel arguments
-// (-1: all), or nullopt when the op has no Structured kernel.
-std::optional<int> structuredArguments(const std::string& op) {
-  static const std::unordered_map<std::string, int> ops = {
-#define FRICTION_STRUCTURED_OP(op, arguments, build) {#op, arguments},
+// How a Structured op is passed: its leading inputs that are kernel
+// arguments (-1: all) and its statistics buffers (StructuredOps.def).
+struct StructuredCall {
+  int arguments, statistics;
+};
+std::optional<StructuredCall> structuredCall(const std::string& op) {
+  static const std::unordered_map<std::string, StructuredCall> ops = {
+#define FRICTION_STRUCTURED_OP(op, arguments, statistics, build) {#op, {arguments, statistics}},
 #include "codegen/StructuredOps.def"
 #undef FRICTION_STRUCTURED_OP
   };
   auto it = ops.find(op);
-  return it == ops.end() ? std::nullopt : std::optional<int>(it->second);
+  return it == ops.end() ? std::nullopt : std::optional<StructuredCall>(it->second);
 }
 
 // The Structured view of `node`: its leading inputs are the arguments (f32,
 // static), the others constants or absent.
-std::unique_ptr<KernelView> analyzeStructured(const Node& node, int arguments, std::string* why) {
+// `step` is what the program runs: `node` itself, or a Fused region whose
+// only node it is (a fuse-reductions Softmax); argInputs index step's inputs.
+std::unique_ptr<KernelView> analyzeStructured(const Node& step, const Node& node, StructuredCall call, std::string* why) {
+  const int arguments = call.arguments;
   auto view = std::make_unique<KernelView>();
   view->kind = KernelKind::Structured;
   view->nodes = {&node};
+  auto region = FusedRegion::of(step);
+  auto stepInput = [&](const Value* v) {
+    if (!region) {
+      for (size_t i = 0; i < node.numInputs(); ++i)
+        if (node.input(i) == v) return int(i);
+      return -1;
+    }
+    const auto& inner = region->body().inputs();
+    auto it = std::find(inner.begin(), inner.end(), v);
+    return it == inner.end() ? -1 : int(it - inner.begin());
+  };
   if (node.numOutputs() != 1 || !isStaticF32(node.output(0)))
     return fail(why, node.op() + ": one f32 result of static shape expected"), nullptr;
   for (size_t i = 0; i < node.numInputs(); ++i) {
     const Value* v = node.input(i);
     if (!v) continue;
     if (arguments < 0 || int(i) < arguments) {
-      if (!isStaticF32(v)) return fail(why, node.op() + ": input " + std::to_string(i) + " is not f32/static"), nullptr;
+      const bool integers = ((node.op() == "Gather" && i == 1) || node.op() == "Cast") && v->shape().isStatic() &&
+                            (v->dtype() == DType::I64 || v->dtype() == DType::I32);
+      if (!isStaticF32(v) && !integers)
+        return fail(why, node.op() + ": input " + std::to_string(i) + " is not f32/static"), nullptr;
+      if (std::find(view->inputs.begin(), view->inputs.end(), v) != view->inputs.end()) continue;  // Mul(x, x)
       view->inputs.push_back(v);
-      view->argInputs.push_back(int(i));
-    } else if (!constantData(v)) {
+      view->argInputs.push_back(stepInput(v));
+      if (view->argInputs.back() < 0) return fail(why, node.op() + ": an input computed inside its region"), nullptr;
+    } else if (region || !constantData(v)) {
       return fail(why, node.op() + ": input " + std::to_string(i) + " is not a constant"), nullptr;
     }
   }
   view->outputs = {node.output(0)};
   view->domain = node.output(0)->shape().staticDims();
+  if (call.statistics > 0) {
+    std::vector<int64_t> stats = node.input(0)->shape().staticDims();
+    std::vector<bool> reduced = normalizedDims(node);
+    for (size_t d = 0; d < stats.size(); ++d)
+      if (reduced[d]) stats[d] = 1;
+    view->scratch.assign(size_t(call.statistics), stats);
+  }
   return view;
 }
 
 }  // namespace
 
-bool isStructuredOp(const Node& n) { return structuredArguments(n.op()).has_value(); }
+bool isStructuredOp(const Node& n) { return structuredCall(n.op()).has_value(); }
+
+std::vector<bool> normalizedDims(const Node& n) {
+  const int64_t rank = int64_t(n.input(0)->shape().rank());
+  int64_t axis = n.attrInt("axis", -1);
+  if (axis < 0) axis += rank;
+  FRICTION_CHECK(axis >= 0 && axis < rank, n.describe() + ": axis out of range");
+  std::vector<bool> dims(size_t(rank), false);
+  for (int64_t d = axis; d < (n.op() == "LayerNormalization" ? rank : axis + 1); ++d) dims[size_t(d)] = true;
+  return dims;
+}
 
 std::unique_ptr<KernelView> analyzeKernel(const Node& node, const CodegenOptions& options, std::string* why) {
-  if (options.target != Target::Cpu && !FusedRegion::of(node))
-    if (auto arguments = structuredArguments(node.op())) return analyzeStructured(node, *arguments, why);
+  if (options.target != Target::Cpu) {
+    auto region = FusedRegion::of(node);
+    const Node* only = region && region->body().nodes().size() == 1 ? region->body().nodes()[0].get() : nullptr;
+    if (!region)
+      if (auto call = structuredCall(node.op())) return analyzeStructured(node, node, *call, why);
+    if (only)
+      if (auto call = structuredCall(only->op())) return analyzeStructured(node, *only, *call, why);
+  }
   auto view = std::make_unique<KernelView>();
   auto region = FusedRegion::of(node);
   if (region) {
@@ -215,8 +260,8 @@ std::string structuralKey(const Node& node) {
   std::string key = nodeStructure(node, {/*hashTensors=*/true});
   // A Structured kernel bakes its constant inputs in (Slice bounds, Pad amounts, Reduce axes): they are part
   // of what it computes, so of its key.
-  if (auto arguments = structuredArguments(node.op()); arguments && *arguments >= 0)
-    for (size_t i = size_t(*arguments); i < node.numInputs(); ++i)
+  if (auto call = structuredCall(node.op()); call && call->arguments >= 0)
+    for (size_t i = size_t(call->arguments); i < node.numInputs(); ++i)
       if (const Tensor* t = node.input(i) ? constantData(node.input(i)) : nullptr) {
         key += " const" + std::to_string(i) + "=";
         for (int64_t e = 0; e < t->numel(); ++e) key += std::to_string(t->elementAsDouble(e)) + ",";

@@ -43,6 +43,9 @@ struct KernelView {
   std::vector<const Node*> nodes;     // topological; for Contraction/NativeEpilogue, nodes[0] is the anchor
   std::vector<const Value*> inputs;   // kernel arguments, in order
   std::vector<int> argInputs;         // Structured: the node input each argument is (the rest are constants)
+  // Structured: scratch buffers (f32, these shapes) the kernel takes after
+  // its outputs: statistics a normalization computes before it normalizes.
+  std::vector<std::vector<int64_t>> scratch;
   std::vector<const Value*> outputs;  // kernel results, in order
   std::vector<int64_t> domain;        // iteration space of the elementwise part (= output shape)
   // Elementwise kernels are compiled with one dim of the domain dynamic, the
@@ -61,6 +64,9 @@ struct KernelView {
 bool isSupportedElementwise(const Node& n);
 // Ops with a Structured kernel on the GPU targets (codegen/StructuredOps.def).
 bool isStructuredOp(const Node& n);
+// The dims of input 0 a Softmax or LogSoftmax (its `axis`) or a
+// LayerNormalization (`axis` to the last) normalizes over.
+std::vector<bool> normalizedDims(const Node& n);
 // The kernel view of `node` under `options` (ukernels=off: convolutions are
 // compiled kernels), or nullptr with the reason in `why`.
 std::unique_ptr<KernelView> analyzeKernel(const Node& node, const CodegenOptions& options, std::string* why = nullptr);

@@ -20,12 +20,17 @@ void callKernel(const Step& s, const std::vector<Tensor>& env, std::vector<Tenso
                 BufferPool& buffers) {
   const Node& n = *s.node;
   std::vector<const Tensor*> args;
-  for (size_t i = 0; i < s.in.size(); ++i) {
-    if (s.in[i] < 0) continue;
-    if (!s.argInputs.empty() && std::find(s.argInputs.begin(), s.argInputs.end(), int(i)) == s.argInputs.end()) continue;
+  std::vector<size_t> passed;  // the node inputs that are arguments, in argument order
+  if (s.argInputs.empty()) {
+    for (size_t i = 0; i < s.in.size(); ++i)
+      if (s.in[i] >= 0) passed.push_back(i);
+  } else {
+    passed.assign(s.argInputs.begin(), s.argInputs.end());
+  }
+  for (size_t i : passed) {
     const Tensor& t = env[size_t(s.in[i])];
     const Value* v = n.input(i);
-    FRICTION_CHECK(t.defined() && t.dtype() == DType::F32 && t.shape() == v->shape().staticDims(),
+    FRICTION_CHECK(t.defined() && t.dtype() == v->dtype() && t.shape() == v->shape().staticDims(),
                    "cpu: " + n.describe() + ": input " + std::to_string(i) + " is " + t.type().str() +
                        ", the kernel was compiled for " + v->type().str());
     args.push_back(&t);
@@ -36,6 +41,9 @@ void callKernel(const Step& s, const std::vector<Tensor>& env, std::vector<Tenso
       outs.push_back(buffers.acquire(DType::F32, n.output(i)->shape().staticDims()));
   }
   for (Tensor& t : outs) args.push_back(&t);
+  std::vector<Tensor> scratch;  // returned to the pool when the call is done
+  for (const auto& shape : s.scratch) scratch.push_back(buffers.acquire(DType::F32, shape));
+  for (Tensor& t : scratch) args.push_back(&t);
   PackedArgs packed(args);
   const int64_t rows = s.splitDim >= 0 ? outs[0].shape()[size_t(s.splitDim)] : 1;
   if (s.splitDim < 0 || rows < 2 || outs[0].numel() < kParallelElements || omp_get_max_threads() < 2) {

@@ -32,6 +32,7 @@ struct Step : SlotStep {
   const Node* node = nullptr;
   std::shared_ptr<KernelEntry> kernel;   // Compiled; Native with a compiled epilogue
   std::vector<int> argInputs;            // Compiled: the node inputs passed (KernelView::argInputs); empty: every present one
+  std::vector<std::vector<int64_t>> scratch;  // Compiled: scratch buffers passed after the outputs (KernelView::scratch)
   int splitDim = -1;                     // a split kernel (KernelView::splitDim): the dim cut into slabs,
   std::vector<int> argSplitDims;         // and each argument's own dim to cut (-1: passed whole)
   std::unique_ptr<NativeKernel> native;  // Native: the node itself, or the region's anchor

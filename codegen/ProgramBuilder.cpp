@@ -183,6 +183,7 @@ bool ProgramBuilder::compiledStep(Step& s, Program& p, const std::function<const
   if (!view) return false;
   s.kind = Step::Compiled;
   s.argInputs = view->argInputs;
+  s.scratch = view->scratch;
   if (view->splitDim >= 0) {
     s.splitDim = view->splitDim;
     s.argSplitDims = view->inputSplitDims;

@@ -87,6 +87,8 @@ void writePtxFolder(const GpuCompileReport& r, const std::string& dir) {
       j["error"] = k.error;
     } else {
       j["ptx"] = k.file + ".ptx";
+      j["buffers"] = k.code.buffers;
+      if (!k.code.scratch.empty()) j["scratch"] = k.code.scratch;
       writeFile(fs::path(dir) / (k.file + ".ptx"), k.code.ptx);
       for (const GpuLaunch& l : k.code.launches) {
         nlohmann::json args = nlohmann::json::array();

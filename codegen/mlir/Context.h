@@ -63,9 +63,10 @@ mlir::OwningOpRef<mlir::ModuleOp> buildModule(mlir::MLIRContext& ctx, const std:
 
 // The kernel of a Structured view's single op (StructuredKernels.cpp):
 // `args` are aligned with the node's inputs (null for its constant ones),
-// `init` is the result's initial tensor; returns the result.
-mlir::Value buildStructuredKernel(mlir::OpBuilder& b, const Node& n, const std::vector<mlir::Value>& args,
-                                  mlir::Value init);
+// `init` is the result's initial tensor, `scratch` the view's statistics
+// buffers; returns the result, then the scratch tensors as updated.
+std::vector<mlir::Value> buildStructuredKernel(mlir::OpBuilder& b, const Node& n, const std::vector<mlir::Value>& args,
+                                               mlir::Value init, const std::vector<mlir::Value>& scratch);
 
 // Windows of convolutions and pools over [N, C, spatial...] (KernelBuilder.cpp).
 // True when every window cell of every output lies inside the input: the

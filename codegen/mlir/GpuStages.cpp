@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <numeric>
 
+#include "codegen/KernelAnalysis.h"
 #include "codegen/mlir/Codegen.h"
 #include "codegen/mlir/Context.h"
 #include "ir/Error.h"
@@ -227,6 +228,10 @@ GpuKernel compileGpuKernel(const Node& node, const CodegenOptions& options, Comp
   t0 = Clock::now();
   // The launches are read before nvvm turns the gpu.modules into binaries.
   GpuKernel kernel;
+  auto view = analyzeKernel(node, options);
+  FRICTION_CHECK(view, "codegen: " + node.describe() + " is not a kernel");
+  kernel.buffers = int(view->inputs.size() + view->outputs.size());
+  kernel.scratch = view->scratch;
   runStages(*module, options, [&](const std::string& stage, mlir::ModuleOp m) {
     if (stage != "gpu-outline") return;
     auto fn = *m.getOps<mlir::func::FuncOp>().begin();

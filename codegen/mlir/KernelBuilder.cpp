@@ -190,6 +190,8 @@ class KernelBuilder {
     auto argType = [&](const Value* v, int dynamicDim) {
       std::vector<int64_t> shape = v->shape().staticDims();
       if (dynamicDim >= 0) shape[size_t(dynamicDim)] = mlir::ShapedType::kDynamic;
+      if (v->dtype() == DType::I64 || v->dtype() == DType::I32)  // a Structured Gather's indices
+        return mlir::RankedTensorType::get(shape, b_.getIntegerType(v->dtype() == DType::I64 ? 64 : 32));
       return tensorType(b_, shape);
     };
     llvm::SmallVector<mlir::Type> argTypes, resultTypes;
@@ -198,6 +200,10 @@ class KernelBuilder {
     for (const Value* v : view_.outputs) {
       argTypes.push_back(argType(v, view_.splitDim));
       resultTypes.push_back(argType(v, view_.splitDim));
+    }
+    for (const auto& shape : view_.scratch) {  // written in place like the outputs
+      argTypes.push_back(tensorType(b_, shape));
+      resultTypes.push_back(tensorType(b_, shape));
     }
     auto fn = b_.create<mlir::func::FuncOp>(loc_, name, b_.getFunctionType(argTypes, resultTypes));
     fn->setAttr("llvm.emit_c_interface", b_.getUnitAttr());
@@ -224,9 +230,13 @@ class KernelBuilder {
       }
     } else if (view_.kind == KernelKind::Structured) {
       const Node& n = *view_.nodes.front();
-      std::vector<mlir::Value> args(n.numInputs());
-      for (size_t i = 0; i < view_.argInputs.size(); ++i) args[size_t(view_.argInputs[i])] = entry->getArgument(unsigned(i));
-      results.push_back(buildStructuredKernel(b_, n, args, inits[0]));
+      std::vector<mlir::Value> args(n.numInputs());  // aligned with n's inputs; constants stay null
+      for (size_t i = 0; i < n.numInputs(); ++i)
+        if (args_.count(n.input(i))) args[i] = args_.at(n.input(i));
+      std::vector<mlir::Value> scratch;
+      for (size_t i = 0; i < view_.scratch.size(); ++i)
+        scratch.push_back(entry->getArgument(unsigned(view_.inputs.size() + view_.outputs.size() + i)));
+      for (mlir::Value r : buildStructuredKernel(b_, n, args, inits[0], scratch)) results.push_back(r);
     } else if (view_.kind == KernelKind::NativeEpilogue) {
       // The anchor's result is already in the output buffer: update it in place.
       elementwise.erase(elementwise.begin());

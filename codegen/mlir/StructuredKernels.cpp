@@ -13,6 +13,7 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "codegen/KernelAnalysis.h"
 #include "codegen/mlir/Context.h"
 #include "ir/Error.h"
 #include "ir/ops/NnShapes.h"
@@ -49,6 +50,7 @@ struct Structured {
   const Node& n;
   std::vector<mlir::Value> args;
   mlir::Value init;
+  std::vector<mlir::Value> scratch;  // statistics buffers (StructuredOps.def), updated by the build function
 
   mlir::MLIRContext* ctx() { return b.getContext(); }
   Ints shapeOf(size_t input) const { return n.input(input)->shape().staticDims(); }
@@ -59,6 +61,13 @@ struct Structured {
     return mlir::AffineMap::get(unsigned(dims), 0, exprs, ctx());
   }
   mlir::AffineMap identity(size_t dims) { return b.getMultiDimIdentityMap(unsigned(dims)); }
+  // numpy broadcasting: a value of shape `xs` read at the index of `ys` (right-aligned, size-1 dims at 0).
+  mlir::AffineMap broadcast(const Ints& xs, const Ints& ys) {
+    llvm::SmallVector<mlir::AffineExpr> e;
+    for (size_t i = 0, off = ys.size() - xs.size(); i < xs.size(); ++i)
+      e.push_back(xs[i] == ys[i + off] ? dim(i + off) : b.getAffineConstantExpr(0));
+    return map(ys.size(), e);
+  }
   mlir::RankedTensorType type(const Ints& shape) { return mlir::RankedTensorType::get(shape, b.getF32Type()); }
 
   mlir::Value generic(mlir::ValueRange ins, mlir::Value out, llvm::ArrayRef<mlir::AffineMap> maps,
@@ -112,10 +121,7 @@ mlir::Value buildTranspose(Structured& s) {
 mlir::Value buildExpand(Structured& s) {
   const Ints xs = s.shapeOf(0), ys = s.resultShape();
   FRICTION_CHECK(xs.size() <= ys.size(), s.n.describe() + ": Expand to a lower rank");
-  llvm::SmallVector<mlir::AffineExpr> xe;
-  for (size_t i = 0, off = ys.size() - xs.size(); i < xs.size(); ++i)
-    xe.push_back(xs[i] == ys[i + off] ? s.dim(i + off) : s.b.getAffineConstantExpr(0));
-  return s.generic({s.args[0]}, s.init, {s.map(ys.size(), xe), s.identity(ys.size())},
+  return s.generic({s.args[0]}, s.init, {s.broadcast(xs, ys), s.identity(ys.size())},
                    llvm::SmallVector<Iter>(ys.size(), Iter::parallel),
                    [](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
                      pb.create<mlir::linalg::YieldOp>(l, mlir::ValueRange{v[0]});
@@ -364,19 +370,152 @@ mlir::Value buildPool(Structured& s) {
                    });
 }
 
+mlir::Value yield(mlir::OpBuilder& pb, mlir::Location l, mlir::Value v) {
+  pb.create<mlir::linalg::YieldOp>(l, mlir::ValueRange{v});
+  return v;
+}
+
+// y[outer, q, inner] = data[outer, indices[q], inner] along `axis`: one
+// generic over y reading the indices through a map and the data with
+// tensor.extract at the computed index (negative indices count from the end).
+mlir::Value buildGather(Structured& s) {
+  const Ints xs = s.shapeOf(0), qs = s.shapeOf(1), ys = s.resultShape();
+  const size_t axis = size_t(normalized(s.n.attrInt("axis", 0), int64_t(xs.size())));
+  FRICTION_CHECK(axis < xs.size() && ys.size() == xs.size() - 1 + qs.size(), s.n.describe() + ": Gather shapes disagree");
+  llvm::SmallVector<mlir::AffineExpr> qe;
+  for (size_t i = 0; i < qs.size(); ++i) qe.push_back(s.dim(axis + i));
+  mlir::Value data = s.args[0];
+  const int64_t extent = xs[axis];
+  return s.generic({s.args[1]}, s.init, {s.map(ys.size(), qe), s.identity(ys.size())},
+                   llvm::SmallVector<Iter>(ys.size(), Iter::parallel),
+                   [&](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
+                     mlir::Value q = pb.create<mlir::arith::IndexCastOp>(l, pb.getIndexType(), v[0]);
+                     mlir::Value zero = pb.create<mlir::arith::ConstantIndexOp>(l, 0);
+                     mlir::Value negative = pb.create<mlir::arith::CmpIOp>(l, mlir::arith::CmpIPredicate::slt, q, zero);
+                     mlir::Value wrapped = pb.create<mlir::arith::AddIOp>(l, q, pb.create<mlir::arith::ConstantIndexOp>(l, extent));
+                     q = pb.create<mlir::arith::SelectOp>(l, negative, wrapped, q);
+                     llvm::SmallVector<mlir::Value> at;
+                     for (size_t d = 0; d < axis; ++d) at.push_back(pb.create<mlir::linalg::IndexOp>(l, uint64_t(d)));
+                     at.push_back(q);
+                     for (size_t d = axis + 1; d < xs.size(); ++d)
+                       at.push_back(pb.create<mlir::linalg::IndexOp>(l, uint64_t(d - 1 + qs.size())));
+                     yield(pb, l, pb.create<mlir::tensor::ExtractOp>(l, data, at));
+                   });
+}
+
+// y = float(x): a Cast of integers to f32 (the analysis admits no other).
+mlir::Value buildCast(Structured& s) {
+  const size_t r = s.resultShape().size();
+  const bool toF32 = s.n.output(0)->dtype() == DType::F32;
+  FRICTION_CHECK(toF32, s.n.describe() + ": only Casts to f32 are generated");
+  return s.generic({s.args[0]}, s.init, {s.identity(r), s.identity(r)}, llvm::SmallVector<Iter>(r, Iter::parallel),
+                   [](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
+                     yield(pb, l, pb.create<mlir::arith::SIToFPOp>(l, pb.getF32Type(), v[0]));
+                   });
+}
+
+// What Softmax and LayerNormalization share: input 0's shape, the iterator
+// types that reduce its normalized dims, and the map of a statistic (the
+// normalized dims read at 0).
+struct Statistics {
+  Ints xs;
+  llvm::SmallVector<Iter> reduce;
+  mlir::AffineMap stat;
+  int64_t count = 1;  // elements each statistic summarizes
+  Statistics(Structured& s) : xs(s.shapeOf(0)) {
+    std::vector<bool> dims = normalizedDims(s.n);
+    llvm::SmallVector<mlir::AffineExpr> e;
+    for (size_t d = 0; d < xs.size(); ++d) {
+      reduce.push_back(dims[d] ? Iter::reduction : Iter::parallel);
+      e.push_back(dims[d] ? s.b.getAffineConstantExpr(0) : s.dim(d));
+      if (dims[d]) count *= xs[d];
+    }
+    stat = s.map(xs.size(), e);
+  }
+  llvm::SmallVector<Iter> parallel() const { return llvm::SmallVector<Iter>(xs.size(), Iter::parallel); }
+};
+
+// Softmax and LogSoftmax along `axis`: the maxima, the sums of exp(x - max),
+// then exp(x - max) / sum or x - max - log(sum).
+mlir::Value buildSoftmax(Structured& s) {
+  Statistics st(s);
+  const size_t r = st.xs.size();
+  const bool log = s.n.op() == "LogSoftmax";
+  mlir::Value mx = s.fill(s.scratch[0], -std::numeric_limits<double>::infinity());
+  mx = s.generic({s.args[0]}, mx, {s.identity(r), st.stat}, st.reduce, [](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
+    mlir::Value larger = pb.create<mlir::arith::CmpFOp>(l, mlir::arith::CmpFPredicate::OGT, v[0], v[1]);
+    yield(pb, l, pb.create<mlir::arith::SelectOp>(l, larger, v[0], v[1]));
+  });
+  mlir::Value sum = s.fill(s.scratch[1], 0.0);
+  sum = s.generic({s.args[0], mx}, sum, {s.identity(r), st.stat, st.stat}, st.reduce,
+                  [](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
+                    mlir::Value e = pb.create<mlir::math::ExpOp>(l, pb.create<mlir::arith::SubFOp>(l, v[0], v[1]));
+                    yield(pb, l, pb.create<mlir::arith::AddFOp>(l, v[2], e));
+                  });
+  s.scratch = {mx, sum};
+  return s.generic({s.args[0], mx, sum}, s.init, {s.identity(r), st.stat, st.stat, s.identity(r)}, st.parallel(),
+                   [log](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
+                     mlir::Value c = pb.create<mlir::arith::SubFOp>(l, v[0], v[1]);
+                     yield(pb, l, log ? pb.create<mlir::arith::SubFOp>(l, c, pb.create<mlir::math::LogOp>(l, v[2])).getResult()
+                                      : pb.create<mlir::arith::DivFOp>(l, pb.create<mlir::math::ExpOp>(l, c), v[2]).getResult());
+                   });
+}
+
+// LayerNormalization over `axis` to the last dim: the means, the (biased)
+// variances, then (x - mean) / sqrt(var + epsilon) * scale + B, scale and B
+// broadcast over the normalized dims.
+mlir::Value buildLayerNorm(Structured& s) {
+  Statistics st(s);
+  const size_t r = st.xs.size();
+  FRICTION_CHECK(s.args.size() >= 2 && s.args[1], s.n.describe() + ": LayerNormalization without a scale");
+  const float eps = s.n.attrFloat("epsilon", 1e-5f), inverse = float(1.0 / double(st.count));
+  auto scaled = [&](mlir::Value v) {
+    return s.mapInPlace(v, [&](mlir::OpBuilder& pb, mlir::Location l, mlir::Value a) {
+      return pb.create<mlir::arith::MulFOp>(l, a, pb.create<mlir::arith::ConstantOp>(l, pb.getF32FloatAttr(inverse))).getResult();
+    });
+  };
+  mlir::Value mean = s.generic({s.args[0]}, s.fill(s.scratch[0], 0.0), {s.identity(r), st.stat}, st.reduce,
+                               [](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
+                                 yield(pb, l, pb.create<mlir::arith::AddFOp>(l, v[1], v[0]));
+                               });
+  mean = scaled(mean);
+  mlir::Value var = s.generic({s.args[0], mean}, s.fill(s.scratch[1], 0.0), {s.identity(r), st.stat, st.stat}, st.reduce,
+                              [](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
+                                mlir::Value c = pb.create<mlir::arith::SubFOp>(l, v[0], v[1]);
+                                yield(pb, l, pb.create<mlir::arith::AddFOp>(l, v[2], pb.create<mlir::arith::MulFOp>(l, c, c)));
+                              });
+  var = scaled(var);
+  s.scratch = {mean, var};
+  const bool hasB = s.args.size() > 2 && s.args[2];
+  llvm::SmallVector<mlir::Value> ins = {s.args[0], mean, var, s.args[1]};
+  llvm::SmallVector<mlir::AffineMap> maps = {s.identity(r), st.stat, st.stat, s.broadcast(s.shapeOf(1), st.xs)};
+  if (hasB) ins.push_back(s.args[2]), maps.push_back(s.broadcast(s.shapeOf(2), st.xs));
+  maps.push_back(s.identity(r));
+  return s.generic(ins, s.init, maps, st.parallel(), [eps, hasB](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
+    mlir::Value e = pb.create<mlir::arith::ConstantOp>(l, pb.getF32FloatAttr(eps));
+    mlir::Value sd = pb.create<mlir::math::SqrtOp>(l, pb.create<mlir::arith::AddFOp>(l, v[2], e));
+    mlir::Value y = pb.create<mlir::arith::MulFOp>(
+        l, pb.create<mlir::arith::DivFOp>(l, pb.create<mlir::arith::SubFOp>(l, v[0], v[1]), sd), v[3]);
+    yield(pb, l, hasB ? pb.create<mlir::arith::AddFOp>(l, y, v[4]).getResult() : y);
+  });
+}
+
 }  // namespace
 
-mlir::Value buildStructuredKernel(mlir::OpBuilder& b, const Node& n, const std::vector<mlir::Value>& args, mlir::Value init) {
+std::vector<mlir::Value> buildStructuredKernel(mlir::OpBuilder& b, const Node& n, const std::vector<mlir::Value>& args,
+                                               mlir::Value init, const std::vector<mlir::Value>& scratch) {
   using BuildFn = mlir::Value (*)(Structured&);
   static const std::unordered_map<std::string, BuildFn> table = {
-#define FRICTION_STRUCTURED_OP(op, arguments, build) {#op, &build},
+#define FRICTION_STRUCTURED_OP(op, arguments, statistics, build) {#op, &build},
 #include "codegen/StructuredOps.def"
 #undef FRICTION_STRUCTURED_OP
   };
   auto it = table.find(n.op());
   FRICTION_CHECK(it != table.end(), "codegen: no structured kernel for " + n.op());
-  Structured s{b, b.getUnknownLoc(), n, args, init};
-  return it->second(s);
+  Structured s{b, b.getUnknownLoc(), n, args, init, scratch};
+  std::vector<mlir::Value> results = {it->second(s)};
+  results.insert(results.end(), s.scratch.begin(), s.scratch.end());
+  return results;
 }
 
 }  // namespace friction::codegen

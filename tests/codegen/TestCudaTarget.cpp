@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <regex>
+#include <set>
 
 #include "codegen/Registration.h"
 #include "codegen/cuda/GpuCompile.h"
@@ -151,6 +152,46 @@ TEST(CudaTarget, ConvolutionViewsMoveIntoTheKernels) {
   EXPECT_GE(buffers, int(k.launches.size()) * 2);
 }
 
+// Softmax is a Structured kernel with two statistics buffers after its
+// output: fill and reduce the maxima, fill and reduce the sums, normalize.
+TEST(CudaTarget, SoftmaxTakesTwoScratchBuffersOfStatistics) {
+  Graph g;
+  GraphBuilder b(g);
+  b.output(b.op("Softmax", {b.input("x", {DType::F32, {6, 10}})}, {{"axis", int64_t(-1)}}));
+  codegen::GpuKernel k = compileOnlyNode(g);
+  EXPECT_EQ(k.buffers, 2);
+  ASSERT_EQ(k.scratch.size(), 2u);
+  EXPECT_EQ(k.scratch[0], (std::vector<int64_t>{6, 1}));
+  ASSERT_EQ(k.launches.size(), 5u);
+  std::set<int> used;
+  for (const auto& l : k.launches)
+    for (const auto& a : l.args) used.insert(a.buffer);
+  EXPECT_TRUE(used.count(2) && used.count(3)) << "the launches use both scratch buffers";
+}
+
+// Two Slices that differ only in their constant bounds are two kernels: the
+// bounds are baked in, so they are part of the kernel's key (a shared kernel
+// returned the first slice twice).
+TEST(CudaTarget, SlicesWithOtherBoundsAreOtherKernels) {
+  codegen::registerCpuBackend();
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F32, {2, 8}});
+  auto ints = [&](std::vector<int64_t> v) {
+    Tensor t(DType::I64, {int64_t(v.size())});
+    for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
+    return b.constant(t);
+  };
+  Value* axes = ints({1});
+  b.output(b.op("Slice", {x, ints({0}), ints({4}), axes}));
+  b.output(b.op("Slice", {x, ints({4}), ints({8}), axes}));
+  std::vector<Tensor> in = {randomTensor({2, 8}, 9)};
+  auto want = interp::run(g, in);
+  auto got = createBackend("cpu?target=cuda-nests")->compile(g)->run(in);
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) expectClose(got[i], want[i], 0, "slice " + std::to_string(i));
+}
+
 // Passes change the GPU program: fusion makes fewer kernels and launches.
 TEST(CudaTarget, FusionPassesChangeKernelsAndLaunches) {
   auto compile = [](const std::vector<std::string>& passes) {
@@ -238,9 +279,10 @@ INSTANTIATE_TEST_SUITE_P(Zoo, CudaNests, ::testing::ValuesIn(nestCases()),
 
 // ---- PTX through the toolkit's assembler ----
 
-// Every kernel of every zoo archetype and torchvision fixture (default
-// pipeline, batch 1) compiles to PTX that ptxas accepts, for sm_80 and sm_90
-// (one test each: ~45 s apiece, mostly linking libdevice into every module).
+// Every step of every zoo archetype and torchvision fixture (default
+// pipeline without convert-layout, batch 1) has a GPU kernel, and each
+// compiles to PTX that ptxas accepts, for sm_80 and sm_90 (one test each:
+// ~60 s apiece, mostly linking libdevice into every module).
 class CudaPtx : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CudaPtx, PtxasAcceptsEveryKernelOfTheZooAndTheTorchFixtures) {
@@ -254,10 +296,14 @@ TEST_P(CudaPtx, PtxasAcceptsEveryKernelOfTheZooAndTheTorchFixtures) {
     models.emplace_back(dir.path().filename().string(), onnxio::importOnnxFile((dir.path() / "model.onnx").string()));
   ASSERT_GE(models.size(), 7u + 22u);
   int kernels = 0, maxRegisters = 0;
+  PipelineOptions gpuPipeline;  // convert-layout's NHWC regions serve the cpu's microkernels
+  gpuPipeline.disable = {"convert-layout"};
   for (auto& [name, g] : models) {
     bindInputDims(*g, batchBindings(*g, 1));
-    runPipeline(*g, buildPipeline({}));
+    runPipeline(*g, buildPipeline(gpuPipeline));
     auto report = codegen::compileForGpu(*g, cudaOptions(chip));
+    for (const auto& [what, count] : report.hostSteps)
+      ADD_FAILURE() << name << ": " << count << " steps without a GPU kernel: " << what;
     for (const auto& k : report.kernels) {
       EXPECT_EQ(k.error, "") << name << " " << k.label;
       if (!k.error.empty()) continue;

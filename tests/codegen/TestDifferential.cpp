@@ -1,7 +1,8 @@
 // Differential testing of the compiler: random valid graphs
 // (tests/common/RandomGraph.h) through every pass configuration (default,
 // all-off, every leave-one-out) on `cpu`, and default and all-off on
-// `cpu?ukernels=off` (MLIR-generated convolutions and matmuls), each against
+// `cpu?ukernels=off` (MLIR-generated convolutions and matmuls) and on
+// `cpu?target=cuda-nests` (the cuda target's loop nests on the host), each against
 // the reference interpreter on the unoptimized graph. A mismatch prints the
 // seed, the configuration, the graph in friction's text format and the graph
 // minimized (tests/common/GraphReducer.h) to the nodes the mismatch needs;
@@ -51,6 +52,10 @@ std::vector<Config> everyConfiguration() {
   const std::string mlirKernels = "cpu?ukernels=off";
   configs.push_back({"default on " + mlirKernels, {}, mlirKernels});
   configs.push_back({"none on " + mlirKernels, configs[1].options, mlirKernels});
+  // The cuda target's loop nests on the host: the GPU's tiling and indexing, Structured kernels included.
+  const std::string gpuNests = "cpu?target=cuda-nests&gpu-block=32";
+  configs.push_back({"default on " + gpuNests, {}, gpuNests});
+  configs.push_back({"none on " + gpuNests, configs[1].options, gpuNests});
   return configs;
 }
 
