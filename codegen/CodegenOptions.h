@@ -43,6 +43,8 @@ struct CodegenOptions {
   std::string gpuChip = "sm_90";
   // Debugging only, no effect on the code: print the module after each stage to stderr.
   bool dumpStages = false;
+  // Tests and docs: the last stage to run ("": the whole pipeline).
+  std::string stopAfter;
 
   bool enabled(std::string_view stage) const { return !disabled.count(std::string(stage)); }
   // Microkernels exist for the host only: on the GPU pipelines every

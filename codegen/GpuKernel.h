@@ -3,10 +3,21 @@
 // it.
 #pragma once
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 namespace friction::codegen {
+
+// Where a CUDA toolkit may be, in order: $CUDA_HOME, $CUDA_ROOT, $CUDA_PATH,
+// /usr/local/cuda (its libdevice is linked into PTX, its ptxas assembles it).
+inline std::vector<std::string> cudaToolkitRoots() {
+  std::vector<std::string> roots;
+  for (const char* env : {"CUDA_HOME", "CUDA_ROOT", "CUDA_PATH"})
+    if (const char* v = std::getenv(env); v && *v) roots.push_back(v);
+  roots.push_back("/usr/local/cuda");
+  return roots;
+}
 
 // One launch of a GPU kernel: the gpu.func in the kernel's PTX, grid and
 // block sizes, and the arguments in order: a buffer of the kernel (its

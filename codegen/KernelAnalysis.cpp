@@ -2,6 +2,7 @@
 #include "codegen/KernelAnalysis.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <optional>
 #include <unordered_map>
 
@@ -148,6 +149,7 @@ std::unique_ptr<KernelView> analyzeStructured(const Node& step, const Node& node
     if (arguments < 0 || int(i) < arguments) {
       const bool integers = ((node.op() == "Gather" && i == 1) || node.op() == "Cast") && v->shape().isStatic() &&
                             (v->dtype() == DType::I64 || v->dtype() == DType::I32);
+      if (node.op() == "Cast" && !integers) return fail(why, "Cast of a value other than i64 or i32"), nullptr;
       if (!isStaticF32(v) && !integers)
         return fail(why, node.op() + ": input " + std::to_string(i) + " is not f32/static"), nullptr;
       if (std::find(view->inputs.begin(), view->inputs.end(), v) != view->inputs.end()) continue;  // Mul(x, x)
@@ -162,7 +164,12 @@ std::unique_ptr<KernelView> analyzeStructured(const Node& step, const Node& node
   view->domain = node.output(0)->shape().staticDims();
   if (call.statistics > 0) {
     std::vector<int64_t> stats = node.input(0)->shape().staticDims();
-    std::vector<bool> reduced = normalizedDims(node);
+    std::vector<bool> reduced;
+    try {
+      reduced = normalizedDims(node);
+    } catch (const Error& e) {
+      return fail(why, e.what()), nullptr;
+    }
     for (size_t d = 0; d < stats.size(); ++d)
       if (reduced[d]) stats[d] = 1;
     view->scratch.assign(size_t(call.statistics), stats);
@@ -171,8 +178,6 @@ std::unique_ptr<KernelView> analyzeStructured(const Node& step, const Node& node
 }
 
 }  // namespace
-
-bool isStructuredOp(const Node& n) { return structuredCall(n.op()).has_value(); }
 
 std::vector<bool> normalizedDims(const Node& n) {
   const int64_t rank = int64_t(n.input(0)->shape().rank());
@@ -263,8 +268,10 @@ std::string structuralKey(const Node& node) {
   if (auto call = structuredCall(node.op()); call && call->arguments >= 0)
     for (size_t i = size_t(call->arguments); i < node.numInputs(); ++i)
       if (const Tensor* t = node.input(i) ? constantData(node.input(i)) : nullptr) {
-        key += " const" + std::to_string(i) + "=";
-        for (int64_t e = 0; e < t->numel(); ++e) key += std::to_string(t->elementAsDouble(e)) + ",";
+        key += " const" + std::to_string(i) + "=" + t->type().str() + ":";
+        char digits[32];  // every value exactly: a Pad of 1e-7 is not a Pad of 0
+        for (int64_t e = 0; e < t->numel(); ++e)
+          key += std::string(digits, size_t(std::snprintf(digits, sizeof digits, "%.17g,", t->elementAsDouble(e))));
       }
   return key;
 }

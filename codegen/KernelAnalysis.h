@@ -62,8 +62,6 @@ struct KernelView {
 
 // Ops the elementwise payload emitter handles (codegen/ScalarOps.def).
 bool isSupportedElementwise(const Node& n);
-// Ops with a Structured kernel on the GPU targets (codegen/StructuredOps.def).
-bool isStructuredOp(const Node& n);
 // The dims of input 0 a Softmax or LogSoftmax (its `axis`) or a
 // LayerNormalization (`axis` to the last) normalizes over.
 std::vector<bool> normalizedDims(const Node& n);

@@ -57,6 +57,8 @@ std::unique_ptr<Backend> makeCpuBackend(const std::map<std::string, std::string>
       cpu.codegen.set(key, onOff(key, value) ? "on" : "off");
     }
   }
+  FRICTION_CHECK(!options.count("gpu-block") || cpu.codegen.target != Target::Cpu,
+                 "backend cpu: gpu-block needs target=cuda-nests");
   return createCpuBackend(cpu, createJitSource(cpu.codegen, cpu.compileEach));
 }
 

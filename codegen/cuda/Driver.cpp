@@ -43,7 +43,10 @@ std::string cudaUnavailableReason() {
   using DeviceGetCount = CUresult (*)(int*);
   auto init = reinterpret_cast<Init>(dlsym(lib, "cuInit"));
   auto count = reinterpret_cast<DeviceGetCount>(dlsym(lib, "cuDeviceGetCount"));
-  if (!init || !count) return std::string(path) + " is not a CUDA driver (no cuInit or cuDeviceGetCount)";
+  if (!init || !count) {
+    dlclose(lib);
+    return std::string(path) + " is not a CUDA driver (no cuInit or cuDeviceGetCount)";
+  }
   if (CUresult rc = init(0); rc != kSuccess) return "cuInit failed: " + errorText(lib, rc);
   int devices = 0;
   if (CUresult rc = count(&devices); rc != kSuccess) return "cuDeviceGetCount failed: " + errorText(lib, rc);

@@ -25,7 +25,10 @@ void walkSteps(const Program& p, std::unordered_map<const KernelEntry*, int64_t>
       case Step::Compiled: calls[s.kernel.get()]++; break;
       case Step::Sub: walkSteps(*s.sub, calls, r); break;
       case Step::View: r.views++; break;
-      case Step::Native: r.hostSteps["native " + s.native->describe()]++; break;
+      case Step::Native:  // a native anchor may have a compiled epilogue
+        r.hostSteps["native " + s.native->describe()]++;
+        if (s.kernel) calls[s.kernel.get()]++;
+        break;
       case Step::Interp: r.hostSteps["interp " + s.node->op()]++; break;
     }
   }
@@ -108,8 +111,7 @@ void writePtxFolder(const GpuCompileReport& r, const std::string& dir) {
 
 std::string findPtxas() {
   std::vector<fs::path> candidates;
-  if (const char* home = std::getenv("CUDA_HOME")) candidates.push_back(fs::path(home) / "bin/ptxas");
-  candidates.push_back("/usr/local/cuda/bin/ptxas");
+  for (const std::string& root : cudaToolkitRoots()) candidates.push_back(fs::path(root) / "bin/ptxas");
   if (const char* path = std::getenv("PATH")) {
     std::string p = path;
     for (size_t at = 0; at <= p.size();) {

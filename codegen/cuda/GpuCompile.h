@@ -42,7 +42,7 @@ GpuCompileReport compileForGpu(const Graph& g, CodegenOptions options);
 // launches with grid, block and arguments, host steps) into `dir`.
 void writePtxFolder(const GpuCompileReport& report, const std::string& dir);
 
-// ptxas from the CUDA toolkit ($CUDA_HOME/bin, /usr/local/cuda/bin, PATH),
+// ptxas from the CUDA toolkit (the bin/ of cudaToolkitRoots(), then PATH),
 // or "" when there is none.
 std::string findPtxas();
 

@@ -12,7 +12,11 @@
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -92,6 +96,8 @@ void bufferize(mlir::ModuleOp module, const CodegenOptions&) {
                    "codegen: bufferization did not write " + fn.getName().str() + "'s results in place");
 }
 
+static void wrapSerialWork(mlir::ModuleOp module);
+
 // Parallel dims first: convert-linalg-to-parallel-loops makes one scf.parallel
 // of the leading parallel dims only, so a reduction in the middle (a
 // convolution cell's generic runs (n, g, k, c, oh, ow)) would leave the
@@ -116,6 +122,46 @@ void convertToParallelLoops(mlir::ModuleOp module, const CodegenOptions&) {
   runPasses(module, "parallel-loops", [](mlir::PassManager& pm) {
     pm.addNestedPass<mlir::func::FuncOp>(mlir::createConvertLinalgToParallelLoopsPass());
   });
+  wrapSerialWork(module);
+}
+
+// A linalg op with no parallel dim (a reduction to a scalar, a softmax of a
+// 1-D input, a 0-d result) became loops or bare loads and stores at the top
+// of its function: each such run of ops goes into a one-trip scf.parallel, so
+// it is mapped to the GPU (one thread) like every other nest.
+static void wrapSerialWork(mlir::ModuleOp module) {
+  for (auto fn : module.getOps<mlir::func::FuncOp>()) {
+    if (fn.isDeclaration()) continue;
+    mlir::Block& body = fn.getBody().front();
+    auto stays = [](mlir::Operation& op) {  // what needs no wrapping: nests, views, constants, the return
+      return mlir::isa<mlir::scf::ParallelOp, mlir::func::ReturnOp, mlir::ViewLikeOpInterface, mlir::memref::ExpandShapeOp,
+                       mlir::memref::CollapseShapeOp>(op) ||
+             op.hasTrait<mlir::OpTrait::ConstantLike>();
+    };
+    std::vector<std::vector<mlir::Operation*>> runs(1);
+    for (mlir::Operation& op : body) {
+      if (stays(op)) {
+        if (!runs.back().empty()) runs.emplace_back();
+      } else {
+        runs.back().push_back(&op);
+      }
+    }
+    for (const auto& run : runs) {
+      if (run.empty()) continue;
+      // Results used after the run cannot move into a region.
+      bool escapes = false;
+      for (mlir::Operation* op : run)
+        for (mlir::Operation* user : op->getUsers())
+          escapes = escapes || std::find(run.begin(), run.end(), user->getBlock()->findAncestorOpInBlock(*user)) == run.end();
+      if (escapes) continue;
+      mlir::OpBuilder b(run.front());
+      mlir::Location loc = run.front()->getLoc();
+      mlir::Value zero = b.create<mlir::arith::ConstantIndexOp>(loc, 0), one = b.create<mlir::arith::ConstantIndexOp>(loc, 1);
+      auto once = b.create<mlir::scf::ParallelOp>(loc, mlir::ValueRange{zero}, mlir::ValueRange{one}, mlir::ValueRange{one});
+      mlir::Operation* terminator = once.getBody()->getTerminator();
+      for (mlir::Operation* op : run) op->moveBefore(terminator);
+    }
+  }
 }
 
 void convertToLoops(mlir::ModuleOp module, const CodegenOptions&) {
@@ -174,6 +220,7 @@ void runStages(mlir::ModuleOp module, const CodegenOptions& options, const Stage
     s.run(module, options);
     verify(s.name);
     after(s.name);
+    if (options.stopAfter == s.name) break;
   }
 }
 

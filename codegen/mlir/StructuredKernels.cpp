@@ -31,6 +31,11 @@ using Ints = std::vector<int64_t>;
 using Iter = mlir::utils::IteratorType;
 using BodyFn = std::function<void(mlir::OpBuilder&, mlir::Location, mlir::ValueRange)>;
 
+// The body of a copy: yield the input.
+void copyBody(mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
+  pb.create<mlir::linalg::YieldOp>(l, mlir::ValueRange{v[0]});
+}
+
 int64_t normalized(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
 
 // The integers of constant input `i` of `n`, or nullopt when it is absent.
@@ -61,6 +66,12 @@ struct Structured {
     return mlir::AffineMap::get(unsigned(dims), 0, exprs, ctx());
   }
   mlir::AffineMap identity(size_t dims) { return b.getMultiDimIdentityMap(unsigned(dims)); }
+  // Static offsets, sizes or strides of a slice.
+  llvm::SmallVector<mlir::OpFoldResult> indices(const Ints& v) {
+    llvm::SmallVector<mlir::OpFoldResult> r;
+    for (int64_t x : v) r.push_back(b.getIndexAttr(x));
+    return r;
+  }
   // numpy broadcasting: a value of shape `xs` read at the index of `ys` (right-aligned, size-1 dims at 0).
   mlir::AffineMap broadcast(const Ints& xs, const Ints& ys) {
     llvm::SmallVector<mlir::AffineExpr> e;
@@ -87,17 +98,20 @@ struct Structured {
                      pb.create<mlir::linalg::YieldOp>(l, mlir::ValueRange{f(pb, l, v[0])});
                    });
   }
+  // out *= factor, in place.
+  mlir::Value scaleInPlace(mlir::Value out, double factor) {
+    return mapInPlace(out, [factor](mlir::OpBuilder& pb, mlir::Location l, mlir::Value a) {
+      return pb.create<mlir::arith::MulFOp>(l, a, pb.create<mlir::arith::ConstantOp>(l, pb.getF32FloatAttr(float(factor))))
+          .getResult();
+    });
+  }
   // dest[offsets + strides * i] = src[i]: a copy generic into a slice of `dest`.
   mlir::Value copyInto(mlir::Value src, mlir::AffineMap srcMap, mlir::Value dest, const Ints& offsets, const Ints& sizes) {
-    llvm::SmallVector<mlir::OpFoldResult> off, size, ones;
-    for (size_t i = 0; i < sizes.size(); ++i)
-      off.push_back(b.getIndexAttr(offsets[i])), size.push_back(b.getIndexAttr(sizes[i])), ones.push_back(b.getIndexAttr(1));
+    auto off = indices(offsets), size = indices(sizes), ones = indices(Ints(sizes.size(), 1));
     mlir::Value slice = b.create<mlir::tensor::ExtractSliceOp>(loc, type(sizes), dest, off, size, ones);
     mlir::Value copied = generic({src}, slice, {srcMap, identity(sizes.size())},
                                  llvm::SmallVector<Iter>(sizes.size(), Iter::parallel),
-                                 [](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
-                                   pb.create<mlir::linalg::YieldOp>(l, mlir::ValueRange{v[0]});
-                                 });
+                                 copyBody);
     return b.create<mlir::tensor::InsertSliceOp>(loc, copied, dest, off, size, ones);
   }
 };
@@ -112,9 +126,7 @@ mlir::Value buildTranspose(Structured& s) {
   llvm::SmallVector<mlir::AffineExpr> xe(r);
   for (size_t i = 0; i < r; ++i) xe[size_t(normalized(perm[i], int64_t(r)))] = s.dim(i);  // y dim i reads x dim perm[i]
   return s.generic({s.args[0]}, s.init, {s.map(r, xe), s.identity(r)}, llvm::SmallVector<Iter>(r, Iter::parallel),
-                   [](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
-                     pb.create<mlir::linalg::YieldOp>(l, mlir::ValueRange{v[0]});
-                   });
+                   copyBody);
 }
 
 // y = x broadcast (numpy, right-aligned) to the result's shape.
@@ -123,41 +135,30 @@ mlir::Value buildExpand(Structured& s) {
   FRICTION_CHECK(xs.size() <= ys.size(), s.n.describe() + ": Expand to a lower rank");
   return s.generic({s.args[0]}, s.init, {s.broadcast(xs, ys), s.identity(ys.size())},
                    llvm::SmallVector<Iter>(ys.size(), Iter::parallel),
-                   [](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
-                     pb.create<mlir::linalg::YieldOp>(l, mlir::ValueRange{v[0]});
-                   });
+                   copyBody);
 }
 
-// y[i] = x[start + i * step] per sliced axis: a strided slice copied (a
-// generic reading x through `d * step + start` directly would, for step 1 and
-// start 0, claim x's extent as the loop's); negative steps read through the
-// affine map.
+// y[i] = x[start + i * step] per sliced axis: the forward axes as a strided
+// slice, then a copy that reads the backward axes (negative steps) through
+// `d * step + start`. (A generic reading a forward axis that way would, for
+// step 1 and start 0, claim x's extent as the loop's.)
 mlir::Value buildSlice(Structured& s) {
   const Ints xs = s.shapeOf(0), ys = s.resultShape();
   const size_t r = xs.size();
   auto starts = constantInts(s.n, 1), ends = constantInts(s.n, 2);
   FRICTION_CHECK(starts && ends, s.n.describe() + ": Slice without starts and ends");
-  Ints offsets(r, 0), strides(r, 1);
+  Ints offsets(r, 0), sizes = xs, strides(r, 1);
   llvm::SmallVector<mlir::AffineExpr> xe;
   for (size_t i = 0; i < r; ++i) xe.push_back(s.dim(i));
-  bool backwards = false;
   for (SliceAxis a : sliceAxes(int64_t(r), *starts, *ends, constantInts(s.n, 3), constantInts(s.n, 4))) {
     const size_t axis = size_t(a.axis);
     FRICTION_CHECK(clampSlice(xs[axis], a) == ys[axis], s.n.describe() + ": Slice result disagrees with its type");
-    offsets[axis] = a.start, strides[axis] = a.step;
-    xe[axis] = s.dim(axis) * a.step + a.start;
-    backwards = backwards || a.step < 0;
+    if (a.step > 0) offsets[axis] = a.start, sizes[axis] = ys[axis], strides[axis] = a.step;
+    else xe[axis] = s.dim(axis) * a.step + a.start;
   }
-  auto copy = [](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
-    pb.create<mlir::linalg::YieldOp>(l, mlir::ValueRange{v[0]});
-  };
-  llvm::SmallVector<Iter> iters(r, Iter::parallel);
-  if (backwards) return s.generic({s.args[0]}, s.init, {s.map(r, xe), s.identity(r)}, iters, copy);
-  llvm::SmallVector<mlir::OpFoldResult> off, size, stride;
-  for (size_t i = 0; i < r; ++i)
-    off.push_back(s.b.getIndexAttr(offsets[i])), size.push_back(s.b.getIndexAttr(ys[i])), stride.push_back(s.b.getIndexAttr(strides[i]));
-  mlir::Value x = s.b.create<mlir::tensor::ExtractSliceOp>(s.loc, s.type(ys), s.args[0], off, size, stride);
-  return s.generic({x}, s.init, {s.identity(r), s.identity(r)}, iters, copy);
+  mlir::Value x = s.b.create<mlir::tensor::ExtractSliceOp>(s.loc, s.type(sizes), s.args[0], s.indices(offsets),
+                                                          s.indices(sizes), s.indices(strides));
+  return s.generic({x}, s.init, {s.map(r, xe), s.identity(r)}, llvm::SmallVector<Iter>(r, Iter::parallel), copyBody);
 }
 
 // Each input copied into its slab of the result along `axis`.
@@ -275,12 +276,7 @@ mlir::Value buildReduce(Structured& s) {
                     else y = pb.create<mlir::arith::AddFOp>(l, a, x);
                     pb.create<mlir::linalg::YieldOp>(l, mlir::ValueRange{y});
                   });
-  if (op == "ReduceMean" || op == "GlobalAveragePool") {
-    const double inverse = 1.0 / double(count);
-    return s.mapInPlace(acc, [&](mlir::OpBuilder& pb, mlir::Location l, mlir::Value a) {
-      return pb.create<mlir::arith::MulFOp>(l, a, pb.create<mlir::arith::ConstantOp>(l, pb.getF32FloatAttr(float(inverse)))).getResult();
-    });
-  }
+  if (op == "ReduceMean" || op == "GlobalAveragePool") return s.scaleInPlace(acc, 1.0 / double(count));
   if (op == "ReduceL2")
     return s.mapInPlace(acc, [](mlir::OpBuilder& pb, mlir::Location l, mlir::Value a) {
       return pb.create<mlir::math::SqrtOp>(l, a).getResult();
@@ -308,8 +304,6 @@ mlir::Value buildPool(Structured& s) {
   const Window win = resolveWindow(s.n, {xs.begin() + 2, xs.end()});
   FRICTION_CHECK(win.outputSpatial({xs.begin() + 2, xs.end()}) == Ints(ys.begin() + 2, ys.end()),
                  s.n.describe() + ": pooling result disagrees with its type");
-  FRICTION_CHECK(!isMax || s.n.attrInt("storage_order", 0) == 0 || s.n.numOutputs() == 1,
-                 s.n.describe() + ": MaxPool indices are not generated");
   mlir::Value acc = s.fill(s.init, isMax ? -std::numeric_limits<double>::infinity() : 0.0);
   auto accumulate = [isMax](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
     mlir::Value y;
@@ -331,15 +325,10 @@ mlir::Value buildPool(Structured& s) {
       yOff.insert(yOff.end(), c->yOffsets.begin(), c->yOffsets.end());
       size.insert(size.end(), c->sizes.begin(), c->sizes.end());
       xStride.insert(xStride.end(), c->xStrides.begin(), c->xStrides.end());
-      auto folds = [&](const Ints& v) {
-        llvm::SmallVector<mlir::OpFoldResult> f;
-        for (int64_t x : v) f.push_back(s.b.getIndexAttr(x));
-        return f;
-      };
-      mlir::Value xc = s.b.create<mlir::tensor::ExtractSliceOp>(s.loc, s.type(size), s.args[0], folds(xOff), folds(size), folds(xStride));
-      mlir::Value yc = s.b.create<mlir::tensor::ExtractSliceOp>(s.loc, s.type(size), acc, folds(yOff), folds(size), folds(ones));
+      mlir::Value xc = s.b.create<mlir::tensor::ExtractSliceOp>(s.loc, s.type(size), s.args[0], s.indices(xOff), s.indices(size), s.indices(xStride));
+      mlir::Value yc = s.b.create<mlir::tensor::ExtractSliceOp>(s.loc, s.type(size), acc, s.indices(yOff), s.indices(size), s.indices(ones));
       mlir::Value sum = s.generic({xc}, yc, {s.identity(r), s.identity(r)}, llvm::SmallVector<Iter>(r, Iter::parallel), accumulate);
-      acc = s.b.create<mlir::tensor::InsertSliceOp>(s.loc, sum, acc, folds(yOff), folds(size), folds(ones));
+      acc = s.b.create<mlir::tensor::InsertSliceOp>(s.loc, sum, acc, s.indices(yOff), s.indices(size), s.indices(ones));
     }
   }
   if (isMax) return acc;
@@ -377,7 +366,8 @@ mlir::Value yield(mlir::OpBuilder& pb, mlir::Location l, mlir::Value v) {
 
 // y[outer, q, inner] = data[outer, indices[q], inner] along `axis`: one
 // generic over y reading the indices through a map and the data with
-// tensor.extract at the computed index (negative indices count from the end).
+// tensor.extract at the computed index (negative indices count from the end;
+// indices out of range, which the interpreter rejects, are clamped).
 mlir::Value buildGather(Structured& s) {
   const Ints xs = s.shapeOf(0), qs = s.shapeOf(1), ys = s.resultShape();
   const size_t axis = size_t(normalized(s.n.attrInt("axis", 0), int64_t(xs.size())));
@@ -394,6 +384,10 @@ mlir::Value buildGather(Structured& s) {
                      mlir::Value negative = pb.create<mlir::arith::CmpIOp>(l, mlir::arith::CmpIPredicate::slt, q, zero);
                      mlir::Value wrapped = pb.create<mlir::arith::AddIOp>(l, q, pb.create<mlir::arith::ConstantIndexOp>(l, extent));
                      q = pb.create<mlir::arith::SelectOp>(l, negative, wrapped, q);
+                     // Clamped into range: the interpreter rejects an index out of range, a GPU thread would read
+                     // past the buffer.
+                     q = pb.create<mlir::arith::MinSIOp>(l, pb.create<mlir::arith::MaxSIOp>(l, q, zero),
+                                                         pb.create<mlir::arith::ConstantIndexOp>(l, extent - 1));
                      llvm::SmallVector<mlir::Value> at;
                      for (size_t d = 0; d < axis; ++d) at.push_back(pb.create<mlir::linalg::IndexOp>(l, uint64_t(d)));
                      at.push_back(q);
@@ -403,7 +397,7 @@ mlir::Value buildGather(Structured& s) {
                    });
 }
 
-// y = float(x): a Cast of integers to f32 (the analysis admits no other).
+// y = float(x): a Cast of i64 or i32 to f32 (the analysis admits no other).
 mlir::Value buildCast(Structured& s) {
   const size_t r = s.resultShape().size();
   const bool toF32 = s.n.output(0)->dtype() == DType::F32;
@@ -468,12 +462,8 @@ mlir::Value buildLayerNorm(Structured& s) {
   Statistics st(s);
   const size_t r = st.xs.size();
   FRICTION_CHECK(s.args.size() >= 2 && s.args[1], s.n.describe() + ": LayerNormalization without a scale");
-  const float eps = s.n.attrFloat("epsilon", 1e-5f), inverse = float(1.0 / double(st.count));
-  auto scaled = [&](mlir::Value v) {
-    return s.mapInPlace(v, [&](mlir::OpBuilder& pb, mlir::Location l, mlir::Value a) {
-      return pb.create<mlir::arith::MulFOp>(l, a, pb.create<mlir::arith::ConstantOp>(l, pb.getF32FloatAttr(inverse))).getResult();
-    });
-  };
+  const float eps = s.n.attrFloat("epsilon", 1e-5f);
+  auto scaled = [&](mlir::Value v) { return s.scaleInPlace(v, 1.0 / double(st.count)); };
   mlir::Value mean = s.generic({s.args[0]}, s.fill(s.scratch[0], 0.0), {s.identity(r), st.stat}, st.reduce,
                                [](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
                                  yield(pb, l, pb.create<mlir::arith::AddFOp>(l, v[1], v[0]));

@@ -228,6 +228,8 @@ expect_error cuda-compile-no-dir "needs --emit-ptx DIR" -- "$F" compile "$AOT_M"
 expect_error emit-ptx-on-cpu "--emit-ptx needs --backend cuda" -- "$F" compile "$AOT_M" -o "$T/c.so" --emit-ptx "$T/x"
 expect_error cpu-bad-target "target must be cpu or cuda-nests" -- "$F" run zoo:mlp --backend 'cpu?target=rocm'
 expect_error cpu-bad-gpu-block "gpu-block must be a thread count from 1 to 1024" -- "$F" run zoo:mlp --backend 'cpu?target=cuda-nests&gpu-block=0'
+expect_error gpu-block-on-cpu "gpu-block needs target=cuda-nests" -- "$F" run zoo:mlp --backend 'cpu?gpu-block=64'
+expect_error cuda-ukernels "--ukernels is a cpu option" -- "$F" compile "$AOT_M" --backend cuda --emit-ptx "$T/x" --ukernels off
 expect_ok cuda-nests-bench "cuda's loop nests on the host \(64-thread blocks\).*max abs error" -- \
   "$F" bench "$AOT_M" --reps 2 --warmup 1 --backend 'cpu?target=cuda-nests&gpu-block=64'
 

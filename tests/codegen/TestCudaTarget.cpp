@@ -52,6 +52,13 @@ codegen::GpuKernel compileOnlyNode(Graph& g, const std::vector<std::string>& pas
   return codegen::compileGpuKernel(*g.nodes()[0], options, times);
 }
 
+// An i64 constant (Slice bounds and axes).
+Value* intsConstant(GraphBuilder& b, const std::vector<int64_t>& v) {
+  Tensor t(DType::I64, {int64_t(v.size())});
+  for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
+  return b.constant(t);
+}
+
 int countOf(const std::string& text, const std::string& what) {
   int n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -177,11 +184,7 @@ TEST(CudaTarget, SlicesWithOtherBoundsAreOtherKernels) {
   Graph g;
   GraphBuilder b(g);
   Value* x = b.input("x", {DType::F32, {2, 8}});
-  auto ints = [&](std::vector<int64_t> v) {
-    Tensor t(DType::I64, {int64_t(v.size())});
-    for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
-    return b.constant(t);
-  };
+  auto ints = [&](const std::vector<int64_t>& v) { return intsConstant(b, v); };
   Value* axes = ints({1});
   b.output(b.op("Slice", {x, ints({0}), ints({4}), axes}));
   b.output(b.op("Slice", {x, ints({4}), ints({8}), axes}));
@@ -190,6 +193,36 @@ TEST(CudaTarget, SlicesWithOtherBoundsAreOtherKernels) {
   auto got = createBackend("cpu?target=cuda-nests")->compile(g)->run(in);
   ASSERT_EQ(got.size(), 2u);
   for (size_t i = 0; i < 2; ++i) expectClose(got[i], want[i], 0, "slice " + std::to_string(i));
+}
+
+// Work with no parallel dim (a sum to a scalar, a softmax of a 1-D input)
+// runs as a one-thread launch rather than on the host; a Slice reading one
+// axis backwards and cropping another is one kernel. Checked on the nests
+// against interp, and as PTX with no step left on the host.
+TEST(CudaTarget, SerialWorkAndMixedSlicesHaveKernels) {
+  codegen::registerCpuBackend();
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F32, {4, 6}});
+  auto ints = [&](const std::vector<int64_t>& v) { return intsConstant(b, v); };
+  b.output(b.op("ReduceSum", {x}, {{"keepdims", int64_t(0)}}));
+  b.output(b.op("Softmax", {b.input("v", {DType::F32, {7}})}));
+  b.output(b.op("Slice", {x, ints({0, -1}), ints({2, -100}), ints({0, 1}), ints({1, -1})}));
+  std::vector<Tensor> in = {randomTensor({4, 6}, 3), randomTensor({7}, 4)};
+  auto want = interp::run(g, in);
+  auto model = createBackend("cpu?target=cuda-nests")->compile(g);
+  auto got = model->run(in);
+  ASSERT_EQ(got.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) expectClose(got[i], want[i], 1e-5, "output " + std::to_string(i));
+  EXPECT_EQ(model->interpNodes(), 0) << model->description();
+  auto report = codegen::compileForGpu(g, cudaOptions());
+  EXPECT_EQ(report.failed(), 0);
+  EXPECT_TRUE(report.hostSteps.empty());
+  for (const auto& k : report.kernels)
+    if (k.label.rfind("ReduceSum", 0) == 0) {
+      ASSERT_EQ(k.code.launches.size(), 1u) << "the fill and the sum: one serial run";
+      EXPECT_EQ(k.code.launches[0].grid[0] * k.code.launches[0].block[0], 1);
+    }
 }
 
 // Passes change the GPU program: fusion makes fewer kernels and launches.

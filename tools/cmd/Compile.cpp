@@ -31,6 +31,7 @@ void compileForCuda(const CompileArgs& a) {
   FRICTION_CHECK(a.output.empty(), "compile: --backend cuda writes no loadable artifact yet (its host runtime is not "
                                    "built); use --emit-ptx DIR for the kernels");
   FRICTION_CHECK(!a.emitPtx.empty(), "compile: --backend cuda needs --emit-ptx DIR");
+  FRICTION_CHECK(a.ukernels == "on", "compile: --ukernels is a cpu option (the cuda target generates every kernel)");
   FRICTION_CHECK(!codegen::isArtifactPath(a.model), "compile: '" + a.model + "' is a cpu artifact, not a model");
   auto t0 = std::chrono::steady_clock::now();
   std::vector<PassRecord> records;
