@@ -2,7 +2,6 @@
 
 #include <omp.h>
 
-#include <algorithm>
 #include <chrono>
 
 #include "ir/Error.h"
@@ -20,14 +19,8 @@ void callKernel(const Step& s, const std::vector<Tensor>& env, std::vector<Tenso
                 BufferPool& buffers) {
   const Node& n = *s.node;
   std::vector<const Tensor*> args;
-  std::vector<size_t> passed;  // the node inputs that are arguments, in argument order
-  if (s.argInputs.empty()) {
-    for (size_t i = 0; i < s.in.size(); ++i)
-      if (s.in[i] >= 0) passed.push_back(i);
-  } else {
-    passed.assign(s.argInputs.begin(), s.argInputs.end());
-  }
-  for (size_t i : passed) {
+  for (int input : s.argInputs) {
+    const size_t i = size_t(input);
     const Tensor& t = env[size_t(s.in[i])];
     const Value* v = n.input(i);
     FRICTION_CHECK(t.defined() && t.dtype() == v->dtype() && t.shape() == v->shape().staticDims(),

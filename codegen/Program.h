@@ -31,7 +31,7 @@ struct Step : SlotStep {
   enum Kind { Compiled, Interp, Sub, Native, View } kind = Interp;
   const Node* node = nullptr;
   std::shared_ptr<KernelEntry> kernel;   // Compiled; Native with a compiled epilogue
-  std::vector<int> argInputs;            // Compiled: the node inputs passed (KernelView::argInputs); empty: every present one
+  std::vector<int> argInputs;            // Compiled (and compiled epilogues): the node inputs passed, in argument order
   std::vector<std::vector<int64_t>> scratch;  // Compiled: scratch buffers passed after the outputs (KernelView::scratch)
   int splitDim = -1;                     // a split kernel (KernelView::splitDim): the dim cut into slabs,
   std::vector<int> argSplitDims;         // and each argument's own dim to cut (-1: passed whole)

@@ -1,12 +1,12 @@
 #include "codegen/Registration.h"
 
-#include <cstdlib>
 #include <map>
 
 #include "codegen/CpuBackend.h"
 #include "codegen/aot/Artifact.h"
 #include "codegen/mlir/Codegen.h"
 #include "ir/Error.h"
+#include "ir/Spec.h"
 
 namespace friction::codegen {
 namespace {
@@ -14,14 +14,6 @@ namespace {
 bool onOff(const std::string& key, const std::string& value) {
   FRICTION_CHECK(value == "on" || value == "off", "backend cpu: " + key + " must be on or off, got '" + value + "'");
   return value == "on";
-}
-
-int64_t parseBlockSize(const std::string& value) {
-  char* end = nullptr;
-  long long n = std::strtoll(value.c_str(), &end, 10);
-  FRICTION_CHECK(!value.empty() && *end == '\0' && n >= 1 && n <= 1024,
-                 "gpu-block must be a thread count from 1 to 1024, got '" + value + "'");
-  return n;
 }
 
 std::string optionList() {
@@ -49,7 +41,9 @@ std::unique_ptr<Backend> makeCpuBackend(const std::map<std::string, std::string>
                      "backend cpu: target must be cpu or cuda-nests, got '" + value + "'");
       cpu.codegen.target = value == "cpu" ? Target::Cpu : Target::CudaNests;
     } else if (key == "gpu-block") {
-      cpu.codegen.gpuBlockSize = parseBlockSize(value);
+      auto threads = Spec::integer(value, 1, 1024);
+      FRICTION_CHECK(threads, "backend cpu: gpu-block must be a thread count from 1 to 1024, got '" + value + "'");
+      cpu.codegen.gpuBlockSize = *threads;
     } else if (key == "dump") {
       cpu.codegen.dumpStages = onOff(key, value);
     } else {

@@ -1,6 +1,8 @@
 #include "ir/Spec.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 
 #include "ir/Error.h"
 
@@ -63,6 +65,14 @@ bool Spec::erase(const std::string& key) {
   if (i == options_.size()) return false;
   options_.erase(options_.begin() + std::ptrdiff_t(i));
   return true;
+}
+
+std::optional<int64_t> Spec::integer(const std::string& value, int64_t lo, int64_t hi) {
+  char* end = nullptr;
+  errno = 0;
+  long long n = std::strtoll(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0' || errno == ERANGE || n < lo || n > hi) return std::nullopt;
+  return int64_t(n);
 }
 
 }  // namespace friction

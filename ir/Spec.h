@@ -5,6 +5,7 @@
 // strings are stored in results databases (executor and model names), so a
 // parsed spec prints back as the same string.
 #pragma once
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -25,6 +26,9 @@ class Spec {
   // `&` or `?`) are skipped. A value may hold '=' and '?'; the name ends at the
   // first '?'.
   static Spec parse(const std::string& text, const std::string& what = "spec");
+  // An option value as a whole decimal integer in [lo, hi], or nullopt (the
+  // caller names the option in its message).
+  static std::optional<int64_t> integer(const std::string& value, int64_t lo, int64_t hi);
   // NAME, or NAME?k=v&.. in option order: print(parse(s)) == s for every s
   // without empty options.
   std::string print() const;

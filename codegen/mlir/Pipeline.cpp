@@ -193,17 +193,14 @@ void lowerToLlvm(mlir::ModuleOp module, const CodegenOptions&) {
 }
 
 void runStages(mlir::ModuleOp module, const CodegenOptions& options, const StageObserver& observe) {
-  struct Stage {
-    const char* name;
-    bool switchable;
-    unsigned targets;
-    void (*run)(mlir::ModuleOp, const CodegenOptions&);
-  };
-  static const Stage kStages[] = {
-#define FRICTION_CODEGEN_STAGE(fn, name, switchable, targets, summary) {name, switchable, targets, &fn},
+  // The stage functions, in the order of codegenStages() (the same table).
+  using StageFn = void (*)(mlir::ModuleOp, const CodegenOptions&);
+  static const StageFn kRun[] = {
+#define FRICTION_CODEGEN_STAGE(fn, name, switchable, targets, summary) &fn,
 #include "codegen/CodegenStages.def"
 #undef FRICTION_CODEGEN_STAGE
   };
+  const std::vector<CodegenStage>& stages = codegenStages();
   auto after = [&](const char* stage) {
     if (observe) observe(stage, module);
     if (options.dumpStages) std::cerr << "// ----- codegen stage: " << stage << " -----\n" << printOp(module) << "\n";
@@ -215,9 +212,10 @@ void runStages(mlir::ModuleOp module, const CodegenOptions& options, const Stage
   };
   verify("built");
   after("built");
-  for (const Stage& s : kStages) {
-    if (!(s.targets & (1u << unsigned(options.target))) || (s.switchable && !options.enabled(s.name))) continue;
-    s.run(module, options);
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const CodegenStage& s = stages[i];
+    if (!s.in(options.target) || (s.switchable && !options.enabled(s.name))) continue;
+    kRun[i](module, options);
     verify(s.name);
     after(s.name);
     if (options.stopAfter == s.name) break;

@@ -34,6 +34,7 @@
 #include <unordered_set>
 
 #include "ir/Error.h"
+#include "ir/Spec.h"
 #include "ir/FusedRegion.h"
 #include "ir/Uses.h"
 #include "runtime/SlotProgram.h"
@@ -471,10 +472,9 @@ Options parseOptions(const std::map<std::string, std::string>& o) {
       FRICTION_CHECK(v == "on" || v == "off", "onednn: postops must be on or off, got '" + v + "'");
       opt.postops = v == "on";
     } else if (k == "threads") {
-      char* end = nullptr;
-      long t = std::strtol(v.c_str(), &end, 10);
-      FRICTION_CHECK(!v.empty() && *end == 0 && t >= 1 && t <= 1024, "onednn: threads must be a positive integer, got '" + v + "'");
-      opt.threads = int(t);
+      auto t = Spec::integer(v, 1, 1024);
+      FRICTION_CHECK(t, "onednn: threads must be a positive integer, got '" + v + "'");
+      opt.threads = int(*t);
     } else {
       throw Error("backend onednn: unknown option '" + k + "' (options: postops=on|off, threads=N)");
     }
