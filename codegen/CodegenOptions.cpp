@@ -9,6 +9,7 @@ const char* targetName(Target t) {
     case Target::Cpu: return "cpu";
     case Target::Cuda: return "cuda";
     case Target::CudaNests: return "cuda-nests";
+    case Target::Halide: return "halide";
   }
   return "?";
 }

@@ -16,7 +16,10 @@ namespace friction::codegen {
 // where they are mapped to blocks and threads, then lowered for the host and
 // run there sequentially, so the GPU tiling and indexing are checked against
 // the interpreter on machines without a GPU.
-enum class Target { Cpu, Cuda, CudaNests };
+// Halide: host code from Halide instead of MLIR (codegen/halide/), no stage
+// of the table: every kernel generated (no microkernels, no native steps), so
+// only the kernel compiler differs from the cpu backend.
+enum class Target { Cpu, Cuda, CudaNests, Halide };
 const char* targetName(Target t);
 
 // Bit masks of the stage table's `targets` column.
@@ -53,6 +56,9 @@ struct CodegenOptions {
   // The host's split of elementwise kernels into slabs run from several
   // threads (KernelView::splitDim); GPU kernels take whole, static shapes.
   bool splitsElementwise() const { return target == Target::Cpu; }
+  // Steps run by friction's native microkernels (NativeKernels.h) where no
+  // kernel is generated; the halide target generates every one.
+  bool nativeSteps() const { return target != Target::Halide; }
   // Turns a stage on or off from a backend option NAME=on|off; throws Error
   // for unknown stages, stages that cannot be switched and other values.
   void set(const std::string& stage, const std::string& value);

@@ -93,13 +93,13 @@ class CpuBackend : public Backend {
  public:
   CpuBackend(CpuBackendOptions options, std::unique_ptr<KernelSource> source)
       : options_(std::move(options)), source_(std::move(source)) {}
-  std::string name() const override { return "cpu"; }
+  std::string name() const override { return options_.name; }
   std::unique_ptr<CompiledModel> compile(const Graph& graph) override {
     ProgramStats stats;
     ProgramBuilder builder(cache_, stats, options_.codegen);
     auto program = builder.buildProgram(graph, *source_);
     if (options_.profile) enableProfiling(*program);
-    std::string d = "cpu: " + std::to_string(stats.kernelCalls) + " kernels compiled (" +
+    std::string d = options_.name + ": " + std::to_string(stats.kernelCalls) + " kernels compiled (" +
                     std::to_string(builder.distinctKernels()) + " distinct), " + describeSteps(stats) + ", " +
                     (stats.arenaValues ? "arena " + std::to_string(stats.arenaBytes / 1024) + " KiB for " +
                                              std::to_string(stats.arenaValues) + " values (plan-memory)"

@@ -20,6 +20,7 @@ using CpuStats = ProgramStats;
 
 // How the cpu backend compiles and reports, beyond code generation.
 struct CpuBackendOptions {
+  std::string name = "cpu";  // the backend's name (halide: the same program, Halide's kernels)
   CodegenOptions codegen;
   bool profile = false;      // profile=on: time every step (CompiledModel::profile())
   bool compileEach = false;  // compile=each: one module per kernel, so per-kernel compile phases are measured

@@ -41,10 +41,10 @@ void PackedArgs::slice(size_t i, size_t dim, int64_t r0, int64_t r1) {
   d[3 + dim] = r1 - r0;
 }
 
-void PackedArgs::call(PackedFn fn) {
+void PackedArgs::call(const KernelFn& fn) const {
   std::vector<void*> descriptors(at_.size()), packed(at_.size());
   for (size_t i = 0; i < at_.size(); ++i) {
-    descriptors[i] = words_.data() + at_[i];
+    descriptors[i] = const_cast<int64_t*>(words_.data()) + at_[i];
     packed[i] = &descriptors[i];
   }
   fn(packed.data());

@@ -10,6 +10,7 @@
 // static offset is 0 and the generated code ignores the offset field.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@
 namespace friction::codegen {
 
 using PackedFn = void (*)(void**);
+// What the program calls: a packed entry, or a closure over one (a Halide
+// pipeline decodes the descriptors itself).
+using KernelFn = std::function<void(void**)>;
 
 // A strided view as the C interface passes it (`_mlir_ciface_` functions take
 // pointers to these).
@@ -43,7 +47,7 @@ class PackedArgs {
   // moves r0 strides of that dim on and its size becomes r1 - r0 (a split
   // kernel's slab; contiguous when every dim before `dim` has extent 1).
   void slice(size_t i, size_t dim, int64_t r0, int64_t r1);
-  void call(PackedFn fn);
+  void call(const KernelFn& fn) const;
 
  private:
   std::vector<int64_t> words_;  // the descriptors back to back

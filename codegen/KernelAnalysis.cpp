@@ -9,6 +9,7 @@
 #include "codegen/NativeKernels.h"
 #include "ir/FusedRegion.h"
 #include "ir/Error.h"
+#include "ir/OpRegistry.h"
 #include "ir/Structural.h"
 #include "ir/ops/NnShapes.h"
 
@@ -177,7 +178,57 @@ std::unique_ptr<KernelView> analyzeStructured(const Node& step, const Node& node
   return view;
 }
 
+// Whether the halide target can define `n` inside a Graph kernel (nested regions recursively).
+bool graphNode(const Node& n, std::string* why) {
+  if (auto region = FusedRegion::of(n)) {
+    for (const auto& m : region->body().nodes())
+      if (!graphNode(*m, why)) return false;
+    return true;
+  }
+  if (isSupportedElementwise(n)) return checkElementwise({&n}, n.output(0)->shape().staticDims(), why);
+  if (isContraction(n)) return checkContraction(n, why);
+  if (isStaticView(n)) return true;
+  if (auto call = structuredCall(n.op())) return analyzeStructured(n, n, *call, why) != nullptr;
+  return fail(why, "op " + n.op() + " has no kernel of the halide target");
+}
+
+// The Graph view of a Fused region: its whole body.
+std::unique_ptr<KernelView> analyzeGraph(const Node& node, const FusedRegion& region, std::string* why) {
+  auto view = std::make_unique<KernelView>();
+  view->kind = KernelKind::Graph;
+  const Graph& body = region.body();
+  for (const auto& m : body.nodes()) {
+    if (!graphNode(*m, why)) return nullptr;
+    view->nodes.push_back(m.get());
+  }
+  for (const Value* v : body.inputs()) {
+    const bool typed = v->dtype() == DType::F32 || v->dtype() == DType::I64 || v->dtype() == DType::I32;
+    if (!typed || !v->shape().isStatic()) return fail(why, "region input not f32/i64/i32 static"), nullptr;
+    view->inputs.push_back(v);
+  }
+  if (body.inputs().size() != node.numInputs()) return fail(why, "region inputs do not match its operands"), nullptr;
+  for (const Value* v : body.outputs()) {
+    if (!isStaticF32(v) || !v->producer()) return fail(why, "region output not computed f32/static"), nullptr;
+    view->outputs.push_back(v);
+  }
+  if (view->outputs.empty()) return fail(why, "empty region"), nullptr;
+  view->domain = view->outputs[0]->shape().staticDims();
+  return view;
+}
+
 }  // namespace
+
+bool isStaticView(const Node& n) {
+  return hasTrait(n, OpTrait::View) && n.numInputs() >= 1 && n.numOutputs() == 1 && isStaticF32(n.input(0)) &&
+         isStaticF32(n.output(0)) && n.input(0)->shape().numel() == n.output(0)->shape().numel();
+}
+
+std::optional<std::vector<int64_t>> constantInts(const Node& n, size_t i) {
+  if (i >= n.numInputs() || !n.input(i)) return std::nullopt;
+  const Tensor* t = constantData(n.input(i));
+  FRICTION_CHECK(t && isInteger(t->dtype()), n.describe() + ": input " + std::to_string(i) + " is not a constant of integers");
+  return t->toInt64Vector();
+}
 
 std::vector<bool> normalizedDims(const Node& n) {
   const int64_t rank = int64_t(n.input(0)->shape().rank());
@@ -189,7 +240,10 @@ std::vector<bool> normalizedDims(const Node& n) {
   return dims;
 }
 
-std::unique_ptr<KernelView> analyzeKernel(const Node& node, const CodegenOptions& options, std::string* why) {
+namespace {
+
+// Every kind but Graph.
+std::unique_ptr<KernelView> analyzeView(const Node& node, const CodegenOptions& options, std::string* why) {
   if (options.target != Target::Cpu) {
     auto region = FusedRegion::of(node);
     const Node* only = region && region->body().nodes().size() == 1 ? region->body().nodes()[0].get() : nullptr;
@@ -224,7 +278,7 @@ std::unique_ptr<KernelView> analyzeKernel(const Node& node, const CodegenOptions
       return fail(why, "region outputs differ in shape"), nullptr;
   std::vector<const Node*> elementwise(view->nodes.begin(), view->nodes.end());
   // An anchor with a native kernel runs it (a Conv only while microkernels are on).
-  const bool nativeAnchor = region && view->nodes.size() > 1 &&
+  const bool nativeAnchor = region && view->nodes.size() > 1 && options.nativeSteps() &&
                             matchNative(first, region->outerInputs(first), nullptr, options.ukernels());
   if (isContraction(first) && !nativeAnchor) {
     view->kind = KernelKind::Contraction;
@@ -258,6 +312,16 @@ std::unique_ptr<KernelView> analyzeKernel(const Node& node, const CodegenOptions
       }
     }
   }
+  return view;
+}
+
+}  // namespace
+
+std::unique_ptr<KernelView> analyzeKernel(const Node& node, const CodegenOptions& options, std::string* why) {
+  auto view = analyzeView(node, options, why);
+  // The halide target: a region the other kinds do not cover is one kernel of its whole body.
+  if (!view && options.target == Target::Halide)
+    if (auto region = FusedRegion::of(node)) return analyzeGraph(node, *region, why);
   return view;
 }
 

@@ -19,13 +19,19 @@
 //                runs natively (NativeKernels.h: NHWC conv, pooling): the
 //                caller fills the output buffer with the anchor's result, the
 //                kernel is ONE generic applying the epilogue there in place
-//   Structured   the GPU targets only: one op of codegen/StructuredOps.def
+//   Structured   the GPU and halide targets only: one op of codegen/StructuredOps.def
 //                (Transpose, Slice, Concat, Pad, the Reduce ops, pooling, ...)
 //                as generics over its arguments; its constant inputs (Slice
 //                bounds, Pad amounts, Reduce axes) are read when it is built
+//   Graph        the halide target only: a Fused region the kinds above do not
+//                cover (a convert-layout nhwc region, an epilogue anchored on
+//                one, a decomposed normalization, a dedup pattern) as ONE
+//                kernel of its whole body: every node elementwise, a
+//                contraction, Structured or a view, nested regions inlined
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,7 +40,7 @@
 
 namespace friction::codegen {
 
-enum class KernelKind { Elementwise, Contraction, NativeEpilogue, Structured };
+enum class KernelKind { Elementwise, Contraction, NativeEpilogue, Structured, Graph };
 
 // The flat view of one kernel: the nodes it computes (a single node, or a
 // Fused region's body), its inputs and outputs.
@@ -62,9 +68,16 @@ struct KernelView {
 
 // Ops the elementwise payload emitter handles (codegen/ScalarOps.def).
 bool isSupportedElementwise(const Node& n);
+// A shape-only op (Reshape, Flatten, Squeeze, Unsqueeze: the View trait)
+// between static f32 values of as many elements: zero-copy on the host.
+bool isStaticView(const Node& n);
 // The dims of input 0 a Softmax or LogSoftmax (its `axis`) or a
 // LayerNormalization (`axis` to the last) normalizes over.
 std::vector<bool> normalizedDims(const Node& n);
+// The integers of constant input `i` of `n` (Slice bounds, Pad amounts,
+// Reduce axes: what a Structured kernel reads when it is built), or nullopt
+// when it is absent; throws Error when it is not a constant of integers.
+std::optional<std::vector<int64_t>> constantInts(const Node& n, size_t i);
 // The kernel view of `node` under `options` (ukernels=off: convolutions are
 // compiled kernels), or nullptr with the reason in `why`.
 std::unique_ptr<KernelView> analyzeKernel(const Node& node, const CodegenOptions& options, std::string* why = nullptr);

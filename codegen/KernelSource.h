@@ -1,7 +1,7 @@
-// Where a program's compiled kernels come from: the JIT (codegen/mlir/
-// JitSource.h compiles them), an ahead-of-time artifact (codegen/aot/
-// LibrarySource looks them up), or a future GPU code generator. The program
-// builder asks for every kernel new to its cache at once.
+// Where a program's compiled kernels come from: the MLIR JIT (codegen/mlir/
+// JitSource.cpp compiles them), an ahead-of-time artifact (codegen/aot/
+// LibrarySource looks them up), or Halide (codegen/halide/HalideSource.h).
+// The program builder asks for every kernel new to its cache at once.
 #pragma once
 #include <memory>
 #include <string>
@@ -25,7 +25,7 @@ struct CompileTimes {
 
 struct CompiledKernel {
   std::shared_ptr<void> owner;  // keeps the code alive (a JIT engine, a dlopen'ed library)
-  PackedFn fn = nullptr;        // null: it could not be made (`error` says why); the node falls back
+  KernelFn fn;                  // empty: it could not be made (`error` says why); the node falls back
   std::string error;
   bool timedAlone = false;      // compiled in a module of its own: `own` is its cost alone
   CompileTimes own;

@@ -141,14 +141,15 @@ std::unique_ptr<Program> ProgramBuilder::build(const Graph& g, const OuterMap& o
     }
     std::vector<const Value*> outer;
     for (const Value* v : n.inputs()) outer.push_back(resolve(v));
-    // The GPU targets generate what they can (Structured kernels included); the cpu prefers its microkernels.
+    // The GPU and halide targets generate what they can (Structured kernels included); the cpu prefers its
+    // microkernels; the halide target runs none.
     const bool generatedFirst = options_.target != Target::Cpu;
     if (isZeroCopyView(n)) {
       s.kind = Step::View;
       stats_.views++;
     } else if (generatedFirst && compiledStep(s, *p, resolve)) {
       // a generated kernel
-    } else if (auto native = matchNative(n, outer, nullptr, options_.ukernels())) {
+    } else if (auto native = options_.nativeSteps() ? matchNative(n, outer, nullptr, options_.ukernels()) : nullptr) {
       s.kind = Step::Native;
       native->prepare();
       s.native = std::move(native);

@@ -65,7 +65,7 @@ std::unique_ptr<Backend> createBackend(const std::string& spec) {
   if (it != registry().end()) return it->second(parsed.optionMap());
   std::string known;
   for (const auto& b : availableBackends()) known += (known.empty() ? "" : ", ") + b;
-  static const char* planned[] = {"cpu", "cuda", "ort", "openvino", "tvm", "iree", "onednn", "tensorrt"};
+  static const char* planned[] = {"cpu", "cuda", "halide", "ort", "openvino", "tvm", "iree", "onednn", "tensorrt"};
   for (const char* p : planned)
     if (name == p) throw Error("backend '" + name + "' is not available in this build (available: " + known + ")");
   throw Error("unknown backend '" + name + "' (available: " + known + ")");

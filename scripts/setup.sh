@@ -8,7 +8,7 @@ PACKAGES=(
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools clang-19 libomp-19-dev
   libclang-rt-19-dev libfuzzer-19-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
-  libdnnl-dev libsqlite3-dev nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libfmt-dev
+  libhalide14-0-dev libdnnl-dev libsqlite3-dev nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libfmt-dev
   libgtest-dev libgmock-dev
   python3-venv python3-dev pybind11-dev sqlite3 valgrind graphviz slurm-wlm munge
   chromium

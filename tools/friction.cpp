@@ -4,6 +4,7 @@
 
 #include "codegen/Registration.h"
 #include "codegen/cuda/Registration.h"
+#include "codegen/halide/Registration.h"
 #include "ir/Error.h"
 #include "tools/cmd/Commands.h"
 #include "vendor_bridge/Bridges.h"
@@ -12,6 +13,7 @@ int main(int argc, char** argv) {
   friction::vendor::registerVendorBridges();
   friction::codegen::registerCpuBackend();
   friction::codegen::registerCudaBackend();
+  friction::codegen::halide::registerHalideBackend();
   CLI::App app{"friction: a graph compiler built to study graph compilation"};
   app.require_subcommand(1);
   friction::cli::addInspect(app);

@@ -38,14 +38,6 @@ void copyBody(mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
 
 int64_t normalized(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
 
-// The integers of constant input `i` of `n`, or nullopt when it is absent.
-std::optional<Ints> constantInts(const Node& n, size_t i) {
-  if (i >= n.numInputs() || !n.input(i)) return std::nullopt;
-  const Tensor* t = constantData(n.input(i));
-  FRICTION_CHECK(t && isInteger(t->dtype()), n.describe() + ": input " + std::to_string(i) + " is not a constant of integers");
-  return t->toInt64Vector();
-}
-
 // What the build functions share: the builder, the node, its arguments
 // (aligned with the node's inputs; null where an input is a constant) and
 // the result's initial tensor.

@@ -17,6 +17,7 @@
 #include "benchmarks/report/ReportData.h"
 #include "codegen/Registration.h"
 #include "codegen/cuda/Registration.h"
+#include "codegen/halide/Registration.h"
 #include "frontend/ModelSource.h"
 #include "frontend/onnx/OnnxImport.h"
 #include "frontend/onnx/OpsetAdapters.h"
@@ -179,6 +180,7 @@ PYBIND11_MODULE(_core, m) {
   vendor::registerVendorBridges();
   codegen::registerCpuBackend();
   codegen::registerCudaBackend();
+  codegen::halide::registerHalideBackend();
   py::register_exception<Error>(m, "Error", PyExc_RuntimeError);
   m.attr("revision") = FRICTION_GIT_REVISION;
   m.attr("binary") = FRICTION_BINARY;

@@ -2,7 +2,8 @@
 // (tests/common/RandomGraph.h) through every pass configuration (default,
 // all-off, every leave-one-out) on `cpu`, and default and all-off on
 // `cpu?ukernels=off` (MLIR-generated convolutions and matmuls) and on
-// `cpu?target=cuda-nests` (the cuda target's loop nests on the host), each against
+// `cpu?target=cuda-nests` (the cuda target's loop nests on the host), and on
+// `halide` (friction's schedule, producers inlined and materialized), each against
 // the reference interpreter on the unoptimized graph. A mismatch prints the
 // seed, the configuration, the graph in friction's text format and the graph
 // minimized (tests/common/GraphReducer.h) to the nodes the mismatch needs;
@@ -21,6 +22,7 @@
 #include <sstream>
 
 #include "codegen/Registration.h"
+#include "codegen/halide/Registration.h"
 #include "ir/Builder.h"
 #include "ir/OpRegistry.h"
 #include "ir/TextFormat.h"
@@ -56,6 +58,11 @@ std::vector<Config> everyConfiguration() {
   const std::string gpuNests = "cpu?target=cuda-nests&gpu-block=32";
   configs.push_back({"default on " + gpuNests, {}, gpuNests});
   configs.push_back({"none on " + gpuNests, configs[1].options, gpuNests});
+  // The second kernel compiler: every kernel a Halide pipeline, loop-level fusion both ways.
+  for (const std::string halide : {"halide", "halide?fusion=root"}) {
+    configs.push_back({"default on " + halide, {}, halide});
+    configs.push_back({"none on " + halide, configs[1].options, halide});
+  }
   return configs;
 }
 
@@ -124,7 +131,10 @@ int64_t expectEveryConfigurationMatches(const std::function<std::unique_ptr<Grap
 
 class Differential : public ::testing::TestWithParam<uint64_t> {
  protected:
-  static void SetUpTestSuite() { codegen::registerCpuBackend(); }
+  static void SetUpTestSuite() {
+    codegen::registerCpuBackend();
+    codegen::halide::registerHalideBackend();
+  }
 };
 
 TEST_P(Differential, RandomGraphMatchesInterpUnderEveryConfiguration) {
@@ -178,6 +188,7 @@ TEST(GraphReducer, ShrinksToTheNodesTheFailureNeeds) {
 // Graphs a differential run once found wrong, minimized by hand, kept as regressions.
 TEST(DifferentialRegressions, RegressionGraphsMatchInterp) {
   codegen::registerCpuBackend();
+  codegen::halide::registerHalideBackend();
   const std::filesystem::path dir = FRICTION_SOURCE_DIR "/tests/codegen/regressions";
   if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << "no regression graphs yet";
   for (const auto& e : std::filesystem::directory_iterator(dir)) {

@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "codegen/Registration.h"
+#include "codegen/halide/Registration.h"
 #include "tools/conformance/Conformance.h"
 
 using namespace friction;
@@ -106,6 +107,7 @@ TEST(Conformance, TorchvisionExportsOnCpuUnderEveryLeaveOneOut) {
 int expectTorchFixturesOn(const std::string& backend, const PipelineOptions& pipeline, const std::string& label,
                           const std::string& filter = "") {
   codegen::registerCpuBackend();
+  codegen::halide::registerHalideBackend();
   ConformanceOptions o;
   o.backend = backend;
   o.rtol = 1e-4, o.atol = 1e-5;
@@ -129,6 +131,7 @@ TEST(Conformance, TorchvisionExportsOnCpuWithMicrokernelsOff) {
 // `backend` too (ONNX tolerances; the torch exports at 1e-4 relative).
 void expectPassesWhatInterpPasses(const std::string& backend, const std::vector<std::string>& subs) {
   codegen::registerCpuBackend();
+  codegen::halide::registerHalideBackend();
   for (const std::string& sub : subs) {
     std::string dir = suiteDir(sub);
     if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << dir << kMissing;
@@ -163,3 +166,12 @@ TEST(Conformance, CpuPassesWhatInterpPasses) {
 TEST(Conformance, CudaNestsPassWhatInterpPasses) {
   expectPassesWhatInterpPasses("cpu?target=cuda-nests", {"torch", "onnx-package"});
 }
+
+// The halide backend (issue 18): every kernel a Halide pipeline. The torch
+// exports after the default pipeline (nothing on the interpreter), and every
+// case of the onnx package's node tests that passes on the interpreter.
+TEST(Conformance, TorchvisionExportsOnHalideWithDefaultPasses) {
+  EXPECT_GE(expectTorchFixturesOn("halide", PipelineOptions{}, "default"), kTorchFixtures);
+}
+
+TEST(Conformance, HalidePassesWhatInterpPasses) { expectPassesWhatInterpPasses("halide", {"onnx-package"}); }

@@ -65,7 +65,8 @@ def test_optimize_changes_the_graph_and_records_passes():
 
 
 @pytest.mark.parametrize("backend,config", [("cpu", {}), ("cpu", {"passes": []}),
-                                            ("cpu", {"disable": ["convert-layout"]}), ("interp", {})])
+                                            ("cpu", {"disable": ["convert-layout"]}), ("interp", {}),
+                                            ("halide", {}), ("halide?fusion=root", {"passes": []})])
 def test_compiled_matches_interpreter(backend, config):
     model = friction.load(RESNET)
     xs = inputs_for(model, batch=2)

@@ -110,7 +110,7 @@ void addBench(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
   auto* cmd = app.add_subcommand("bench", "measure latency under the protocol (warm-up, repetitions, CI)");
   cmd->add_option("model", args->model, "path to .onnx/.fir, zoo:ARCH?knobs, or an OUT.so from `friction compile`")->required();
-  auto* backend = cmd->add_option("--backend", args->measure.backend, "interp, cpu, cuda, or a vendor bridge (OUT.so: its compiled code)");
+  auto* backend = cmd->add_option("--backend", args->measure.backend, "interp, cpu, cuda, halide, or a vendor bridge (OUT.so: its compiled code)");
   auto* batch = cmd->add_option("--batch", args->batch, "binds the symbolic batch dim")->check(Positive);
   cmd->add_option("--warmup", args->measure.warmup, "warm-up runs (not measured)")->check(NonNegative);
   cmd->add_option("--reps", args->measure.reps, "maximum measured runs")->check(Positive);

@@ -131,7 +131,7 @@ void addRun(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   auto* cmd = app.add_subcommand("run", "run a model once and print or save its outputs");
   cmd->add_option("model", args->model, "path to .onnx/.fir, zoo:ARCH?knobs, or an OUT.so from `friction compile`")->required();
-  auto* backend = cmd->add_option("--backend", args->backend, "interp (reference), cpu, cuda, or a vendor bridge (OUT.so: its compiled code; another backend runs its graph)");
+  auto* backend = cmd->add_option("--backend", args->backend, "interp (reference), cpu, cuda, halide, or a vendor bridge (OUT.so: its compiled code; another backend runs its graph)");
   auto* batch = cmd->add_option("--batch", args->batch, "binds the symbolic batch dim")->check(Positive);
   cmd->add_option("--inputs", args->inputsDir, "folder with input_<i>.pb (TensorProto; their dim 0 binds the batch unless --batch is given); default: seeded random inputs");
   cmd->add_option("--outputs", args->outputsDir, "folder to write output_<i>.pb to");

@@ -1,0 +1,57 @@
+// Kernels as Halide algorithms: what each kernel view (codegen/KernelAnalysis.h)
+// computes, as Halide functions, with no schedule (HalideSchedule.h decides
+// how). The same views as the MLIR code generator builds, so the `halide`
+// backend differs from `cpu` only in the kernel compiler:
+//   Elementwise  one Func per node of the view (its own shape, broadcasting
+//                on read), so loop-level fusion (inline or materialize) is a
+//                schedule choice for every intermediate
+//   Contraction  the anchor's accumulator (a pure zero or bias, then one
+//                update over an RDom of the reduced dims), then the epilogue
+//   Structured   one op of codegen/StructuredOps.def: one build function per
+//                op, named as the MLIR ones, from the same list
+// Halide's dim 0 is the innermost; friction's shapes are row-major, so every
+// access reverses friction's index order.
+#pragma once
+#include <Halide.h>
+
+#include <string>
+#include <vector>
+
+#include "codegen/KernelAnalysis.h"
+
+namespace friction::codegen::halide {
+
+namespace HL = ::Halide;
+
+// A Func with the friction shape it is defined over.
+struct ShapedFunc {
+  HL::Func func;
+  std::vector<int64_t> shape;
+  // A reduction's dim whose neighbours share one operand's reads (a
+  // convolution's output channels share the input pixels): the rows of its
+  // register tile; -1: the second innermost.
+  int rowDim = -1;
+};
+
+// The Halide functions of one kernel.
+struct KernelFuncs {
+  std::vector<HL::ImageParam> inputs;  // one per view input: f32, or integers (Gather indices, a Cast's input)
+  std::vector<std::vector<int64_t>> inputShapes;
+  std::vector<ShapedFunc> outputs;     // one per view output
+  // Everything else the kernel defines, producers first: per-node values
+  // (pure, inlined by default) and reductions (accumulators, statistics:
+  // with update definitions).
+  std::vector<ShapedFunc> producers;
+};
+
+// Halide's region of a friction shape (reversed: Halide's dim 0 is the innermost).
+HL::Region regionOf(const std::vector<int64_t>& shape);
+
+// The algorithm of `view`; throws Error for what it cannot express. With
+// `clampInputs`, every read of an input is clamped into it (repeat_edge):
+// the autoschedulers' schedules may compute a producer beyond what the
+// outputs need (rounded-up or shifted tails), which must not read past the
+// buffers.
+KernelFuncs defineKernel(const KernelView& view, bool clampInputs);
+
+}  // namespace friction::codegen::halide

@@ -1,0 +1,192 @@
+#include "codegen/halide/HalideSchedule.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+
+#include "ir/Error.h"
+
+namespace friction::codegen::halide {
+namespace {
+
+constexpr int kVector = 8;  // f32 lanes of AVX2
+constexpr int kRows = 4;    // rows of an output tile
+// Rows of a reduction's register tile: 8 accumulators of kVector lanes hide
+// the FMA latency (2 FMAs a cycle, 4 cycles each) and leave registers for
+// the operands in AVX2's 16.
+constexpr int kUpdateRows = 8;
+
+// The extent of Halide dim `k` of a friction shape.
+int64_t extent(const std::vector<int64_t>& shape, size_t k) { return shape[shape.size() - 1 - k]; }
+
+// Vectorizes the innermost pure var of `f`'s stage `s` and runs its
+// outermost var of extent 2 or more in parallel.
+void vectorizeAndParallel(HL::Stage s, const std::vector<HL::Var>& vars, const std::vector<int64_t>& shape) {
+  if (vars.empty()) return;
+  if (extent(shape, 0) >= kVector) s.vectorize(vars[0], kVector);
+  for (size_t k = vars.size(); k-- > 1;)
+    if (extent(shape, k) >= 2) {
+      s.parallel(vars[k]);
+      return;
+    }
+}
+
+// The pure vars of update `i` of `f` that stay in their own place (a
+// reduction may pin a kept dim to 0).
+std::vector<HL::Var> updateVars(const HL::Func& f, int i) {
+  std::vector<HL::Var> pure = f.args(), kept;
+  const auto& lhs = f.update_args(i);
+  for (size_t k = 0; k < pure.size(); ++k) {
+    const auto* v = lhs[k].as<HL::Internal::Variable>();
+    if (v && v->name == pure[k].name()) kept.push_back(pure[k]);
+  }
+  return kept;
+}
+
+// Update `i` of the reduction `p`: the reduction inside a register tile of
+// its pure vars (kVector lanes of Halide dim 0 times kUpdateRows of the rows dim:
+// the hint's, else Halide dim 1), so each step of the reduction updates the
+// whole tile, the tiles' loops outside, the outermost kept dim of extent 2
+// or more in parallel. The tile's loops round up (7 pixels compute as 8
+// lanes, into the reduction's own buffer: its inputs are clamped, HalideKernels.h);
+// an update cannot recompute lanes (ShiftInwards), and guarding them
+// (GuardWithIf) runs the tails scalar.
+void scheduleUpdate(const ShapedFunc& p, int i) {
+  HL::Func f = p.func;
+  HL::Stage s = f.update(i);
+  const std::vector<HL::Var> v = f.args(), kept = updateVars(f, i);
+  auto dimOf = [&](const HL::Var& x) {
+    for (size_t k = 0; k < v.size(); ++k)
+      if (v[k].name() == x.name()) return k;
+    return v.size();
+  };
+  const size_t rowDim = p.rowDim >= 0 ? p.shape.size() - 1 - size_t(p.rowDim) : 1;
+  const bool lanes = !kept.empty() && dimOf(kept[0]) == 0 && extent(p.shape, 0) >= kVector / 2;
+  auto row = std::find_if(kept.begin(), kept.end(), [&](const HL::Var& x) { return dimOf(x) == rowDim && rowDim > 0; });
+  const bool rows = lanes && row != kept.end() && extent(p.shape, rowDim) >= kUpdateRows / 2;
+  HL::Var xo("xo"), xi("xi"), yo("yo"), yi("yi");
+  std::vector<HL::VarOrRVar> order, outer;
+  if (lanes) {
+    s.split(kept[0], xo, xi, kVector, HL::TailStrategy::RoundUp);
+    order.push_back(xi), outer.push_back(xo);
+  }
+  if (rows) {
+    s.split(*row, yo, yi, kUpdateRows, HL::TailStrategy::RoundUp);
+    order.push_back(yi);
+  }
+  for (const HL::RVar& r : f.rvars(i)) order.push_back(r);
+  order.insert(order.end(), outer.begin(), outer.end());
+  HL::VarOrRVar parallel = xo;
+  bool parallelFound = false;
+  for (size_t d = lanes ? 1 : 0; d < kept.size(); ++d) {
+    const bool isRow = rows && kept[d].name() == row->name();
+    order.push_back(isRow ? HL::VarOrRVar(yo) : HL::VarOrRVar(kept[d]));
+    if (extent(p.shape, dimOf(kept[d])) >= (isRow ? 2 * kUpdateRows : 2)) parallel = order.back(), parallelFound = true;
+  }
+  if (order.size() > 1) s.reorder(order);
+  if (lanes) s.vectorize(xi);
+  if (rows) s.unroll(yi);
+  if (parallelFound) s.parallel(parallel);
+}
+
+// Friction's own schedule. Outputs: tiled kVector x kRows over their two
+// innermost dims where they are that large (vector lanes, unrolled rows),
+// parallel over the outermost dim of extent 2 or more. Reductions (a
+// contraction's accumulator, pooling, statistics): computed whole before
+// the outputs, their pure definition vectorized and parallel, their updates
+// in register tiles (scheduleUpdate). Pure producers: inlined, or computed
+// whole (fusion=root); those a reduction reads always computed whole.
+void friction(KernelFuncs& k, bool inlineProducers) {
+  for (ShapedFunc& out : k.outputs) {
+    HL::Func f = out.func;
+    std::vector<HL::Var> v = f.args();
+    if (v.empty()) continue;
+    HL::Var xo("xo"), xi("xi"), yo("yo"), yi("yi");
+    const bool tile = v.size() >= 2 && extent(out.shape, 0) >= kVector && extent(out.shape, 1) >= kRows;
+    if (tile) f.tile(v[0], v[1], xo, yo, xi, yi, kVector, kRows).vectorize(xi).unroll(yi);
+    else if (extent(out.shape, 0) >= kVector) f.vectorize(v[0], kVector);
+    for (size_t d = v.size(); d-- > (tile ? 2 : 1);)
+      if (extent(out.shape, d) >= 2) {
+        f.parallel(v[d]);
+        break;
+      }
+  }
+  // The operands a reduction reads: materialized once rather than recomputed at every step of the reduction
+  // (a transposed input read per window tap, with strided loads).
+  std::set<std::string> operands;
+  for (ShapedFunc& p : k.producers)
+    if (p.func.has_update_definition())
+      for (const auto& [name, f] : HL::Internal::find_direct_calls(p.func.function())) operands.insert(name);
+  for (ShapedFunc& p : k.producers) {
+    HL::Func f = p.func;
+    if (!f.has_update_definition() && inlineProducers && !operands.count(f.name())) continue;
+    f.compute_root();
+    vectorizeAndParallel(f, f.args(), p.shape);
+    for (int i = 0; i < f.num_update_definitions(); ++i) scheduleUpdate(p, i);
+  }
+}
+
+// Loads the plugin of Halide's autoscheduler `name` once per process.
+void loadAutoscheduler(const std::string& name) {
+  static std::mutex mutex;
+  static std::set<std::string> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (loaded.count(name)) return;
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  const char* dir = std::getenv("FRICTION_HALIDE_PLUGINS");
+  const std::string path = std::string(dir && *dir ? dir : FRICTION_HALIDE_PLUGINS) + "/libautoschedule_" + lower + ".so";
+  try {
+    HL::load_plugin(path);
+  } catch (const HL::Error& e) {
+    throw Error("halide: cannot load the " + name + " autoscheduler (" + path + "): " + e.what());
+  }
+  loaded.insert(name);
+}
+
+}  // namespace
+
+const std::vector<ScheduleInfo>& schedules() {
+  static const std::vector<ScheduleInfo> all = {
+#define FRICTION_HALIDE_SCHEDULE_INFO(e, spelling, autoscheduler, summary) {Schedule::e, spelling, autoscheduler, summary},
+      FRICTION_HALIDE_SCHEDULES(FRICTION_HALIDE_SCHEDULE_INFO)
+#undef FRICTION_HALIDE_SCHEDULE_INFO
+  };
+  return all;
+}
+
+const ScheduleInfo& scheduleInfo(Schedule s) { return schedules()[size_t(s)]; }
+
+Schedule parseSchedule(const std::string& name) {
+  std::string known;
+  for (const ScheduleInfo& s : schedules()) {
+    if (name == s.spelling) return s.schedule;
+    known += (known.empty() ? "" : "|") + std::string(s.spelling);
+  }
+  throw Error("backend halide: schedule must be " + known + ", got '" + name + "'");
+}
+
+void scheduleKernel(KernelFuncs& k, const ScheduleOptions& options, const HL::Target& target) {
+  const ScheduleInfo& info = scheduleInfo(options.schedule);
+  if (options.schedule == Schedule::None) {
+    if (!options.inlineProducers)
+      for (ShapedFunc& p : k.producers)
+        if (!p.func.has_update_definition()) p.func.compute_root();
+    return;
+  }
+  if (options.schedule == Schedule::Default) return friction(k, options.inlineProducers);
+  loadAutoscheduler(info.autoscheduler);
+  for (size_t i = 0; i < k.inputs.size(); ++i) k.inputs[i].set_estimates(regionOf(k.inputShapes[i]));
+  std::vector<HL::Func> outputs;
+  for (ShapedFunc& out : k.outputs) {
+    out.func.set_estimates(regionOf(out.shape));
+    outputs.push_back(out.func);
+  }
+  // Last-level cache and the load/arithmetic balance: Halide's defaults for a generic CPU.
+  HL::MachineParams machine(std::max(1, options.threads), 16 * 1024 * 1024, 40);
+  HL::Pipeline(outputs).auto_schedule(info.autoscheduler, target, machine);
+}
+
+}  // namespace friction::codegen::halide

@@ -1,0 +1,51 @@
+// The halide backend's schedule choices, as options (no Halide types: the
+// registration, the CLI and tests read them): the schedule is an ablation
+// axis of its own (`halide?schedule=...`), and so is loop-level fusion
+// (`halide?fusion=inline|root`), apart from friction's graph-level fusion
+// passes. HalideSchedule.h applies them.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace friction::codegen::halide {
+
+// One list of the schedules: option spelling, Halide's autoscheduler name
+// ("" for friction's own), summary.
+#define FRICTION_HALIDE_SCHEDULES(X)                                                                              \
+  X(None, "none", "", "no schedule: Halide's defaults (every pure Func inlined, serial loops)")                      \
+  X(Default, "default", "",                                                                                        \
+    "friction's hand schedule: outputs tiled 8 x 4, vectorized and parallel over the outermost dim; reductions "   \
+    "in 8 x 8 register tiles with the reduction inside")                                                           \
+  X(Adams2019, "adams2019", "Adams2019", "Halide's learned autoscheduler (cost model shipped with Halide 14)")     \
+  X(Mullapudi2016, "mullapudi2016", "Mullapudi2016", "Halide's heuristic autoscheduler (grouping and tiling)")     \
+  X(Li2018, "li2018", "Li2018", "Halide's gradient autoscheduler (simple parallel and vector loops)")
+
+enum class Schedule {
+#define FRICTION_HALIDE_SCHEDULE_ENUM(e, spelling, autoscheduler, summary) e,
+  FRICTION_HALIDE_SCHEDULES(FRICTION_HALIDE_SCHEDULE_ENUM)
+#undef FRICTION_HALIDE_SCHEDULE_ENUM
+};
+
+struct ScheduleInfo {
+  Schedule schedule;
+  const char* spelling;
+  const char* autoscheduler;  // "" for none and default
+  const char* summary;
+};
+const std::vector<ScheduleInfo>& schedules();
+const ScheduleInfo& scheduleInfo(Schedule s);
+// The schedule spelled `name`; throws Error listing the spellings otherwise.
+Schedule parseSchedule(const std::string& name);
+
+struct ScheduleOptions {
+  Schedule schedule = Schedule::Default;
+  // Loop-level fusion of the pure producers inside a kernel (per-node values
+  // of a fused region, Gemm's alpha and C, a mean's scaling): inlined into
+  // their consumers, or materialized whole before them (compute_root). The
+  // autoschedulers decide for themselves; this applies to none and default.
+  bool inlineProducers = true;
+  int threads = 1;  // parallelism the autoschedulers plan for
+  bool dump = false;  // print each kernel's loop nest (its schedule) to stderr
+};
+
+}  // namespace friction::codegen::halide

@@ -1,0 +1,178 @@
+// The halide backend (codegen/halide/): the cpu backend's program with every
+// kernel a Halide pipeline. Numerics against the interpreter under the
+// default pipeline, no pass and every leave-one-out configuration, batch 1
+// and 2; every schedule and both loop-level fusion choices; nothing on the
+// interpreter or on a native microkernel; options refused in one line.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "codegen/CpuBackend.h"
+#include "codegen/halide/ScheduleOptions.h"
+#include "codegen/halide/Registration.h"
+#include "frontend/zoo/Zoo.h"
+#include "ir/Error.h"
+#include "ir/Specialize.h"
+#include "passes/PassManager.h"
+#include "runtime/Backend.h"
+#include "runtime/Inputs.h"
+#include "runtime/interp/Interpreter.h"
+#include "tests/common/BackendTestUtil.h"
+
+namespace friction {
+namespace {
+
+using test::expectClose;
+
+class HalideBackend : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { codegen::halide::registerHalideBackend(); }
+};
+
+// `spec` at `batch` after `pipeline` on `backend`, against the interpreter
+// on the unoptimized graph: within 1e-4, no interpreter node, no native step.
+// Returns the model's description.
+std::string expectMatchesInterp(Backend& backend, const std::string& spec, int64_t batch, const PipelineOptions& pipeline,
+                         const std::string& label) {
+  SCOPED_TRACE(label);
+  auto reference = zoo::build(zoo::parseSpec(spec));
+  bindInputDims(*reference, batchBindings(*reference, batch));
+  auto inputs = seededInputs(*reference, 5);
+  auto want = interp::run(*reference, inputs);
+  auto g = zoo::build(zoo::parseSpec(spec));
+  bindInputDims(*g, batchBindings(*g, batch));
+  runPipeline(*g, buildPipeline(pipeline));
+  auto model = backend.compile(*g);
+  auto got = model->run(inputs);
+  EXPECT_EQ(got.size(), want.size());
+  if (got.size() != want.size()) return model->description();
+  for (size_t i = 0; i < want.size(); ++i) expectClose(got[i], want[i], 1e-4, label);
+  EXPECT_EQ(model->interpNodes(), 0) << model->description();
+  const codegen::ProgramStats* stats = codegen::cpuStats(*model);
+  EXPECT_NE(stats, nullptr);
+  if (stats) {
+    EXPECT_EQ(stats->nativeCalls, 0) << "a native microkernel ran: " << model->description();
+    EXPECT_GT(stats->kernelCalls, 0);
+  }
+  return model->description();
+}
+
+const std::vector<std::string> kArchetypes = {"resnet?depth=2&width=8&resolution=16",
+                             "resnet?depth=2&width=8&resolution=32&block=bottleneck",
+                             "mobilenetv2?depth=3&width=8&resolution=16",
+                             "convnext?depth=2&width=8&resolution=16",
+                             "vit?depth=2&width=16&resolution=16&patch=8&heads=2",
+                             "mixer?depth=2&width=16&resolution=16&patch=8",
+                             "mlp?depth=3"};
+
+class HalideZoo : public ::testing::TestWithParam<std::string> {
+ protected:
+  static void SetUpTestSuite() { codegen::halide::registerHalideBackend(); }
+};
+
+// Default pipeline, no pass and every leave-one-out configuration, batch 1
+// and 2, friction's schedule: one backend (one kernel cache) for all.
+TEST_P(HalideZoo, MatchesInterpUnderEveryLeaveOneOut) {
+  auto backend = createBackend("halide");
+  std::vector<std::pair<std::string, PipelineOptions>> configs = {{"default", {}}, {"none", {}}};
+  configs[1].second.passes = {"none"};
+  for (const PassInfo& p : allPasses()) {
+    PipelineOptions o;
+    o.disable = {p.name};
+    configs.emplace_back("without " + p.name, o);
+  }
+  for (int64_t batch : {1, 2})
+    for (const auto& [name, pipeline] : configs)
+      expectMatchesInterp(*backend, GetParam(), batch, pipeline,
+                          GetParam() + ", batch " + std::to_string(batch) + ", " + name);
+}
+
+INSTANTIATE_TEST_SUITE_P(Archetypes, HalideZoo, ::testing::ValuesIn(kArchetypes),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param.substr(0, info.param.find('?')) + "_" + std::to_string(info.index);
+                         });
+
+const char* kScheduleArchetypes[] = {"mobilenetv2?depth=2&width=8&resolution=16",
+                                     "vit?depth=1&width=16&resolution=16&patch=8&heads=2"};
+
+// friction's schedule and none, producers inlined and materialized: a
+// convolutional and a transformer archetype, default pipeline and no pass.
+TEST_F(HalideBackend, OwnSchedulesAndBothFusionChoicesMatchInterp) {
+  for (const char* schedule : {"none", "default"})
+    for (const char* fusion : {"inline", "root"}) {
+      const std::string spec = std::string("halide?schedule=") + schedule + "&fusion=" + fusion;
+      auto backend = createBackend(spec);
+      PipelineOptions none;
+      none.passes = {"none"};
+      for (const char* arch : kScheduleArchetypes) {
+        std::string d = expectMatchesInterp(*backend, arch, 1, {}, spec + " on " + arch + ", default");
+        EXPECT_NE(d.find(std::string("schedule ") + schedule), std::string::npos) << d;
+        expectMatchesInterp(*backend, arch, 1, none, spec + " on " + arch + ", none");
+      }
+    }
+}
+
+// Halide's autoschedulers (they decide loop-level fusion themselves), default
+// pipeline. A kernel an autoscheduler refuses (a Gather's data-dependent
+// index) runs on friction's schedule, and the description says so. Adams2019
+// searches for ~20 s on these small models.
+TEST_F(HalideBackend, AutoschedulersMatchInterp) {
+  for (const char* schedule : {"adams2019", "mullapudi2016", "li2018"}) {
+    const std::string spec = std::string("halide?schedule=") + schedule;
+    auto backend = createBackend(spec);
+    for (const char* arch : kScheduleArchetypes) {
+      std::string d = expectMatchesInterp(*backend, arch, 1, {}, spec + " on " + arch);
+      EXPECT_NE(d.find(std::string("schedule ") + schedule), std::string::npos) << d;
+    }
+  }
+}
+
+// Graph-level fusion shows in the program: fewer kernel calls with the
+// fusion passes than one kernel per op, and each distinct kernel reports its
+// own compile phases (one pipeline each).
+TEST_F(HalideBackend, FusionPassesMakeFewerKernelsEachTimedAlone) {
+  auto backend = createBackend("halide");
+  auto compile = [&](const std::vector<std::string>& passes) {
+    auto g = zoo::build(zoo::parseSpec("resnet?depth=2&width=8&resolution=16"));
+    bindInputDims(*g, batchBindings(*g, 1));
+    PipelineOptions o;
+    o.passes = passes;
+    runPipeline(*g, buildPipeline(o));
+    auto model = backend->compile(*g);
+    return *codegen::cpuStats(*model);
+  };
+  codegen::ProgramStats none = compile({"none"}), fused = compile({"fold-constants", "fold-batchnorm", "fuse-epilogues"});
+  EXPECT_LT(fused.kernelCalls, none.kernelCalls);
+  EXPECT_EQ(none.fallbackNodes + fused.fallbackNodes, 0);
+  for (const auto& k : fused.kernels) {
+    EXPECT_TRUE(k.compiled) << k.kernel;
+    EXPECT_GE(k.buildMs, 0) << k.kernel << " has no compile phases of its own";
+  }
+}
+
+// docs/codegen.md's table of schedules names every one the backend takes.
+TEST_F(HalideBackend, DocsListEverySchedule) {
+  std::ifstream f(FRICTION_SOURCE_DIR "/docs/codegen.md");
+  std::stringstream text;
+  text << f.rdbuf();
+  for (const codegen::halide::ScheduleInfo& s : codegen::halide::schedules())
+    EXPECT_NE(text.str().find("| `" + std::string(s.spelling) + "` |"), std::string::npos)
+        << "docs/codegen.md does not list schedule " << s.spelling;
+}
+
+TEST_F(HalideBackend, BadOptionsAreRefusedInOneLine) {
+  for (const char* spec : {"halide?schedule=fastest", "halide?fusion=maybe", "halide?tiles=8", "halide?profile=yes"}) {
+    try {
+      createBackend(spec);
+      ADD_FAILURE() << spec << " was accepted";
+    } catch (const Error& e) {
+      std::string what = e.what();
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+      EXPECT_NE(what.find("backend halide"), std::string::npos) << what;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace friction
