@@ -179,12 +179,14 @@ std::unique_ptr<KernelView> analyzeStructured(const Node& step, const Node& node
 }
 
 // Whether the halide target can define `n` inside a Graph kernel (nested regions recursively).
-bool graphNode(const Node& n, std::string* why) {
+bool isGraphKernelNode(const Node& n, std::string* why) {
   if (auto region = FusedRegion::of(n)) {
     for (const auto& m : region->body().nodes())
-      if (!graphNode(*m, why)) return false;
+      if (!isGraphKernelNode(*m, why)) return false;
     return true;
   }
+  for (const Value* v : n.outputs())
+    if (v && !v->shape().isStatic()) return fail(why, n.op() + " with a dynamic result");
   if (isSupportedElementwise(n)) return checkElementwise({&n}, n.output(0)->shape().staticDims(), why);
   if (isContraction(n)) return checkContraction(n, why);
   if (isStaticView(n)) return true;
@@ -198,7 +200,7 @@ std::unique_ptr<KernelView> analyzeGraph(const Node& node, const FusedRegion& re
   view->kind = KernelKind::Graph;
   const Graph& body = region.body();
   for (const auto& m : body.nodes()) {
-    if (!graphNode(*m, why)) return nullptr;
+    if (!isGraphKernelNode(*m, why)) return nullptr;
     view->nodes.push_back(m.get());
   }
   for (const Value* v : body.inputs()) {
@@ -319,25 +321,52 @@ std::unique_ptr<KernelView> analyzeView(const Node& node, const CodegenOptions& 
 
 std::unique_ptr<KernelView> analyzeKernel(const Node& node, const CodegenOptions& options, std::string* why) {
   auto view = analyzeView(node, options, why);
-  // The halide target: a region the other kinds do not cover is one kernel of its whole body.
-  if (!view && options.target == Target::Halide)
+  if (options.target != Target::Halide) return view;
+  // The halide target: a region the other kinds do not cover is one kernel of its whole body; statistics
+  // (a softmax's maxima) are Funcs of the pipeline, not scratch buffers.
+  if (!view)
     if (auto region = FusedRegion::of(node)) return analyzeGraph(node, *region, why);
+  if (view) view->scratch.clear();
   return view;
 }
 
+namespace {
+
+// " LABEL=TYPE:v0,v1,...": every value exactly (a Pad of 1e-7 is not a Pad of 0).
+std::string constantText(const std::string& label, const Tensor& t) {
+  std::string text = " " + label + "=" + t.type().str() + ":";
+  char digits[32];
+  for (int64_t e = 0; e < t.numel(); ++e)
+    text += std::string(digits, size_t(std::snprintf(digits, sizeof digits, "%.17g,", t.elementAsDouble(e))));
+  return text;
+}
+
+// The integer constants a region's body reads as inputs (resolved region operands: Slice bounds, Pad
+// amounts), nested regions too: a Graph kernel (the halide target) bakes them in.
+std::string regionConstants(const Node& node, const std::string& prefix) {
+  auto region = FusedRegion::of(node);
+  if (!region) return "";
+  std::string text;
+  const auto& inputs = region->body().inputs();
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (const Tensor* t = constantData(inputs[i]); t && isInteger(t->dtype()))
+      text += constantText(prefix + "in" + std::to_string(i), *t);
+  for (size_t m = 0; m < region->body().nodes().size(); ++m)
+    text += regionConstants(*region->body().nodes()[m], prefix + std::to_string(m) + ".");
+  return text;
+}
+
+}  // namespace
+
 std::string structuralKey(const Node& node) {
   std::string key = nodeStructure(node, {/*hashTensors=*/true});
-  // A Structured kernel bakes its constant inputs in (Slice bounds, Pad amounts, Reduce axes): they are part
-  // of what it computes, so of its key.
+  // A Structured kernel bakes its constant inputs in (Slice bounds, Pad amounts, Reduce axes), and so does a
+  // Graph kernel those of its body: they are part of what it computes, so of its key.
   if (auto call = structuredCall(node.op()); call && call->arguments >= 0)
     for (size_t i = size_t(call->arguments); i < node.numInputs(); ++i)
-      if (const Tensor* t = node.input(i) ? constantData(node.input(i)) : nullptr) {
-        key += " const" + std::to_string(i) + "=" + t->type().str() + ":";
-        char digits[32];  // every value exactly: a Pad of 1e-7 is not a Pad of 0
-        for (int64_t e = 0; e < t->numel(); ++e)
-          key += std::string(digits, size_t(std::snprintf(digits, sizeof digits, "%.17g,", t->elementAsDouble(e))));
-      }
-  return key;
+      if (const Tensor* t = node.input(i) ? constantData(node.input(i)) : nullptr)
+        key += constantText("const" + std::to_string(i), *t);
+  return key + regionConstants(node, "");
 }
 
 }  // namespace friction::codegen

@@ -116,7 +116,11 @@ class Payload {
  private:
   static HL::Expr nanFrom(HL::Expr y, HL::Expr r) { return HL::select(HL::is_nan(y), y, r); }
   static HL::Expr clamp01(HL::Expr x) { return minimum(maximum(x, f32(0)), f32(1)); }
-  static HL::Expr expm1(HL::Expr x) { return HL::exp(x) - f32(1); }
+  // e^x - 1 without the cancellation near 0 (Elu, Selu and Celu match std::expm1 there).
+  static HL::Expr expm1(HL::Expr x) {
+    return HL::select(HL::abs(x) < f32(1e-2), x * (f32(1) + x * (f32(0.5) + x * (f32(1.0 / 6) + x * f32(1.0 / 24)))),
+                      HL::exp(x) - f32(1));
+  }
   static HL::Expr attr(const Node& n, const char* name, float def) { return f32(n.attrFloat(name, def)); }
 
 #define FRICTION_SCALAR_OP(op, minInputs, maxInputs) static HL::Expr emit##op(const Node& n, const Exprs& in);
@@ -198,9 +202,9 @@ struct Structured {
     return define(n.name() + "_y", resultShape(), body);
   }
   // A reduction over `shape`: `init` everywhere, then for every point r of
-  // an RDom over `extents`, acc[at(y)] = update(acc[at(y)], y, r), y the
-  // pure index (`at` keeps each pure var in its place: the update stays
-  // parallel over them; it may set a dim of extent 1 to 0).
+  // an RDom over `extents`, acc[target(y)] = update(acc[target(y)], y, r), y
+  // the pure index (`target` keeps each pure var in its place, so the update
+  // stays parallel over them; it may set a dim of extent 1 to 0).
   ShapedFunc reduce(const std::string& name, const Ints& shape, HL::Expr init, const Ints& extents,
                     const std::function<Exprs(const Exprs&)>& target,
                     const std::function<HL::Expr(HL::Expr, const Exprs&, const HL::RDom&)>& update) {
@@ -549,14 +553,12 @@ class Definer {
       denseStatic(out.func.output_buffer(), out.shape);
       out_.outputs.push_back(out);
     }
-    // The producers: every Func defined but the outputs, once each.
+    // The producers: every Func defined (the outputs are their own wrappers), once each.
     std::vector<ShapedFunc> producers;
-    auto in = [](const std::vector<ShapedFunc>& list, const ShapedFunc& f) {
-      return std::any_of(list.begin(), list.end(),
-                         [&](const ShapedFunc& o) { return o.func.function().same_as(f.func.function()); });
-    };
     for (const ShapedFunc& f : out_.producers)
-      if (!in(out_.outputs, f) && !in(producers, f)) producers.push_back(f);
+      if (std::none_of(producers.begin(), producers.end(),
+                       [&](const ShapedFunc& o) { return o.func.function().same_as(f.func.function()); }))
+        producers.push_back(f);
     out_.producers = producers;
     return out_;
   }
@@ -574,7 +576,10 @@ class Definer {
                    "halide: constant " + v->name() + " is " + t->type().str());
     HL::Buffer<> data(halideType(t->dtype()), sizes);  // row-major: Halide's dim 0 innermost is the same memory order
     std::memcpy(data.data(), t->rawData(), size_t(t->byteSize()));
-    ShapedFunc f = halide::define(v->name(), t->shape(), [&](const Exprs& i) { return at(HL::Func(data), i); });
+    // Clamped like the arguments (a schedule may compute past what the outputs need).
+    HL::Func source = clampInputs_ && !sizes.empty() ? HL::BoundaryConditions::repeat_edge(data, regionOf(t->shape()))
+                                                     : HL::Func(data);
+    ShapedFunc f = halide::define(v->name(), t->shape(), [&](const Exprs& i) { return at(source, i); });
     funcs_[v] = f.func;
     return f.func;
   }

@@ -21,8 +21,8 @@ constexpr int kUpdateRows = 8;
 // The extent of Halide dim `k` of a friction shape.
 int64_t extent(const std::vector<int64_t>& shape, size_t k) { return shape[shape.size() - 1 - k]; }
 
-// Vectorizes the innermost pure var of `f`'s stage `s` and runs its
-// outermost var of extent 2 or more in parallel.
+// Vectorizes the innermost pure var of stage `s` and runs the outermost of
+// its other vars of extent 2 or more in parallel.
 void vectorizeAndParallel(HL::Stage s, const std::vector<HL::Var>& vars, const std::vector<int64_t>& shape) {
   if (vars.empty()) return;
   if (extent(shape, 0) >= kVector) s.vectorize(vars[0], kVector);
@@ -78,7 +78,7 @@ void scheduleUpdate(const ShapedFunc& p, int i) {
   }
   for (const HL::RVar& r : f.rvars(i)) order.push_back(r);
   order.insert(order.end(), outer.begin(), outer.end());
-  HL::VarOrRVar parallel = xo;
+  HL::VarOrRVar parallel = xo;  // replaced by the outermost kept dim of extent 2 or more, if any
   bool parallelFound = false;
   for (size_t d = lanes ? 1 : 0; d < kept.size(); ++d) {
     const bool isRow = rows && kept[d].name() == row->name();
@@ -98,7 +98,7 @@ void scheduleUpdate(const ShapedFunc& p, int i) {
 // the outputs, their pure definition vectorized and parallel, their updates
 // in register tiles (scheduleUpdate). Pure producers: inlined, or computed
 // whole (fusion=root); those a reduction reads always computed whole.
-void friction(KernelFuncs& k, bool inlineProducers) {
+void frictionSchedule(KernelFuncs& k, bool inlineProducers) {
   for (ShapedFunc& out : k.outputs) {
     HL::Func f = out.func;
     std::vector<HL::Var> v = f.args();
@@ -107,11 +107,10 @@ void friction(KernelFuncs& k, bool inlineProducers) {
     const bool tile = v.size() >= 2 && extent(out.shape, 0) >= kVector && extent(out.shape, 1) >= kRows;
     if (tile) f.tile(v[0], v[1], xo, yo, xi, yi, kVector, kRows).vectorize(xi).unroll(yi);
     else if (extent(out.shape, 0) >= kVector) f.vectorize(v[0], kVector);
-    for (size_t d = v.size(); d-- > (tile ? 2 : 1);)
-      if (extent(out.shape, d) >= 2) {
-        f.parallel(v[d]);
-        break;
-      }
+    bool parallel = false;
+    for (size_t d = v.size(); d-- > (tile ? 2 : 1) && !parallel;)
+      if (extent(out.shape, d) >= 2) f.parallel(v[d]), parallel = true;
+    if (tile && !parallel && extent(out.shape, 1) >= 2 * kRows) f.parallel(yo);  // a [rows, columns] output
   }
   // The operands a reduction reads: materialized once rather than recomputed at every step of the reduction
   // (a transposed input read per window tap, with strided loads).
@@ -126,24 +125,6 @@ void friction(KernelFuncs& k, bool inlineProducers) {
     vectorizeAndParallel(f, f.args(), p.shape);
     for (int i = 0; i < f.num_update_definitions(); ++i) scheduleUpdate(p, i);
   }
-}
-
-// Loads the plugin of Halide's autoscheduler `name` once per process.
-void loadAutoscheduler(const std::string& name) {
-  static std::mutex mutex;
-  static std::set<std::string> loaded;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (loaded.count(name)) return;
-  std::string lower = name;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  const char* dir = std::getenv("FRICTION_HALIDE_PLUGINS");
-  const std::string path = std::string(dir && *dir ? dir : FRICTION_HALIDE_PLUGINS) + "/libautoschedule_" + lower + ".so";
-  try {
-    HL::load_plugin(path);
-  } catch (const HL::Error& e) {
-    throw Error("halide: cannot load the " + name + " autoscheduler (" + path + "): " + e.what());
-  }
-  loaded.insert(name);
 }
 
 }  // namespace
@@ -168,6 +149,27 @@ Schedule parseSchedule(const std::string& name) {
   throw Error("backend halide: schedule must be " + known + ", got '" + name + "'");
 }
 
+void loadAutoscheduler(Schedule schedule) {
+  const std::string name = scheduleInfo(schedule).autoscheduler;
+  if (name.empty()) return;
+  static std::mutex mutex;
+  static std::set<std::string> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (loaded.count(name)) return;
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  const char* dir = std::getenv("FRICTION_HALIDE_PLUGINS");
+  const std::string path = std::string(dir && *dir ? dir : FRICTION_HALIDE_PLUGINS) + "/libautoschedule_" + lower + ".so";
+  try {
+    HL::load_plugin(path);
+  } catch (const HL::Error& e) {
+    std::string why = e.what();
+    std::replace(why.begin(), why.end(), '\n', ' ');
+    throw Error("backend halide: cannot load the " + name + " autoscheduler (" + path + "): " + why);
+  }
+  loaded.insert(name);
+}
+
 void scheduleKernel(KernelFuncs& k, const ScheduleOptions& options, const HL::Target& target) {
   const ScheduleInfo& info = scheduleInfo(options.schedule);
   if (options.schedule == Schedule::None) {
@@ -176,8 +178,8 @@ void scheduleKernel(KernelFuncs& k, const ScheduleOptions& options, const HL::Ta
         if (!p.func.has_update_definition()) p.func.compute_root();
     return;
   }
-  if (options.schedule == Schedule::Default) return friction(k, options.inlineProducers);
-  loadAutoscheduler(info.autoscheduler);
+  if (options.schedule == Schedule::Default) return frictionSchedule(k, options.inlineProducers);
+  loadAutoscheduler(options.schedule);
   for (size_t i = 0; i < k.inputs.size(); ++i) k.inputs[i].set_estimates(regionOf(k.inputShapes[i]));
   std::vector<HL::Func> outputs;
   for (ShapedFunc& out : k.outputs) {

@@ -6,6 +6,11 @@
 
 namespace friction::codegen::halide {
 
+// Loads the plugin of `schedule`'s autoscheduler once per process (nothing
+// for friction's own schedules); throws Error naming the library when it
+// cannot.
+void loadAutoscheduler(Schedule schedule);
+
 // Schedules `k` for `target`; the autoschedulers set input and output
 // estimates from the static shapes and load their plugin on first use.
 void scheduleKernel(KernelFuncs& k, const ScheduleOptions& options, const Halide::Target& target);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 
 #include "codegen/KernelAnalysis.h"
 #include "codegen/halide/HalideSchedule.h"
@@ -18,10 +19,10 @@ double msSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Sends stderr to /dev/null while it lives.
+// Sends stderr to /dev/null while it lives (fd 2 is the process's: one at a time).
 class SilencedStderr {
  public:
-  SilencedStderr() : saved_(dup(2)) {
+  SilencedStderr() : lock_(mutex()), saved_(dup(2)) {
     std::fflush(stderr);
     int null = open("/dev/null", O_WRONLY);
     if (null >= 0) dup2(null, 2), close(null);
@@ -34,6 +35,11 @@ class SilencedStderr {
   SilencedStderr& operator=(const SilencedStderr&) = delete;
 
  private:
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  std::lock_guard<std::mutex> lock_;
   int saved_;
 };
 
@@ -87,6 +93,7 @@ class HalideSource : public KernelSource {
  public:
   explicit HalideSource(const ScheduleOptions& options) : options_(options), target_(HL::get_jit_target_from_environment()) {
     codegen_.target = Target::Halide;
+    loadAutoscheduler(options.schedule);  // a missing plugin refuses the backend, not every kernel
   }
 
   KernelBatch kernels(const std::vector<const Node*>& nodes, const std::vector<std::string>&) override {

@@ -124,6 +124,10 @@ TEST_F(HalideBackend, AutoschedulersMatchInterp) {
     for (const char* arch : kScheduleArchetypes) {
       std::string d = expectMatchesInterp(*backend, arch, 1, {}, spec + " on " + arch);
       EXPECT_NE(d.find(std::string("schedule ") + schedule), std::string::npos) << d;
+      // The convolutional archetype has no Gather: every kernel keeps Adams2019's or Mullapudi2016's schedule
+      // (Li2018's for its classifier Gemm fails Halide's lowering: an atomic predicated store).
+      if (arch == kScheduleArchetypes[0] && std::string(schedule) != "li2018")
+        EXPECT_EQ(d.find("refused"), std::string::npos) << d;
     }
   }
 }
@@ -147,7 +151,7 @@ TEST_F(HalideBackend, FusionPassesMakeFewerKernelsEachTimedAlone) {
   EXPECT_EQ(none.fallbackNodes + fused.fallbackNodes, 0);
   for (const auto& k : fused.kernels) {
     EXPECT_TRUE(k.compiled) << k.kernel;
-    EXPECT_GE(k.buildMs, 0) << k.kernel << " has no compile phases of its own";
+    EXPECT_GT(k.buildMs + k.lowerMs + k.jitMs, 0) << k.kernel << " has no compile phases of its own";
   }
 }
 
