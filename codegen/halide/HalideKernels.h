@@ -44,6 +44,11 @@ struct KernelFuncs {
   std::vector<ShapedFunc> producers;
 };
 
+// The value of elementwise node `n` (an op of codegen/ScalarOps.def: one
+// emit function per op, in ScalarFormulas.cpp) from its inputs' values,
+// `in[i]` undefined where an optional input is absent.
+HL::Expr scalarFormula(const Node& n, const std::vector<HL::Expr>& in);
+
 // Halide's region of a friction shape (reversed: Halide's dim 0 is the innermost).
 HL::Region regionOf(const std::vector<int64_t>& shape);
 
