@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <numeric>
 #include <optional>
 #include <unordered_map>
 
@@ -230,6 +231,28 @@ std::optional<std::vector<int64_t>> constantInts(const Node& n, size_t i) {
   const Tensor* t = constantData(n.input(i));
   FRICTION_CHECK(t && isInteger(t->dtype()), n.describe() + ": input " + std::to_string(i) + " is not a constant of integers");
   return t->toInt64Vector();
+}
+
+std::vector<bool> reducedDims(const Node& n) {
+  const int64_t r = int64_t(n.input(0)->shape().rank());
+  std::vector<int64_t> axes;
+  if (n.op() == "GlobalAveragePool" || n.op() == "GlobalMaxPool") {
+    for (int64_t d = 2; d < r; ++d) axes.push_back(d);
+  } else {
+    auto fromInput = constantInts(n, 1);
+    axes = fromInput ? *fromInput : n.attrInts("axes");
+    if (axes.empty()) {
+      FRICTION_CHECK(!n.attrInt("noop_with_empty_axes", 0), n.describe() + ": a reduction over no axis");
+      axes.resize(size_t(r)), std::iota(axes.begin(), axes.end(), 0);
+    }
+  }
+  std::vector<bool> reduced(size_t(r), false);
+  for (int64_t a : axes) {
+    if (a < 0) a += r;
+    FRICTION_CHECK(a >= 0 && a < r, n.describe() + ": axis out of range");
+    reduced[size_t(a)] = true;
+  }
+  return reduced;
 }
 
 std::vector<bool> normalizedDims(const Node& n) {

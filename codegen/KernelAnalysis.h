@@ -74,6 +74,10 @@ bool isStaticView(const Node& n);
 // The dims of input 0 a Softmax or LogSoftmax (its `axis`) or a
 // LayerNormalization (`axis` to the last) normalizes over.
 std::vector<bool> normalizedDims(const Node& n);
+// The dims of input 0 a Reduce op reduces (its axes input or attribute;
+// every dim when empty) or a global pool does (the spatial dims); throws
+// Error for an axis out of range or a reduction over no axis.
+std::vector<bool> reducedDims(const Node& n);
 // The integers of constant input `i` of `n` (Slice bounds, Pad amounts,
 // Reduce axes: what a Structured kernel reads when it is built), or nullopt
 // when it is absent; throws Error when it is not a constant of integers.

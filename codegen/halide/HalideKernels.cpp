@@ -228,23 +228,7 @@ ShapedFunc buildReduce(Structured& s) {
   const Ints xs = s.shapeOf(0), ys = s.resultShape();
   const int64_t r = int64_t(xs.size());
   const bool global = op == "GlobalAveragePool" || op == "GlobalMaxPool";
-  Ints axes;
-  if (global) {
-    for (int64_t d = 2; d < r; ++d) axes.push_back(d);
-  } else {
-    auto fromInput = constantInts(s.n, 1);
-    axes = fromInput ? *fromInput : s.n.attrInts("axes");
-    if (axes.empty()) {
-      FRICTION_CHECK(!s.n.attrInt("noop_with_empty_axes", 0), s.n.describe() + ": a reduction over no axis");
-      axes.resize(size_t(r)), std::iota(axes.begin(), axes.end(), 0);
-    }
-  }
-  std::vector<bool> reduced(size_t(r), false);
-  for (int64_t a : axes) {
-    a = normalized(a, r);
-    FRICTION_CHECK(a >= 0 && a < r, s.n.describe() + ": axis out of range");
-    reduced[size_t(a)] = true;
-  }
+  const std::vector<bool> reduced = reducedDims(s.n);
   Ints extents;
   int64_t count = 1;
   for (int64_t d = 0; d < r; ++d)

@@ -140,13 +140,16 @@ const std::vector<ScheduleInfo>& schedules() {
 
 const ScheduleInfo& scheduleInfo(Schedule s) { return schedules()[size_t(s)]; }
 
-Schedule parseSchedule(const std::string& name) {
+std::string scheduleSpellings() {
   std::string known;
-  for (const ScheduleInfo& s : schedules()) {
+  for (const ScheduleInfo& s : schedules()) known += (known.empty() ? "" : "|") + std::string(s.spelling);
+  return known;
+}
+
+Schedule parseSchedule(const std::string& name) {
+  for (const ScheduleInfo& s : schedules())
     if (name == s.spelling) return s.schedule;
-    known += (known.empty() ? "" : "|") + std::string(s.spelling);
-  }
-  throw Error("backend halide: schedule must be " + known + ", got '" + name + "'");
+  throw Error("backend halide: schedule must be " + scheduleSpellings() + ", got '" + name + "'");
 }
 
 void loadAutoscheduler(Schedule schedule) {

@@ -19,27 +19,20 @@ std::unique_ptr<Backend> makeHalideBackend(const std::map<std::string, std::stri
   backend.name = "halide";
   backend.codegen.target = Target::Halide;
   ScheduleOptions schedule;
+  // VALUE is `first` or `second`: true for `first`.
+  auto choice = [](const std::string& key, const std::string& value, const char* first, const char* second) {
+    FRICTION_CHECK(value == first || value == second, "backend halide: " + key + " must be " + first + " or " + second +
+                                                          ", got '" + value + "'");
+    return value == first;
+  };
   for (const auto& [key, value] : options) {
-    if (key == "schedule") {
-      schedule.schedule = parseSchedule(value);
-    } else if (key == "fusion") {
-      FRICTION_CHECK(value == "inline" || value == "root", "backend halide: fusion must be inline or root, got '" + value + "'");
-      schedule.inlineProducers = value == "inline";
-    } else if (key == "dump") {
-      FRICTION_CHECK(value == "on" || value == "off", "backend halide: dump must be on or off, got '" + value + "'");
-      schedule.dump = value == "on";
-    } else if (key == "profile") {
-      FRICTION_CHECK(value == "on" || value == "off", "backend halide: profile must be on or off, got '" + value + "'");
-      backend.profile = value == "on";
-    } else {
-      throw Error("backend halide: unknown option '" + key + "' (options: schedule=" +
-                  [] {
-                    std::string s;
-                    for (const ScheduleInfo& i : schedules()) s += (s.empty() ? "" : "|") + std::string(i.spelling);
-                    return s;
-                  }() +
+    if (key == "schedule") schedule.schedule = parseSchedule(value);
+    else if (key == "fusion") schedule.inlineProducers = choice(key, value, "inline", "root");
+    else if (key == "dump") schedule.dump = choice(key, value, "on", "off");
+    else if (key == "profile") backend.profile = choice(key, value, "on", "off");
+    else
+      throw Error("backend halide: unknown option '" + key + "' (options: schedule=" + scheduleSpellings() +
                   ", fusion=inline|root, profile=on|off, dump=on|off)");
-    }
   }
   schedule.threads = omp_get_max_threads();
   // Halide's own thread pool runs the parallel loops: as many threads as

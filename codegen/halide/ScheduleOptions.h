@@ -34,6 +34,8 @@ struct ScheduleInfo {
 };
 const std::vector<ScheduleInfo>& schedules();
 const ScheduleInfo& scheduleInfo(Schedule s);
+// "none|default|...": every spelling, for messages.
+std::string scheduleSpellings();
 // The schedule spelled `name`; throws Error listing the spellings otherwise.
 Schedule parseSchedule(const std::string& name);
 

@@ -222,25 +222,10 @@ mlir::Value buildReduce(Structured& s) {
   const Ints xs = s.shapeOf(0);
   const int64_t r = int64_t(xs.size());
   const bool global = op == "GlobalAveragePool" || op == "GlobalMaxPool";
-  Ints axes;
-  if (global) {
-    for (int64_t d = 2; d < r; ++d) axes.push_back(d);
-  } else {
-    auto fromInput = constantInts(s.n, 1);
-    axes = fromInput ? *fromInput : s.n.attrInts("axes");
-    if (axes.empty()) {
-      FRICTION_CHECK(!s.n.attrInt("noop_with_empty_axes", 0), s.n.describe() + ": a reduction over no axis");
-      axes.resize(size_t(r)), std::iota(axes.begin(), axes.end(), 0);
-    }
-  }
-  std::vector<bool> reduced(size_t(r), false);
+  const std::vector<bool> reduced = reducedDims(s.n);
   int64_t count = 1;
-  for (int64_t a : axes) {
-    a = normalized(a, r);
-    FRICTION_CHECK(a >= 0 && a < r, s.n.describe() + ": axis out of range");
-    if (!reduced[size_t(a)]) count *= xs[size_t(a)];
-    reduced[size_t(a)] = true;
-  }
+  for (int64_t d = 0; d < r; ++d)
+    if (reduced[size_t(d)]) count *= xs[size_t(d)];
   const bool keep = global || s.n.attrInt("keepdims", 1) != 0;
   llvm::SmallVector<mlir::AffineExpr> ye;
   llvm::SmallVector<Iter> iters;
