@@ -23,7 +23,7 @@ class ConvKernel : public NativeKernel {
     if (!packed_.empty()) ukernels::unregisterConstant(packed_.data());
   }
   void prepare() override {
-    if (layout_ == Layout::Nchw || !weight_->isConstant() || !packed_.empty()) return;  // NCHW reads OIHW as it is
+    if (!packs() || !weight_->isConstant() || !packed_.empty()) return;
     packed_ = ukernels::packConvWeights(g_, weight_->constant().data<float>());
     ukernels::registerConstant(packed_.data(), packed_.size() * sizeof(float));  // the GEMM packs its panels once
   }
@@ -31,10 +31,12 @@ class ConvKernel : public NativeKernel {
     ukernels::ConvEpilogue e = epilogue_;
     e.bias = in.size() > 2 && in[2].defined() ? in[2].data<float>() : nullptr;
     if (residual_) e.residual = in.at(3).data<float>();
-    if (layout_ == Layout::Nchw) return ukernels::convNchw(g_, in[0].data<float>(), in[1].data<float>(), e, out.data<float>());
-    std::vector<float> packed;
-    if (packed_.empty()) packed = ukernels::packConvWeights(g_, in[1].data<float>());
-    ukernels::convNhwc(g_, in[0].data<float>(), packed_.empty() ? packed.data() : packed_.data(), e, out.data<float>());
+    // The weights as the kernel reads them: OIHW, or packed (at run time when they are not a constant).
+    std::vector<float> packedNow;
+    if (packs() && packed_.empty()) packedNow = ukernels::packConvWeights(g_, in[1].data<float>());
+    const float* w = !packs() ? in[1].data<float>() : packed_.empty() ? packedNow.data() : packed_.data();
+    if (layout_ == Layout::Nchw) return ukernels::convNchw(g_, in[0].data<float>(), w, e, out.data<float>());
+    ukernels::convNhwc(g_, in[0].data<float>(), w, e, out.data<float>());
   }
   std::string describe() const override {
     const std::string layout = layout_ == Layout::Nhwc ? "nhwc" : "nchw";
@@ -55,7 +57,8 @@ class ConvKernel : public NativeKernel {
   ukernels::Conv2d g_;
   const Value* weight_;
   Layout layout_;
-  std::vector<float> packed_;  // NHWC: empty when the weights arrive at run time
+  bool packs() const { return ukernels::convPacksWeights(g_, layout_ == Layout::Nhwc); }
+  std::vector<float> packed_;  // empty when the weights arrive at run time or are read as OIHW
   ukernels::ConvEpilogue epilogue_;  // the fused clamp (bias and residual come with the inputs)
   bool residual_ = false;            // inputs[3] is added to the result
 };

@@ -6,9 +6,11 @@
 // convolutions, whose input already is that matrix); grouped and depthwise
 // convolutions and pooling are direct loops vectorized over output channels.
 // NCHW (the graph as imported, convert-layout off): the GEMM transposed, rows
-// are output channels and columns output pixels (W_g [K/g, C/g*R*S] times an
-// NCHW im2col, per group); depthwise convolution and pooling are direct loops
-// vectorized along the output row.
+// are output channels and columns output pixels (W [K, C*R*S] times an NCHW
+// im2col); grouped convolutions run the NHWC direct loops over NCHW
+// addresses; depthwise convolution and pooling are direct loops vectorized
+// along the output row. The direct loops are compiled for each vector width
+// (AVX-512, AVX2, SSE) and run the machine's (Multiversion.h).
 #pragma once
 #include <cstdint>
 #include <limits>
@@ -39,8 +41,10 @@ struct Conv2d {
 // OIHW weights [K, C/group, R, S] rearranged once, at compile time, for the
 // NHWC kernels: the GEMM's B operand [R*S*C, K] (group 1), [R*S, C]
 // (depthwise), or per block of 16 output channels R*S cells of [the block's
-// input channels, 16] (grouped). NCHW convolutions take OIHW as it is.
+// input channels, 16] (grouped, either layout).
 std::vector<float> packConvWeights(const Conv2d& g, const float* oihw);
+// Whether conv{Nhwc,Nchw} reads packConvWeights' weights (else OIHW as it is).
+bool convPacksWeights(const Conv2d& g, bool nhwc);
 
 // What a convolution applies to each output before storing it, in order:
 // + bias[k], + residual (same layout as y), then clamp to [lo, hi] (Relu,
@@ -56,16 +60,16 @@ struct ConvEpilogue {
 // what a window cell contributes to, without padding.
 std::pair<int64_t, int64_t> insideOutputs(int64_t shift, int64_t stride, int64_t extent, int64_t outputs);
 
-// How conv{Nhwc,Nchw} computes g: "direct", "sgemm" (1x1), "im2col + sgemm"
-// or "sgemm per group" (NCHW grouped).
+// How conv{Nhwc,Nchw} computes g: "direct", "sgemm" (1x1) or "im2col + sgemm".
 const char* convMethod(const Conv2d& g, bool nhwc);
 
 // y = epilogue(conv(x, w)), NHWC in and out, w from packConvWeights; any
 // group count.
 void convNhwc(const Conv2d& g, const float* x, const float* packedW, const ConvEpilogue& epilogue, float* y);
-// y = epilogue(conv(x, w)), NCHW in and out, w the OIHW weights; any group
-// count. The bias and the clamp are per output channel, as in NHWC.
-void convNchw(const Conv2d& g, const float* x, const float* oihw, const ConvEpilogue& epilogue, float* y);
+// y = epilogue(conv(x, w)), NCHW in and out, w from packConvWeights when
+// convPacksWeights(g, false), else OIHW; any group count. The bias and the
+// clamp are per output channel, as in NHWC.
+void convNchw(const Conv2d& g, const float* x, const float* w, const ConvEpilogue& epilogue, float* y);
 
 enum class PoolKind { Max, Average, AverageCountPad };
 // Max/average pooling of NHWC x into NHWC y (K == C); padding cells are skipped

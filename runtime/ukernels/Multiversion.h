@@ -1,21 +1,131 @@
 // FRICTION_MULTIVERSION on a function compiles it once per instruction set
 // (AVX-512, AVX2+FMA, baseline) and picks the copy at load time (GCC's
-// target_clones). Hot loops written with 64-byte vector types then run as
-// zmm, 2x ymm or 4x xmm code. The SGEMM, which needs its own register tiles
-// per ISA, has per-ISA translation units instead (Sgemm.cpp).
+// target_clones). Loops over arrays (`omp simd`) and 32-byte or narrower
+// vector types then run as each ISA's code. A 64-byte vector type is native
+// only in the AVX-512 clone: the AVX2 and baseline clones keep it on the stack
+// (10-16 GFLOP/s direct convolutions on an AVX2 machine, 4x below a GEMM).
+// Code whose register tiles follow the hardware's width is therefore written
+// once over that width W and run through withNativeWidth, which has one copy
+// per ISA and calls the one for the running machine; a block of lanes wider
+// than the machine's vector is a Pack of native vectors. The SGEMM has
+// per-ISA translation units instead (Sgemm.cpp).
 #pragma once
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
 
 #if defined(FRICTION_UKERNELS_X86) && defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define FRICTION_MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define FRICTION_TARGET_AVX512 __attribute__((target("arch=x86-64-v4")))
+#define FRICTION_TARGET_AVX2 __attribute__((target("arch=x86-64-v3")))
 #else
 #define FRICTION_MULTIVERSION
+#define FRICTION_TARGET_AVX512
+#define FRICTION_TARGET_AVX2
 #endif
 
-// Forces a helper of a FRICTION_MULTIVERSION function inline, so it is
-// compiled for each clone's instruction set (and vectors passed by value
-// never cross a call between ISAs).
+// Forces a helper of a FRICTION_MULTIVERSION function (or of a withNativeWidth
+// body) inline, so it is compiled for each copy's instruction set (and vectors
+// passed by value never cross a call between ISAs).
 #if defined(__GNUC__)
 #define FRICTION_INLINE inline __attribute__((always_inline))
+#define FRICTION_LAMBDA_INLINE __attribute__((always_inline))
 #else
 #define FRICTION_INLINE inline
+#define FRICTION_LAMBDA_INLINE
 #endif
+
+namespace friction::ukernels {
+
+// W lanes of T as one GCC vector (a typedef in a struct: the attribute on a
+// typedef that depends on a template parameter is lost inside a function).
+template <typename T, int W>
+struct Vec {
+  typedef T V __attribute__((vector_size(W * sizeof(T))));
+};
+
+// W * N floats as N vectors of W lanes; W is at most the machine's width.
+template <int W, int N>
+struct Pack {
+  using V = typename Vec<float, W>::V;
+  static constexpr int kWidth = W * N;
+  V v[N];
+
+  FRICTION_INLINE static Pack splat(float s) {
+    Pack p;
+    for (int i = 0; i < N; ++i) p.v[i] = V{} + s;
+    return p;
+  }
+  // The first `lanes` floats at p, zeros above (all of them: whole vector loads).
+  FRICTION_INLINE static Pack load(const float* p, int64_t lanes = kWidth) {
+    Pack r;
+    if (lanes == kWidth) {
+      for (int i = 0; i < N; ++i) std::memcpy(&r.v[i], p + i * W, sizeof(V));
+    } else {
+      r = splat(0.f);
+      std::memcpy(&r.v, p, size_t(lanes) * sizeof(float));
+    }
+    return r;
+  }
+  FRICTION_INLINE void store(float* p, int64_t lanes = kWidth) const {
+    if (lanes == kWidth) {
+      for (int i = 0; i < N; ++i) std::memcpy(p + i * W, &v[i], sizeof(V));
+    } else {
+      std::memcpy(p, &v, size_t(lanes) * sizeof(float));
+    }
+  }
+  FRICTION_INLINE void multiplyAdd(float s, const Pack& w) {
+    for (int i = 0; i < N; ++i) v[i] += s * w.v[i];
+  }
+  FRICTION_INLINE void multiplyAdd(const Pack& x, const Pack& w) {
+    for (int i = 0; i < N; ++i) v[i] += x.v[i] * w.v[i];
+  }
+  FRICTION_INLINE void add(const Pack& o) {
+    for (int i = 0; i < N; ++i) v[i] += o.v[i];
+  }
+  FRICTION_INLINE void clamp(const Pack& lo, const Pack& hi) {
+    for (int i = 0; i < N; ++i) {
+      v[i] = v[i] < lo.v[i] ? lo.v[i] : v[i];
+      v[i] = v[i] > hi.v[i] ? hi.v[i] : v[i];
+    }
+  }
+};
+// L floats on a machine whose vectors hold NW.
+template <int L, int NW>
+using PackOf = Pack<std::min(L, NW), L / std::min(L, NW)>;
+
+// Floats in the running machine's widest vector register: 16 (AVX-512), 8
+// (AVX2 with FMA) or 4 (anything else, including non-x86 builds), at most
+// the limit below. Defined in Multiversion.cpp, whose build knows the ISA.
+int nativeFloatLanes();
+// Tests run the narrower copies too: caps nativeFloatLanes() (0: no cap).
+void limitVectorLanes(int lanes);
+
+// The copies withNativeWidth chooses from, one per instruction set.
+template <class Body>
+FRICTION_TARGET_AVX512 void runWith16Lanes(const Body& body) {
+  body.template operator()<16>();
+}
+template <class Body>
+FRICTION_TARGET_AVX2 void runWith8Lanes(const Body& body) {
+  body.template operator()<8>();
+}
+template <class Body>
+void runWith4Lanes(const Body& body) {
+  body.template operator()<4>();
+}
+
+// Runs body.template operator()<W>() compiled for, and with, the running
+// machine's vector width W = nativeFloatLanes(). The body is a generic lambda
+// marked FRICTION_LAMBDA_INLINE, so each copy holds its code in that copy's ISA:
+//   withNativeWidth([&]<int W>() FRICTION_LAMBDA_INLINE { kernelOf<W>(args); });
+template <class Body>
+FRICTION_INLINE void withNativeWidth(const Body& body) {
+  switch (nativeFloatLanes()) {
+    case 16: return runWith16Lanes(body);
+    case 8: return runWith8Lanes(body);
+    default: return runWith4Lanes(body);
+  }
+}
+
+}  // namespace friction::ukernels

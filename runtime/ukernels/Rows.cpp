@@ -11,45 +11,52 @@
 namespace friction::ukernels {
 
 namespace {
-typedef float v16f __attribute__((vector_size(64)));
-typedef int32_t v16i __attribute__((vector_size(64)));
-typedef double v8d __attribute__((vector_size(64)));
-typedef float v8f __attribute__((vector_size(32)));
-
-// e[i] = exp(x[i] - shift) for x[i] - shift <= 0 (softmax's arguments), 16
-// lanes at a time: Cephes' expf (range reduction by ln 2, degree-6 polynomial,
-// about 1 ulp), exactly 0 below -87.3 (and for -inf), NaN kept. Returns the
-// sum of the e[i], accumulated in double.
-#pragma GCC diagnostic ignored "-Wpsabi"  // vectors stay inside each ISA's clone
-FRICTION_MULTIVERSION
-double expShifted(const float* x, float shift, float* e, int64_t n) {
-  const v16f lo = v16f{} - 87.33654f, magic = v16f{} + 12582912.f;  // 1.5 * 2^23: adding it rounds to an integer
-  v8d acc0{}, acc1{};  // the sum in 16 double lanes: no long dependency chain, no float rounding
+// e[i] = exp(x[i] - shift) for x[i] - shift <= 0 (softmax's arguments), W
+// lanes at a time (the machine's vector width: Multiversion.h): Cephes' expf
+// (range reduction by ln 2, degree-6 polynomial, about 1 ulp), exactly 0
+// below -87.3 (and for -inf), NaN kept. Returns the sum of the e[i],
+// accumulated in double.
+#pragma GCC diagnostic ignored "-Wpsabi"  // vectors stay inside each ISA's copy
+template <int W>
+FRICTION_INLINE double expShiftedOf(const float* x, float shift, float* e, int64_t n) {
+  using VF = typename Vec<float, W>::V;
+  using VI = typename Vec<int32_t, W>::V;
+  using VH = typename Vec<float, W / 2>::V;  // half a vector
+  using VD = typename Vec<double, W / 2>::V;
+  const VF lo = VF{} - 87.33654f, magic = VF{} + 12582912.f;  // 1.5 * 2^23: adding it rounds to an integer
+  VD acc0{}, acc1{};  // the sum in W double lanes: no long dependency chain, no float rounding
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    v16f v;
+  for (; i + W <= n; i += W) {
+    VF v;
     std::memcpy(&v, x + i, sizeof v);
     v -= shift;
-    v16f c = v < lo ? lo : v;
-    c = c > 0.f ? v16f{} : c;
-    v16f t = c * 1.44269504088896341f + magic, k = t - magic;
-    v16i ki = (v16i)t - (v16i)magic;
-    v16f r = c - k * 0.693359375f + k * 2.12194440e-4f;
-    v16f p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+    VF c = v < lo ? lo : v;
+    c = c > 0.f ? VF{} : c;
+    VF t = c * 1.44269504088896341f + magic, k = t - magic;
+    VI ki = (VI)t - (VI)magic;
+    VF r = c - k * 0.693359375f + k * 2.12194440e-4f;
+    VF p = r * 1.9875691500e-4f + 1.3981999507e-3f;
     p = p * r + 8.3334519073e-3f;
     p = p * r + 4.1665795894e-2f;
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
-    v16f res = (p * r * r + r + 1.f) * (v16f)((ki + 127) << 23);
-    res = v < lo ? v16f{} : res;
+    VF res = (p * r * r + r + 1.f) * (VF)((ki + 127) << 23);
+    res = v < lo ? VF{} : res;
     res = v != v ? v : res;
     std::memcpy(e + i, &res, sizeof res);
-    acc0 += __builtin_convertvector(__builtin_shufflevector(res, res, 0, 1, 2, 3, 4, 5, 6, 7), v8d);
-    acc1 += __builtin_convertvector(__builtin_shufflevector(res, res, 8, 9, 10, 11, 12, 13, 14, 15), v8d);
+    VH half[2];
+    std::memcpy(half, &res, sizeof res);
+    acc0 += __builtin_convertvector(half[0], VD);
+    acc1 += __builtin_convertvector(half[1], VD);
   }
   double sum = 0;
-  for (int l = 0; l < 8; ++l) sum += acc0[l] + acc1[l];
+  for (int l = 0; l < W / 2; ++l) sum += acc0[l] + acc1[l];
   for (; i < n; ++i) sum += e[i] = std::exp(x[i] - shift);
+  return sum;
+}
+double expShifted(const float* x, float shift, float* e, int64_t n) {
+  double sum = 0;
+  withNativeWidth([&]<int W>() FRICTION_LAMBDA_INLINE { sum = expShiftedOf<W>(x, shift, e, n); });
   return sum;
 }
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "runtime/ukernels/Conv.h"
 #include "runtime/ukernels/Copy.h"
+#include "runtime/ukernels/Multiversion.h"
 #include "runtime/ukernels/Rows.h"
 #include "runtime/ukernels/Sgemm.h"
 
@@ -116,6 +117,12 @@ std::vector<double> naiveConv(const Conv2d& g, const std::vector<float>& x, cons
   return y;
 }
 
+// Caps the direct kernels' vector width while in scope.
+struct LanesLimit {
+  explicit LanesLimit(int lanes) { limitVectorLanes(lanes); }
+  ~LanesLimit() { limitVectorLanes(0); }
+};
+
 // Both layouts, every group count (1, grouped, grouped 1x1, depthwise,
 // depthwise with a channel multiplier), strides, pads and dilations.
 TEST(Conv, BothLayoutsAnyGroupWithEpiloguesOfBiasResidualAndClamp) {
@@ -142,21 +149,25 @@ TEST(Conv, BothLayoutsAnyGroupWithEpiloguesOfBiasResidualAndClamp) {
     auto x = randoms(size_t(g.N * g.H * g.W * g.C), 6), w = randoms(size_t(g.K * (g.C / g.group) * g.R * g.S), 7);
     auto bias = randoms(size_t(g.K), 8), residual = randoms(size_t(g.N * g.OH * g.OW * g.K), 9);
     std::vector<float> packed = packConvWeights(g, w.data());
-    for (bool nchw : {false, true})
-      for (int part = 0; part < 4; ++part) {
+    // Once per vector width the machine has (4: SSE, 8: AVX2, 16: AVX-512: the direct kernels' copies).
+    for (int lanes : {4, 8, 16})
+      for (int part = 0; part < 8; ++part) {
+        const bool nchw = part >= 4;
+        const LanesLimit limit(lanes);
         ConvEpilogue e;
-        if (part >= 1) e.bias = bias.data();
-        if (part >= 2) e.lo = 0.f, e.hi = 0.75f;
-        if (part == 3) e.residual = residual.data();
+        if (part % 4 >= 1) e.bias = bias.data();
+        if (part % 4 >= 2) e.lo = 0.f, e.hi = 0.75f;
+        if (part % 4 == 3) e.residual = residual.data();
         std::vector<float> y(residual.size());
         if (nchw)
-          convNchw(g, x.data(), w.data(), e, y.data());
+          convNchw(g, x.data(), convPacksWeights(g, false) ? packed.data() : w.data(), e, y.data());
         else
           convNhwc(g, x.data(), packed.data(), e, y.data());
         expectNear(y, naiveConv(g, x, w, e, nchw), 1e-5,
                    std::string(nchw ? "nchw" : "nhwc") + " C " + std::to_string(c.C) + " K " + std::to_string(c.K) +
                        " R " + std::to_string(c.R) + " group " + std::to_string(c.group) + " dilation " +
-                       std::to_string(c.dil) + " epilogue part " + std::to_string(part));
+                       std::to_string(c.dil) + " epilogue part " + std::to_string(part % 4) + " vector lanes " +
+                       std::to_string(nativeFloatLanes()));
       }
   }
 }
@@ -182,29 +193,31 @@ TEST(SoftmaxRows, MatchesDoubleExpIncludingMaskedAndUnderflowingEntries) {
     for (int64_t i = 0; i < cols; i += 3) x[size_t(cols + i)] = -INFINITY;
     for (int64_t i = 1; i < cols; i += 4) x[size_t(2 * cols + i)] = -100.f;
     for (int64_t i = 0; i < cols; ++i) x[size_t(3 * cols + i)] = -INFINITY;
-    for (bool logSoftmax : {false, true}) {
-      std::vector<float> y(x.size());
-      softmaxRows(rows, cols, x.data(), y.data(), logSoftmax);
-      for (int64_t r = 0; r < rows; ++r) {
-        const float* in = x.data() + r * cols;
-        double mx = -INFINITY, sum = 0;
-        for (int64_t i = 0; i < cols; ++i) mx = std::max(mx, double(in[i]));
-        for (int64_t i = 0; i < cols; ++i) sum += std::exp(double(in[i]) - mx);
-        for (int64_t i = 0; i < cols; ++i) {
-          double want = logSoftmax ? double(in[i]) - mx - std::log(sum) : std::exp(double(in[i]) - mx) / sum;
-          float got = y[size_t(r * cols + i)];
-          std::string at = "cols " + std::to_string(cols) + " row " + std::to_string(r) + " col " + std::to_string(i) +
-                           (logSoftmax ? " log" : "");
-          if (std::isnan(want)) {
-            EXPECT_TRUE(std::isnan(got)) << at;
-          } else if (std::isinf(want)) {
-            EXPECT_EQ(double(got), want) << at;
-          } else {
-            EXPECT_NEAR(got, want, 2e-6 * std::max(1.0, std::fabs(want))) << at;
+    for (int lanes : {4, 8, 16})  // each vector width the machine has
+      for (bool logSoftmax : {false, true}) {
+        const LanesLimit limit(lanes);
+        std::vector<float> y(x.size());
+        softmaxRows(rows, cols, x.data(), y.data(), logSoftmax);
+        for (int64_t r = 0; r < rows; ++r) {
+          const float* in = x.data() + r * cols;
+          double mx = -INFINITY, sum = 0;
+          for (int64_t i = 0; i < cols; ++i) mx = std::max(mx, double(in[i]));
+          for (int64_t i = 0; i < cols; ++i) sum += std::exp(double(in[i]) - mx);
+          for (int64_t i = 0; i < cols; ++i) {
+            double want = logSoftmax ? double(in[i]) - mx - std::log(sum) : std::exp(double(in[i]) - mx) / sum;
+            float got = y[size_t(r * cols + i)];
+            std::string at = "cols " + std::to_string(cols) + " row " + std::to_string(r) + " col " + std::to_string(i) +
+                             (logSoftmax ? " log" : "") + " lanes " + std::to_string(nativeFloatLanes());
+            if (std::isnan(want)) {
+              EXPECT_TRUE(std::isnan(got)) << at;
+            } else if (std::isinf(want)) {
+              EXPECT_EQ(double(got), want) << at;
+            } else {
+              EXPECT_NEAR(got, want, 2e-6 * std::max(1.0, std::fabs(want))) << at;
+            }
           }
         }
       }
-    }
   }
 }
 

@@ -1,0 +1,29 @@
+// The direct convolution kernels (ConvDirect.cpp), shared by Conv.cpp's
+// entry points: grouped, depthwise and narrow dense convolutions without an
+// im2col, accumulated in vector registers of the machine's width.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "runtime/ukernels/Conv.h"
+
+namespace friction::ukernels {
+
+// Multiply-adds (or compares) of a windowed op over C channels, and the
+// amount below which waking a second thread costs more than it saves.
+inline int64_t windowWork(const Conv2d& g, int64_t C) { return g.N * g.OH * g.OW * C * g.R * g.S; }
+constexpr int64_t kParallelWork = int64_t(1) << 15;
+
+// Whether convNhwc computes g direct: grouped and depthwise convolutions, and
+// dense ones over at most 4 input channels.
+bool runsDirect(const Conv2d& g);
+
+// The direct kernels' weights for a grouped or dense g: per block of 16
+// output channels, R*S cells of [the block's input channels, 16].
+std::vector<float> packBlockWeights(const Conv2d& g, const float* oihw);
+
+// y = epilogue(conv(x, w)) computed direct, w from packConvWeights; NHWC in
+// and out, or NCHW when `planar` (grouped, not depthwise, only).
+void convDirect(const Conv2d& g, const float* x, const float* packed, const ConvEpilogue& e, float* y, bool planar);
+
+}  // namespace friction::ukernels
