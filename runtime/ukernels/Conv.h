@@ -30,7 +30,7 @@ struct Conv2d {
   int64_t padTop = 0, padLeft = 0;
   int64_t OH = 1, OW = 1;
   int64_t group = 1;
-  // A 1x1 window over every pixel: the input (per group) is the GEMM operand itself.
+  // A 1x1 window over every pixel: the input is the GEMM operand itself.
   bool unitWindow() const {
     return R == 1 && S == 1 && strideH == 1 && strideW == 1 && padTop == 0 && padLeft == 0 && OH == H && OW == W;
   }
@@ -38,10 +38,10 @@ struct Conv2d {
   bool depthwise() const { return group == C && group == K && group > 1; }
 };
 
-// OIHW weights [K, C/group, R, S] rearranged once, at compile time, for the
-// NHWC kernels: the GEMM's B operand [R*S*C, K] (group 1), [R*S, C]
-// (depthwise), or per block of 16 output channels R*S cells of [the block's
-// input channels, 16] (grouped, either layout).
+// OIHW weights [K, C/group, R, S] rearranged once, at compile time: the NHWC
+// GEMM's B operand [R*S*C, K] (dense), [R*S, C] (depthwise), or for the
+// direct kernels per block of 16 output channels R*S cells of [the block's
+// input channels, 16] (grouped in either layout; dense over <= 4 channels).
 std::vector<float> packConvWeights(const Conv2d& g, const float* oihw);
 // Whether conv{Nhwc,Nchw} reads packConvWeights' weights (else OIHW as it is).
 bool convPacksWeights(const Conv2d& g, bool nhwc);

@@ -2,7 +2,7 @@
 #include "runtime/ukernels/ConvDirect.h"
 
 #include <algorithm>
-#include <cstring>
+#include <cassert>
 #include <vector>
 
 #include "runtime/ukernels/Multiversion.h"
@@ -140,9 +140,7 @@ struct DirectRow {
   }
   FRICTION_INLINE void run() const {
     // Output columns [owA, owB) read only inside the input row.
-    int64_t owA = std::min(g.OW, (g.padLeft + g.strideW - 1) / g.strideW);
-    int64_t owB = std::max(owA, std::min(g.OW, (g.W - 1 + g.padLeft - (g.S - 1) * g.dilW) / g.strideW + 1));
-    if (g.W - 1 + g.padLeft - (g.S - 1) * g.dilW < 0) owB = owA;
+    const auto [owA, owB] = interiorColumns(g);
     for (int64_t ow = 0; ow < owA; ++ow) border(ow);
     int64_t ow = owA;
     interiorTiles<kTile>(ow, owB);
@@ -218,10 +216,7 @@ struct DirectConv {
 template <int NW>
 FRICTION_INLINE void directRowOf(const DirectConv& d, int64_t n, int64_t oh, Block blk) {
   const Conv2d& g = d.g;
-  // Window rows inside the input: r with 0 <= oh * strideH - padTop + r * dilH < H.
-  const int64_t top = oh * g.strideH - g.padTop;
-  const int64_t rLo = top >= 0 ? 0 : (-top + g.dilH - 1) / g.dilH;
-  const int64_t rHi = std::max(rLo, std::min(g.R, g.H - 1 - top < 0 ? 0 : (g.H - 1 - top) / g.dilH + 1));
+  const auto [rLo, rHi] = insideWindowRows(g, oh);
   // Output (n, oh, 0) of channel k0, and image n's input.
   const int64_t out = d.planar ? (n * g.K + blk.k0) * g.OH * g.OW + oh * g.OW : (n * g.OH + oh) * g.OW * g.K + blk.k0;
   const float* res = d.e.residual ? d.e.residual + out : nullptr;
@@ -276,6 +271,7 @@ std::vector<float> packBlockWeights(const Conv2d& g, const float* oihw) {
 }
 
 void convDirect(const Conv2d& g, const float* x, const float* packed, const ConvEpilogue& e, float* y, bool planar) {
+  assert(!planar || !g.depthwise());
   const std::vector<Block> blocks = blocksOf(g);
   const DirectConv d{g, x, packed, e, y, planar, g.depthwise() ? 0 : maxBlockInputs(g) * kLanes};
   const int64_t nb = int64_t(blocks.size());

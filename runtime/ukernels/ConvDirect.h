@@ -2,7 +2,9 @@
 // entry points: grouped, depthwise and narrow dense convolutions without an
 // im2col, accumulated in vector registers of the machine's width.
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "runtime/ukernels/Conv.h"
@@ -14,6 +16,17 @@ namespace friction::ukernels {
 inline int64_t windowWork(const Conv2d& g, int64_t C) { return g.N * g.OH * g.OW * C * g.R * g.S; }
 constexpr int64_t kParallelWork = int64_t(1) << 15;
 
+// The window rows [rLo, rHi) of output row oh that lie inside the input.
+inline std::pair<int64_t, int64_t> insideWindowRows(const Conv2d& g, int64_t oh) {
+  return insideOutputs(oh * g.strideH - g.padTop, g.dilH, g.H, g.R);
+}
+// The output columns [lo, hi) whose every window cell lies inside the input
+// row: inside for the first cell and for the last.
+inline std::pair<int64_t, int64_t> interiorColumns(const Conv2d& g) {
+  const int64_t lo = insideOutputs(-g.padLeft, g.strideW, g.W, g.OW).first;
+  return {lo, std::max(lo, insideOutputs((g.S - 1) * g.dilW - g.padLeft, g.strideW, g.W, g.OW).second)};
+}
+
 // Whether convNhwc computes g direct: grouped and depthwise convolutions, and
 // dense ones over at most 4 input channels.
 bool runsDirect(const Conv2d& g);
@@ -23,7 +36,8 @@ bool runsDirect(const Conv2d& g);
 std::vector<float> packBlockWeights(const Conv2d& g, const float* oihw);
 
 // y = epilogue(conv(x, w)) computed direct, w from packConvWeights; NHWC in
-// and out, or NCHW when `planar` (grouped, not depthwise, only).
+// and out, or NCHW when `planar` (grouped, not depthwise, only: NCHW
+// depthwise has its own kernel, vectorized along the row).
 void convDirect(const Conv2d& g, const float* x, const float* packed, const ConvEpilogue& e, float* y, bool planar);
 
 }  // namespace friction::ukernels

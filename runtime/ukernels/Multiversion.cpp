@@ -1,15 +1,14 @@
-// The machine's vector width for withNativeWidth (Multiversion.h).
+// The machine's vector width for withNativeWidth and the SGEMM (Multiversion.h).
 #include "runtime/ukernels/Multiversion.h"
 
-#include <algorithm>
 #include <atomic>
 
 namespace friction::ukernels {
 namespace {
-std::atomic<int> lanesLimit{0};
+std::atomic<int> lanesCap{0};
 
 int machineLanes() {
-#if defined(FRICTION_UKERNELS_X86) && defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(FRICTION_X86_COPIES)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("x86-64-v4")) return 16;
   return __builtin_cpu_supports("x86-64-v3") ? 8 : 4;
@@ -21,10 +20,10 @@ int machineLanes() {
 
 int nativeFloatLanes() {
   static const int machine = machineLanes();
-  const int limit = lanesLimit.load(std::memory_order_relaxed);
-  return limit > 0 && limit < machine ? std::max(4, limit) : machine;
+  const int cap = lanesCap.load(std::memory_order_relaxed);
+  return cap <= 0 || cap >= machine ? machine : cap >= 8 ? 8 : 4;
 }
 
-void limitVectorLanes(int lanes) { lanesLimit.store(lanes, std::memory_order_relaxed); }
+int limitVectorLanes(int lanes) { return lanesCap.exchange(lanes, std::memory_order_relaxed); }
 
 }  // namespace friction::ukernels

@@ -1,9 +1,9 @@
 // FRICTION_MULTIVERSION on a function compiles it once per instruction set
 // (AVX-512, AVX2+FMA, baseline) and picks the copy at load time (GCC's
-// target_clones). Loops over arrays (`omp simd`) and 32-byte or narrower
-// vector types then run as each ISA's code. A 64-byte vector type is native
-// only in the AVX-512 clone: the AVX2 and baseline clones keep it on the stack
-// (10-16 GFLOP/s direct convolutions on an AVX2 machine, 4x below a GEMM).
+// target_clones). Loops over arrays (`omp simd`) then run as each ISA's
+// code. A vector type is not: a 64-byte one is native only in the AVX-512
+// clone, and the AVX2 and baseline clones keep it on the stack (10-16 GFLOP/s
+// direct convolutions on an AVX2 machine, 4x below a GEMM).
 // Code whose register tiles follow the hardware's width is therefore written
 // once over that width W and run through withNativeWidth, which has one copy
 // per ISA and calls the one for the running machine; a block of lanes wider
@@ -14,14 +14,19 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(FRICTION_UKERNELS_X86) && defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Per-ISA copies on x86-64 with GCC (in every translation unit alike, so a
+// template instantiated in two of them means the same code in both).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define FRICTION_X86_COPIES 1
 #define FRICTION_MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#define FRICTION_TARGET_AVX512 __attribute__((target("arch=x86-64-v4")))
-#define FRICTION_TARGET_AVX2 __attribute__((target("arch=x86-64-v3")))
+#define FRICTION_TARGET_AVX512 __attribute__((target("arch=x86-64-v4"), flatten))
+#define FRICTION_TARGET_AVX2 __attribute__((target("arch=x86-64-v3"), flatten))
+#define FRICTION_TARGET_BASELINE __attribute__((flatten))
 #else
 #define FRICTION_MULTIVERSION
 #define FRICTION_TARGET_AVX512
 #define FRICTION_TARGET_AVX2
+#define FRICTION_TARGET_BASELINE
 #endif
 
 // Forces a helper of a FRICTION_MULTIVERSION function (or of a withNativeWidth
@@ -94,14 +99,17 @@ struct Pack {
 template <int L, int NW>
 using PackOf = Pack<std::min(L, NW), L / std::min(L, NW)>;
 
-// Floats in the running machine's widest vector register: 16 (AVX-512), 8
-// (AVX2 with FMA) or 4 (anything else, including non-x86 builds), at most
-// the limit below. Defined in Multiversion.cpp, whose build knows the ISA.
+// Floats in the running machine's widest vector register: 16 (AVX-512:
+// x86-64-v4), 8 (AVX2 with FMA: x86-64-v3) or 4 (anything else, including
+// non-x86 builds), at most the cap below. The SGEMM's choice of ISA too.
 int nativeFloatLanes();
-// Tests run the narrower copies too: caps nativeFloatLanes() (0: no cap).
-void limitVectorLanes(int lanes);
+// Tests run the narrower copies too: caps nativeFloatLanes() at 4, 8 or 16
+// (rounded down; 0: no cap) and returns the cap it replaces.
+int limitVectorLanes(int lanes);
 
-// The copies withNativeWidth chooses from, one per instruction set.
+// The copies withNativeWidth chooses from, one per instruction set; each
+// inlines everything its body calls (flatten), so no helper is left compiled
+// for another ISA.
 template <class Body>
 FRICTION_TARGET_AVX512 void runWith16Lanes(const Body& body) {
   body.template operator()<16>();
@@ -111,7 +119,7 @@ FRICTION_TARGET_AVX2 void runWith8Lanes(const Body& body) {
   body.template operator()<8>();
 }
 template <class Body>
-void runWith4Lanes(const Body& body) {
+FRICTION_TARGET_BASELINE void runWith4Lanes(const Body& body) {
   body.template operator()<4>();
 }
 

@@ -6,6 +6,8 @@
 #include <shared_mutex>
 #include <tuple>
 
+#include "runtime/ukernels/Multiversion.h"
+
 namespace friction::ukernels {
 
 void sgemmAvx512(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float,
@@ -25,11 +27,14 @@ struct Choice {
   SgemmFn fn;
   const char* isa;
 };
+// The direct kernels' rule (Multiversion.h), so the two never disagree.
 Choice choose() {
 #if defined(__x86_64__) && defined(FRICTION_UKERNELS_X86)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return {sgemmAvx512, "avx512"};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return {sgemmAvx2, "avx2"};
+  switch (nativeFloatLanes()) {
+    case 16: return {sgemmAvx512, "avx512"};
+    case 8: return {sgemmAvx2, "avx2"};
+    default: break;
+  }
 #endif
   return {sgemmGeneric, "generic"};
 }

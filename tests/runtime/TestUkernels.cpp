@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "runtime/ukernels/Conv.h"
@@ -119,9 +121,49 @@ std::vector<double> naiveConv(const Conv2d& g, const std::vector<float>& x, cons
 
 // Caps the direct kernels' vector width while in scope.
 struct LanesLimit {
-  explicit LanesLimit(int lanes) { limitVectorLanes(lanes); }
-  ~LanesLimit() { limitVectorLanes(0); }
+  explicit LanesLimit(int lanes) : previous(limitVectorLanes(lanes)) {}
+  ~LanesLimit() { limitVectorLanes(previous); }
+  int previous;
 };
+
+// The vector widths the machine can run: 4 (SSE), 8 (AVX2), 16 (AVX-512), up to its own.
+std::vector<int> machineWidths() {
+  std::vector<int> widths;
+  for (int lanes : {4, 8, 16})
+    if (lanes <= nativeFloatLanes()) widths.push_back(lanes);
+  return widths;
+}
+
+// g in both layouts at every vector width the machine has (the direct
+// kernels' copies), with each epilogue: none, bias, bias + clamp, bias +
+// clamp + residual; against naiveConv.
+void expectConvMatchesNaive(Conv2d g, const std::string& name) {
+  auto x = randoms(size_t(g.N * g.H * g.W * g.C), 6), w = randoms(size_t(g.K * (g.C / g.group) * g.R * g.S), 7);
+  auto bias = randoms(size_t(g.K), 8), residual = randoms(size_t(g.N * g.OH * g.OW * g.K), 9);
+  std::vector<float> packed = packConvWeights(g, w.data());
+  for (int lanes : machineWidths())
+    for (int part = 0; part < 8; ++part) {
+      const bool nchw = part >= 4;
+      const LanesLimit limit(lanes);
+      ConvEpilogue e;
+      if (part % 4 >= 1) e.bias = bias.data();
+      if (part % 4 >= 2) e.lo = 0.f, e.hi = 0.75f;
+      if (part % 4 == 3) e.residual = residual.data();
+      std::vector<float> y(residual.size());
+      if (nchw)
+        convNchw(g, x.data(), convPacksWeights(g, false) ? packed.data() : w.data(), e, y.data());
+      else
+        convNhwc(g, x.data(), packed.data(), e, y.data());
+      expectNear(y, naiveConv(g, x, w, e, nchw), 1e-5,
+                 std::string(nchw ? "nchw " : "nhwc ") + name + " epilogue part " + std::to_string(part % 4) +
+                     " vector lanes " + std::to_string(lanes));
+    }
+}
+
+// Output extent of a window over `extent` inputs padded by `pad` on both sides.
+int64_t outputExtent(int64_t extent, int64_t window, int64_t stride, int64_t pad, int64_t dilation) {
+  return (extent + 2 * pad - dilation * (window - 1) - 1) / stride + 1;
+}
 
 // Both layouts, every group count (1, grouped, grouped 1x1, depthwise,
 // depthwise with a channel multiplier), strides, pads and dilations.
@@ -144,32 +186,35 @@ TEST(Conv, BothLayoutsAnyGroupWithEpiloguesOfBiasResidualAndClamp) {
     Conv2d g;
     g.N = 2, g.H = 9, g.W = 13, g.C = c.C, g.K = c.K, g.R = g.S = c.R, g.strideH = g.strideW = c.stride;
     g.padTop = g.padLeft = c.pad, g.group = c.group, g.dilH = g.dilW = c.dil;
-    const int64_t span = c.dil * (c.R - 1) + 1;
-    g.OH = (g.H + 2 * c.pad - span) / c.stride + 1, g.OW = (g.W + 2 * c.pad - span) / c.stride + 1;
-    auto x = randoms(size_t(g.N * g.H * g.W * g.C), 6), w = randoms(size_t(g.K * (g.C / g.group) * g.R * g.S), 7);
-    auto bias = randoms(size_t(g.K), 8), residual = randoms(size_t(g.N * g.OH * g.OW * g.K), 9);
-    std::vector<float> packed = packConvWeights(g, w.data());
-    // Once per vector width the machine has (4: SSE, 8: AVX2, 16: AVX-512: the direct kernels' copies).
-    for (int lanes : {4, 8, 16})
-      for (int part = 0; part < 8; ++part) {
-        const bool nchw = part >= 4;
-        const LanesLimit limit(lanes);
-        ConvEpilogue e;
-        if (part % 4 >= 1) e.bias = bias.data();
-        if (part % 4 >= 2) e.lo = 0.f, e.hi = 0.75f;
-        if (part % 4 == 3) e.residual = residual.data();
-        std::vector<float> y(residual.size());
-        if (nchw)
-          convNchw(g, x.data(), convPacksWeights(g, false) ? packed.data() : w.data(), e, y.data());
-        else
-          convNhwc(g, x.data(), packed.data(), e, y.data());
-        expectNear(y, naiveConv(g, x, w, e, nchw), 1e-5,
-                   std::string(nchw ? "nchw" : "nhwc") + " C " + std::to_string(c.C) + " K " + std::to_string(c.K) +
-                       " R " + std::to_string(c.R) + " group " + std::to_string(c.group) + " dilation " +
-                       std::to_string(c.dil) + " epilogue part " + std::to_string(part % 4) + " vector lanes " +
-                       std::to_string(nativeFloatLanes()));
-      }
+    g.OH = outputExtent(g.H, c.R, c.stride, c.pad, c.dil), g.OW = outputExtent(g.W, c.R, c.stride, c.pad, c.dil);
+    expectConvMatchesNaive(g, "C " + std::to_string(c.C) + " K " + std::to_string(c.K) + " R " + std::to_string(c.R) +
+                                  " group " + std::to_string(c.group) + " dilation " + std::to_string(c.dil));
   }
+}
+
+// What the square cases miss: a 3x5 window with strides 2/1, pads 0/2 and
+// dilations 1/2 (H and W parameters never mixed up); rows wide enough for
+// the NCHW depthwise kernel's 4-vector tiles and its overlapping last tile at
+// every width (83 and 70 columns); strided rows over stride-1 columns; a 5x5
+// window wider than a 3x3 image (pad 4). Depthwise, with a channel
+// multiplier, and grouped.
+TEST(Conv, AsymmetricWindowsWideRowsAndWindowsWiderThanTheImage) {
+  struct Geometry {
+    int64_t H, W, R, S, strideH, strideW, padTop, padLeft, dilH, dilW;
+  };
+  for (const Geometry& q : std::vector<Geometry>{{9, 13, 3, 5, 2, 1, 0, 2, 1, 2}, {5, 83, 3, 3, 1, 1, 1, 1, 1, 1},
+                                                 {4, 70, 3, 5, 2, 1, 1, 2, 1, 1}, {3, 3, 5, 5, 1, 1, 4, 4, 1, 1}})
+    for (auto [C, K, group] : {std::tuple{20, 20, 20}, std::tuple{6, 12, 6}, std::tuple{24, 24, 6}}) {
+      Conv2d g;
+      g.N = 1, g.H = q.H, g.W = q.W, g.C = C, g.K = K, g.group = group, g.R = q.R, g.S = q.S;
+      g.strideH = q.strideH, g.strideW = q.strideW, g.padTop = q.padTop, g.padLeft = q.padLeft;
+      g.dilH = q.dilH, g.dilW = q.dilW;
+      g.OH = outputExtent(q.H, q.R, q.strideH, q.padTop, q.dilH);
+      g.OW = outputExtent(q.W, q.S, q.strideW, q.padLeft, q.dilW);
+      expectConvMatchesNaive(g, std::to_string(q.H) + "x" + std::to_string(q.W) + " window " + std::to_string(q.R) +
+                                    "x" + std::to_string(q.S) + " group " + std::to_string(group) + " C " +
+                                    std::to_string(C) + " K " + std::to_string(K));
+    }
 }
 
 // A deep NCHW convolution gathers its im2col matrix in bands of pixels
@@ -185,7 +230,7 @@ TEST(Conv, NchwIm2colInBandsThatSplitOutputRows) {
 }
 
 TEST(SoftmaxRows, MatchesDoubleExpIncludingMaskedAndUnderflowingEntries) {
-  // Row lengths around the 16-lane vector body; masked (-inf) entries, entries 100 below the row max
+  // Row lengths around the vector bodies (4, 8, 16 lanes); masked (-inf) entries, entries 100 below the row max
   // (their exp underflows to 0), and a fully masked row (NaN, as exp(-inf - -inf) is).
   for (int64_t cols : {1, 15, 16, 17, 197}) {
     const int64_t rows = 4;
@@ -193,7 +238,7 @@ TEST(SoftmaxRows, MatchesDoubleExpIncludingMaskedAndUnderflowingEntries) {
     for (int64_t i = 0; i < cols; i += 3) x[size_t(cols + i)] = -INFINITY;
     for (int64_t i = 1; i < cols; i += 4) x[size_t(2 * cols + i)] = -100.f;
     for (int64_t i = 0; i < cols; ++i) x[size_t(3 * cols + i)] = -INFINITY;
-    for (int lanes : {4, 8, 16})  // each vector width the machine has
+    for (int lanes : machineWidths())
       for (bool logSoftmax : {false, true}) {
         const LanesLimit limit(lanes);
         std::vector<float> y(x.size());
