@@ -45,11 +45,14 @@ class ConvKernel : public NativeKernel {
     if (residual_) d += " + add";
     if (epilogue_.lo != -std::numeric_limits<float>::infinity() || epilogue_.hi != std::numeric_limits<float>::infinity())
       d += " + clamp";
+    if (epilogue_.activation != ukernels::Activation::None)
+      d += epilogue_.activation == ukernels::Activation::HardSwish ? " + hardswish" : " + hardsigmoid";
     return d;
   }
   bool fuse(const FusedEpilogue& e) override {
     residual_ = e.residual != nullptr;
     epilogue_.lo = e.lo, epilogue_.hi = e.hi;
+    epilogue_.activation = e.activation, epilogue_.alpha = e.alpha, epilogue_.beta = e.beta;
     return true;
   }
 
@@ -176,8 +179,16 @@ std::optional<FusedEpilogue> matchFusedEpilogue(const Node& region, const Node& 
   for (const auto& node : body.nodes()) {
     const Node& n = *node;
     if (&n == &anchor) continue;
-    if (uses(prev) != 1 || n.numOutputs() != 1 || n.numInputs() == 0 || clamped) return std::nullopt;
-    if (n.op() == "Add" && n.numInputs() == 2 && !e.residual) {
+    const bool activated = e.activation != ukernels::Activation::None;
+    if (uses(prev) != 1 || n.numOutputs() != 1 || n.numInputs() == 0 || activated) return std::nullopt;
+    if ((n.op() == "HardSigmoid" || n.op() == "HardSwish") && n.input(0) == prev) {
+      const bool swish = n.op() == "HardSwish";
+      e.activation = swish ? ukernels::Activation::HardSwish : ukernels::Activation::HardSigmoid;
+      e.alpha = swish ? 1.f / 6 : n.attrFloat("alpha", 0.2f);
+      e.beta = swish ? 0.5f : n.attrFloat("beta", 0.5f);
+    } else if (clamped) {
+      return std::nullopt;
+    } else if (n.op() == "Add" && n.numInputs() == 2 && !e.residual) {
       const Value* other = n.input(0) == prev ? n.input(1) : n.input(1) == prev ? n.input(0) : nullptr;
       const Value* operand = regionOperand(other);
       if (!operand || operand->type() != prev->type() || other->type() != n.output(0)->type()) return std::nullopt;

@@ -9,7 +9,8 @@
 // buffer, then ONE compiled elementwise kernel updates that buffer in place
 // (KernelKind::NativeEpilogue in KernelAnalysis.h) -- unless the epilogue is one the
 // native kernel applies itself while the output is in registers or cache
-// (FusedEpilogue: convolutions take a residual Add and a Relu/Clip).
+// (FusedEpilogue: convolutions take a residual Add, a Relu/Clip and a
+// HardSigmoid/HardSwish).
 #pragma once
 #include <functional>
 #include <limits>
@@ -19,15 +20,19 @@
 #include <vector>
 
 #include "ir/Graph.h"
+#include "runtime/ukernels/Conv.h"
 
 namespace friction::codegen {
 
 // An epilogue simple enough for a native kernel to apply before storing: the
 // anchor's result + `residual` (a region operand of the same shape), then
-// clamped to [lo, hi] (Relu: [0, inf), Clip with constant bounds).
+// clamped to [lo, hi] (Relu: [0, inf), Clip with constant bounds), then
+// `activation` (HardSigmoid with its alpha and beta, HardSwish: 1/6 and 0.5).
 struct FusedEpilogue {
   const Value* residual = nullptr;
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+  ukernels::Activation activation = ukernels::Activation::None;
+  float alpha = 0.f, beta = 0.f;
 };
 
 class NativeKernel {
@@ -52,7 +57,7 @@ inline std::unique_ptr<NativeKernel> noNative(std::string* why, const std::strin
 // The epilogue of Fused region `region` after its native `anchor` (the
 // region's first node) as a FusedEpilogue, when it is one: a chain on the
 // anchor's result of at most one Add of a region input, then at most one
-// Relu or Clip. `resolve` maps a region operand to the value seen at the top
+// Relu or Clip, then at most one HardSigmoid or HardSwish. `resolve` maps a region operand to the value seen at the top
 // level (where constant Clip bounds are constants).
 std::optional<FusedEpilogue> matchFusedEpilogue(const Node& region, const Node& anchor,
                                                 const std::function<const Value*(const Value*)>& resolve);

@@ -30,11 +30,27 @@ void epilogueRow(float* __restrict c, const float* __restrict b, const float* __
   }
 }
 
+// e's activation over n outputs, in place (after the clamp, while they are in cache).
+FRICTION_MULTIVERSION
+void activateRow(float* __restrict c, int64_t n, const ConvEpilogue& e) {
+  if (e.activation == Activation::None) return;
+  const float alpha = e.alpha, beta = e.beta;
+  if (e.activation == Activation::HardSigmoid) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) c[j] = std::min(std::max(alpha * c[j] + beta, 0.f), 1.f);
+  } else {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) c[j] *= std::min(std::max(alpha * c[j] + beta, 0.f), 1.f);
+  }
+}
+
 void gemmEpilogue(void* ctx, float* C, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols) {
   const auto& e = *static_cast<const ConvEpilogue*>(ctx);
-  for (int64_t i = i0; i < i0 + rows; ++i)
+  for (int64_t i = i0; i < i0 + rows; ++i) {
     epilogueRow(C + i * ldc + j0, e.bias ? e.bias + j0 : nullptr, e.residual ? e.residual + i * ldc + j0 : nullptr, cols,
                 e.lo, e.hi);
+    activateRow(C + i * ldc + j0, cols, e);
+  }
 }
 
 // One row of the NHWC im2col matrix: the (kh, kw, c) patch of output pixel
@@ -121,13 +137,17 @@ void epilogueChannelRow(float* __restrict c, float bias, const float* __restrict
 
 void gemmEpilogueNchw(void* ctx, float* C, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols) {
   const auto& e = *static_cast<const ConvEpilogue*>(ctx);
-  for (int64_t i = i0; i < i0 + rows; ++i)
+  for (int64_t i = i0; i < i0 + rows; ++i) {
     epilogueChannelRow(C + i * ldc + j0, e.bias ? e.bias[i] : 0.f, e.residual ? e.residual + i * ldc + j0 : nullptr,
                        cols, e.lo, e.hi);
+    activateRow(C + i * ldc + j0, cols, e);
+  }
 }
 
-bool clamps(const ConvEpilogue& e) {
-  return e.lo != -std::numeric_limits<float>::infinity() || e.hi != std::numeric_limits<float>::infinity();
+// Whether the GEMM needs an epilogue at all.
+bool anyEpilogue(const ConvEpilogue& e) {
+  return e.bias || e.residual || e.lo != -std::numeric_limits<float>::infinity() ||
+         e.hi != std::numeric_limits<float>::infinity() || e.activation != Activation::None;
 }
 
 // `e` for the output elements from `offset` (a band's or an image's GEMM).
@@ -196,11 +216,11 @@ void convNhwc(const Conv2d& g, const float* x, const float* packedW, const ConvE
   if (runsDirect(g)) return convDirect(g, x, packedW, e, y, /*planar=*/false);
   // One GEMM: rows are output pixels, columns output channels.
   const int64_t rows = g.N * g.OH * g.OW, depth = g.R * g.S * g.C;
-  const bool anyEpilogue = e.bias || e.residual || clamps(e);
   auto gemm = [&](int64_t r0, int64_t nr, const float* a, int64_t lda) {
     ConvEpilogue ge = shifted(e, r0 * g.K);
     GemmEpilogue ep{&gemmEpilogue, &ge};
-    sgemm(false, false, nr, g.K, depth, 1.f, a, lda, packedW, g.K, 0.f, y + r0 * g.K, g.K, anyEpilogue ? &ep : nullptr);
+    sgemm(false, false, nr, g.K, depth, 1.f, a, lda, packedW, g.K, 0.f, y + r0 * g.K, g.K,
+          anyEpilogue(e) ? &ep : nullptr);
   };
   if (g.unitWindow()) return gemm(0, rows, x, g.C);
   // im2col in bands of output rows, so the gathered matrix stays bounded (and in cache for small layers).
@@ -317,6 +337,7 @@ FRICTION_INLINE void depthwisePlaneOf(const Conv2d& g, const float* x, const flo
       for (int64_t ow = owB; ow < g.OW; ++ow) p.pixel(ow);
     }
     epilogueChannelRow(p.row, 0.f, res ? res + oh * g.OW : nullptr, g.OW, e.lo, e.hi);
+    activateRow(p.row, g.OW, e);
   }
 }
 
@@ -333,14 +354,13 @@ void convNchw(const Conv2d& g, const float* x, const float* w, const ConvEpilogu
   // Grouped: the NHWC kernel's cells over NCHW addresses (a GEMM per group
   // took half of RegNetX-400MF's time with every pass off).
   if (g.group > 1) return convDirect(g, x, w, e, y, /*planar=*/true);
-  const bool anyEpilogue = e.bias || e.residual || clamps(e);
   const int64_t depth = g.C * g.R * g.S, pixels = g.OH * g.OW;
   // Per image: y [K, pixels] = W [K, depth] * im2col [depth, pixels].
   auto gemm = [&](int64_t n, int64_t p0, int64_t np, const float* b, int64_t ldb) {
     const int64_t offset = n * g.K * pixels + p0;
     ConvEpilogue ge = shifted(e, offset);
     GemmEpilogue ep{&gemmEpilogueNchw, &ge};
-    sgemm(false, false, g.K, np, depth, 1.f, w, depth, b, ldb, 0.f, y + offset, pixels, anyEpilogue ? &ep : nullptr);
+    sgemm(false, false, g.K, np, depth, 1.f, w, depth, b, ldb, 0.f, y + offset, pixels, anyEpilogue(e) ? &ep : nullptr);
   };
   if (g.unitWindow()) {
     for (int64_t n = 0; n < g.N; ++n) gemm(n, 0, pixels, x + n * g.C * pixels, pixels);

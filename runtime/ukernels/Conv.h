@@ -12,6 +12,7 @@
 // along the output row. The direct loops are compiled for each vector width
 // (AVX-512, AVX2, SSE) and run the machine's (Multiversion.h).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <utility>
@@ -46,14 +47,27 @@ std::vector<float> packConvWeights(const Conv2d& g, const float* oihw);
 // Whether conv{Nhwc,Nchw} reads packConvWeights' weights (else OIHW as it is).
 bool convPacksWeights(const Conv2d& g, bool nhwc);
 
+// The activations a convolution applies itself, after its clamp:
+// HardSigmoid max(0, min(1, alpha x + beta)), HardSwish x times that.
+enum class Activation { None, HardSigmoid, HardSwish };
+
 // What a convolution applies to each output before storing it, in order:
-// + bias[k], + residual (same layout as y), then clamp to [lo, hi] (Relu,
-// Clip). Null pointers and infinite bounds are skipped.
+// + bias[k], + residual (same layout as y), clamp to [lo, hi] (Relu, Clip),
+// then the activation. Null pointers, infinite bounds and None are skipped.
 struct ConvEpilogue {
   const float* bias = nullptr;
   const float* residual = nullptr;
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+  Activation activation = Activation::None;
+  float alpha = 0.f, beta = 0.f;  // the activation's
 };
+
+// e's activation of one value, as the kernels compute it lane by lane.
+inline float activate(const ConvEpilogue& e, float v) {
+  if (e.activation == Activation::None) return v;
+  const float s = std::min(std::max(e.alpha * v + e.beta, 0.f), 1.f);
+  return e.activation == Activation::HardSwish ? v * s : s;
+}
 
 // The outputs [lo, hi) of one spatial dim whose input position o * stride +
 // shift lies inside [0, extent) (shift = window offset * dilation - pad):

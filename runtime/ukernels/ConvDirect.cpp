@@ -78,6 +78,7 @@ struct DirectRow {
   const float* residual;  // at output (n, oh, 0) of channel k0, or null
   float* y;               // output at (n, oh, 0) of channel k0
   int64_t lanes;          // output channels in this block
+  const ConvEpilogue& e;  // its activation (bias, clamp and residual are above)
 
   FRICTION_INLINE int64_t pixelFloats() const { return Planar ? 1 : g.C; }
   FRICTION_INLINE const float* inputRow(int64_t r) const {
@@ -97,7 +98,7 @@ struct DirectRow {
         for (int p = 0; p < T; ++p) {
           float v = tile[p][l];
           if constexpr (HasResidual) v += residual[l * plane + ow0 + p];
-          out[p] = std::min(std::max(v, l0), h0);
+          out[p] = activate(e, std::min(std::max(v, l0), h0));
         }
       }
     } else {
@@ -105,6 +106,7 @@ struct DirectRow {
         P v = acc[p];
         if constexpr (HasResidual) v.add(P::load(residual + (ow0 + p) * g.K, stored));
         v.clamp(lo, hi);
+        if (e.activation != Activation::None) v.hardSigmoid(e.alpha, e.beta, e.activation == Activation::HardSwish);
         v.store(y + (ow0 + p) * g.K, stored);
       }
     }
@@ -198,7 +200,7 @@ FRICTION_INLINE void depthwiseRow(const Conv2d& g, const float* x, const float* 
   using P = PackOf<L, NW>;
   const P bias = e.bias ? P::load(e.bias + blk.k0) : P::splat(0.f);
   runRow<DepthwiseCells<P>>(res, g, DepthwiseCells<P>{}, x + blk.k0, packed + blk.k0, g.C, oh, rLo, rHi, bias,
-                            P::splat(e.lo), P::splat(e.hi), res, y, blk.lanes);
+                            P::splat(e.lo), P::splat(e.hi), res, y, blk.lanes, e);
 }
 
 // What the rows of one direct convolution share.
@@ -235,10 +237,10 @@ FRICTION_INLINE void directRowOf(const DirectConv& d, int64_t n, int64_t oh, Blo
   const P lo = P::splat(d.e.lo), hi = P::splat(d.e.hi);
   if (d.planar)
     runRow<GroupedCells<P>, true>(res, g, GroupedCells<P>{in.count, g.H * g.W}, xn + in.first * g.H * g.W, w,
-                                  d.cellStride, oh, rLo, rHi, bias, lo, hi, res, d.y + out, blk.lanes);
+                                  d.cellStride, oh, rLo, rHi, bias, lo, hi, res, d.y + out, blk.lanes, d.e);
   else
     runRow<GroupedCells<P>>(res, g, GroupedCells<P>{in.count, 1}, xn + in.first, w, d.cellStride, oh, rLo, rHi, bias,
-                            lo, hi, res, d.y + out, blk.lanes);
+                            lo, hi, res, d.y + out, blk.lanes, d.e);
 }
 
 }  // namespace

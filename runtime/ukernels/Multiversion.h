@@ -94,6 +94,15 @@ struct Pack {
       v[i] = v[i] > hi.v[i] ? hi.v[i] : v[i];
     }
   }
+  // max(0, min(1, alpha v + beta)), times v when `timesSelf` (HardSigmoid, HardSwish).
+  FRICTION_INLINE void hardSigmoid(float alpha, float beta, bool timesSelf) {
+    for (int i = 0; i < N; ++i) {
+      V s = alpha * v[i] + beta;
+      s = s < V{} ? V{} : s;
+      s = s > V{} + 1.f ? V{} + 1.f : s;
+      v[i] = timesSelf ? v[i] * s : s;
+    }
+  }
 };
 // L floats on a machine whose vectors hold NW.
 template <int L, int NW>

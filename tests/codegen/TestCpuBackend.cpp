@@ -503,6 +503,34 @@ TEST_F(CpuBackendTest, ConvEpiloguesOfAddAndClampRunInsideTheMicrokernel) {
   EXPECT_EQ(r.stats.kernelCalls, 0) << r.description;
 }
 
+TEST_F(CpuBackendTest, HardSwishAndHardSigmoidEpiloguesRunInsideTheMicrokernel) {
+  // y1 = HardSwish(Conv(x) + b) (MobileNetV3's, through im2col + SGEMM); y2 = HardSigmoid(DepthwiseConv(y1) + y1)
+  // with its own alpha and beta (the direct kernel, a residual first): after the default pipeline, with and
+  // without convert-layout, no compiled kernel.
+  using Ints = std::vector<int64_t>;
+  std::map<std::string, Attribute> attrs = {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}};
+  PipelineOptions nchw;
+  nchw.disable = {"convert-layout"};
+  for (const auto& [layout, options] :
+       {std::pair{std::string("nhwc"), PipelineOptions{}}, std::pair{std::string("nchw"), nchw}}) {
+    SCOPED_TRACE(layout);
+    auto r = expectOptimizedMatches(
+        [&](GraphBuilder& b, Value* x) {
+          Value* y1 = b.op("HardSwish", {b.op("Conv", {x, b.constant(randomTensor({8, 8, 3, 3}, 71)),
+                                                        b.constant(randomTensor({8}, 72))}, attrs)});
+          std::map<std::string, Attribute> dw = attrs;
+          dw["group"] = int64_t(8);
+          Value* y2 =
+              b.op("Conv", {y1, b.constant(randomTensor({8, 1, 3, 3}, 73)), b.constant(randomTensor({8}, 74))}, dw);
+          b.output(b.op("HardSigmoid", {b.op("Add", {y2, y1})}, {{"alpha", 0.3f}, {"beta", 0.4f}}));
+        },
+        {2, 8, 6, 6}, options);
+    EXPECT_EQ(nativeCallsOf(r.stats, "conv " + layout + " (im2col + sgemm) + hardswish"), 1) << r.description;
+    EXPECT_EQ(nativeCallsOf(r.stats, "depthwise conv " + layout + " (direct) + add + hardsigmoid"), 1) << r.description;
+    EXPECT_EQ(r.stats.kernelCalls, 0) << r.description;
+  }
+}
+
 TEST_F(CpuBackendTest, OtherConvEpiloguesAreOneCompiledInPlaceKernel) {
   // Sigmoid is not the microkernel's: the conv call writes the region's output, then ONE compiled generic
   // updates it in place. The residual after the depthwise conv is added in the microkernel's registers.

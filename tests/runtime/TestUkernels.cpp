@@ -114,7 +114,12 @@ std::vector<double> naiveConv(const Conv2d& g, const std::vector<float>& x, cons
                        double(oihw[size_t(((k * cpg + c) * g.R + r) * g.S + s)]);
               }
           if (e.residual) acc += e.residual[at];
-          y[at] = std::min(std::max(acc, double(e.lo)), double(e.hi));
+          acc = std::min(std::max(acc, double(e.lo)), double(e.hi));
+          if (e.activation != Activation::None) {
+            const double s = std::min(std::max(double(e.alpha) * acc + double(e.beta), 0.0), 1.0);
+            acc = e.activation == Activation::HardSwish ? acc * s : s;
+          }
+          y[at] = acc;
         }
   return y;
 }
@@ -136,26 +141,36 @@ std::vector<int> machineWidths() {
 
 // g in both layouts at every vector width the machine has (the direct
 // kernels' copies), with each epilogue: none, bias, bias + clamp, bias +
-// clamp + residual; against naiveConv.
+// clamp + residual, bias + HardSwish, bias + residual + HardSigmoid; against
+// naiveConv.
 void expectConvMatchesNaive(Conv2d g, const std::string& name) {
   auto x = randoms(size_t(g.N * g.H * g.W * g.C), 6), w = randoms(size_t(g.K * (g.C / g.group) * g.R * g.S), 7);
   auto bias = randoms(size_t(g.K), 8), residual = randoms(size_t(g.N * g.OH * g.OW * g.K), 9);
   std::vector<float> packed = packConvWeights(g, w.data());
+  constexpr int kParts = 6;
   for (int lanes : machineWidths())
-    for (int part = 0; part < 8; ++part) {
-      const bool nchw = part >= 4;
+    for (int part = 0; part < 2 * kParts; ++part) {
+      const bool nchw = part >= kParts;
       const LanesLimit limit(lanes);
       ConvEpilogue e;
-      if (part % 4 >= 1) e.bias = bias.data();
-      if (part % 4 >= 2) e.lo = 0.f, e.hi = 0.75f;
-      if (part % 4 == 3) e.residual = residual.data();
+      switch (part % kParts) {
+        case 3: e.residual = residual.data(); [[fallthrough]];
+        case 2: e.lo = 0.f, e.hi = 0.75f; [[fallthrough]];
+        case 1: e.bias = bias.data(); break;
+        case 4: e.bias = bias.data(), e.activation = Activation::HardSwish, e.alpha = 1.f / 6, e.beta = 0.5f; break;
+        case 5:
+          e.bias = bias.data(), e.residual = residual.data();
+          e.activation = Activation::HardSigmoid, e.alpha = 0.2f, e.beta = 0.5f;
+          break;
+        default: break;
+      }
       std::vector<float> y(residual.size());
       if (nchw)
         convNchw(g, x.data(), convPacksWeights(g, false) ? packed.data() : w.data(), e, y.data());
       else
         convNhwc(g, x.data(), packed.data(), e, y.data());
       expectNear(y, naiveConv(g, x, w, e, nchw), 1e-5,
-                 std::string(nchw ? "nchw " : "nhwc ") + name + " epilogue part " + std::to_string(part % 4) +
+                 std::string(nchw ? "nchw " : "nhwc ") + name + " epilogue part " + std::to_string(part % kParts) +
                      " vector lanes " + std::to_string(lanes));
     }
 }
