@@ -503,12 +503,24 @@ TEST_F(CpuBackendTest, ConvEpiloguesOfAddAndClampRunInsideTheMicrokernel) {
   EXPECT_EQ(r.stats.kernelCalls, 0) << r.description;
 }
 
+// y1 = activation(Conv3x3(x) + b) over 8 channels, y2 = DepthwiseConv3x3(y1) + b2 (weights from seeds
+// seed..seed+3): the two conv paths (im2col + SGEMM, direct) with an epilogue each.
+std::pair<Value*, Value*> activatedConvThenDepthwise(GraphBuilder& b, Value* x, const std::string& activation,
+                                                    uint64_t seed) {
+  using Ints = std::vector<int64_t>;
+  std::map<std::string, Attribute> attrs = {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}};
+  Value* y1 = b.op(activation, {b.op("Conv", {x, b.constant(randomTensor({8, 8, 3, 3}, seed)),
+                                              b.constant(randomTensor({8}, seed + 1))}, attrs)});
+  attrs["group"] = int64_t(8);
+  Value* y2 = b.op("Conv", {y1, b.constant(randomTensor({8, 1, 3, 3}, seed + 2)),
+                            b.constant(randomTensor({8}, seed + 3))}, attrs);
+  return {y1, y2};
+}
+
 TEST_F(CpuBackendTest, HardSwishAndHardSigmoidEpiloguesRunInsideTheMicrokernel) {
   // y1 = HardSwish(Conv(x) + b) (MobileNetV3's, through im2col + SGEMM); y2 = HardSigmoid(DepthwiseConv(y1) + y1)
   // with its own alpha and beta (the direct kernel, a residual first): after the default pipeline, with and
   // without convert-layout, no compiled kernel.
-  using Ints = std::vector<int64_t>;
-  std::map<std::string, Attribute> attrs = {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}};
   PipelineOptions nchw;
   nchw.disable = {"convert-layout"};
   for (const auto& [layout, options] :
@@ -516,12 +528,7 @@ TEST_F(CpuBackendTest, HardSwishAndHardSigmoidEpiloguesRunInsideTheMicrokernel) 
     SCOPED_TRACE(layout);
     auto r = expectOptimizedMatches(
         [&](GraphBuilder& b, Value* x) {
-          Value* y1 = b.op("HardSwish", {b.op("Conv", {x, b.constant(randomTensor({8, 8, 3, 3}, 71)),
-                                                        b.constant(randomTensor({8}, 72))}, attrs)});
-          std::map<std::string, Attribute> dw = attrs;
-          dw["group"] = int64_t(8);
-          Value* y2 =
-              b.op("Conv", {y1, b.constant(randomTensor({8, 1, 3, 3}, 73)), b.constant(randomTensor({8}, 74))}, dw);
+          auto [y1, y2] = activatedConvThenDepthwise(b, x, "HardSwish", 71);
           b.output(b.op("HardSigmoid", {b.op("Add", {y2, y1})}, {{"alpha", 0.3f}, {"beta", 0.4f}}));
         },
         {2, 8, 6, 6}, options);
@@ -534,15 +541,9 @@ TEST_F(CpuBackendTest, HardSwishAndHardSigmoidEpiloguesRunInsideTheMicrokernel) 
 TEST_F(CpuBackendTest, OtherConvEpiloguesAreOneCompiledInPlaceKernel) {
   // Sigmoid is not the microkernel's: the conv call writes the region's output, then ONE compiled generic
   // updates it in place. The residual after the depthwise conv is added in the microkernel's registers.
-  using Ints = std::vector<int64_t>;
-  std::map<std::string, Attribute> attrs = {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}};
   auto r = expectOptimizedMatches(
       [&](GraphBuilder& b, Value* x) {
-        Value* y1 = b.op("Sigmoid", {b.op("Conv", {x, b.constant(randomTensor({8, 8, 3, 3}, 67)),
-                                                    b.constant(randomTensor({8}, 68))}, attrs)});
-        std::map<std::string, Attribute> dw = attrs;
-        dw["group"] = int64_t(8);
-        Value* y2 = b.op("Conv", {y1, b.constant(randomTensor({8, 1, 3, 3}, 69)), b.constant(randomTensor({8}, 70))}, dw);
+        auto [y1, y2] = activatedConvThenDepthwise(b, x, "Sigmoid", 67);
         b.output(b.op("Add", {y2, y1}));
       },
       {2, 8, 6, 6}, {});
