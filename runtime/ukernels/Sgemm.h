@@ -2,8 +2,9 @@
 // by the reference interpreter's MatMul/Gemm/Conv kernels and the compiled
 // `cpu` backend (which calls it from its kernels the way IREE calls ukernels).
 //
-// Blocking follows BLIS: a KC x NC panel of op(B) and an MC x KC block of
-// op(A) are packed into register-tile panels, and an MR x NR register tile of
+// Blocking follows BLIS: a KC x NC panel of op(B) is packed into
+// register-tile panels (a constant B once), rows of A are read in place (a
+// transposed A is packed into MR-row panels), and an MR x NR register tile of
 // C accumulates in vector registers. The tile and the instruction set are
 // picked once at load time: AVX-512 (12 x 32), AVX2+FMA (6 x 16), or portable
 // 128-bit vectors (4 x 8). Blocks of C are spread over OpenMP threads.

@@ -174,9 +174,6 @@ void packB(bool transB, const float* B, int64_t ldb, int64_t k0, int64_t kc, int
   }
 }
 
-// Column panels per task up to which A is not packed (see sgemmBlocked).
-constexpr int64_t kInPlaceAPanels = 4;
-
 template <typename V, int MR, int NV>
 void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
@@ -238,9 +235,11 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
     int64_t q0 = js * perSplit, nPanels = std::min(blockPanels, q0 + perSplit) - q0;
     if (nPanels <= 0) continue;
     int64_t j0 = jBlock + q0 * NR, nc = std::min(nPanels * NR, N - j0);
-    // Packing A pays off when each A panel meets many B panels; a narrow C
-    // (1x1 convolutions of mobile nets) reads whole rows of A in place instead.
-    const bool inPlaceA = !transA && nPanels <= kInPlaceAPanels;
+    // A non-transposed A is read in place, whole rows of it, by the microkernel: packing it (a scalar
+    // transpose into MR-row panels) was meant to pay off when each panel meets many B panels, but on an
+    // AVX2 EPYC it cost 6-25% on every conv GEMM shape measured (1x1 expansions with K = 16-160 most) and
+    // saved at most 2.5% on one. Only a transposed A, strided along K, is packed.
+    const bool inPlaceA = !transA;
     thread_local AlignedFloats apBuf, bpBuf;
     if (!apBuf) {
       apBuf = alignedFloats(size_t(MC * KC));
