@@ -13,7 +13,9 @@ namespace {
 // Direct convolution: one output row (n, oh) and one block of output channels at a time; the
 // pixels whose window lies inside the input row in tiles of up to 8 pixels
 // (accumulators in vector registers, no bounds checks), the border pixels one
-// by one with checks. Outputs start from the bias and leave with the residual
+// by one. Grouped convolutions (both layouts) run DirectRow below; depthwise
+// NHWC ones their own row kernel (depthwiseRow), whose inner loop reuses each
+// loaded input across the window. Outputs start from the bias and leave with the residual
 // added and clamped to [lo, hi] (a fused Relu/Clip), so each is written once.
 // A block of L channels is a Pack of native vectors (one zmm, two ymm or four
 // xmm for 16 channels); the code is written once over the native width NW and
@@ -21,21 +23,6 @@ namespace {
 // are forced inline into each ISA's copy, so no vector crosses a call between ISAs.
 #pragma GCC diagnostic ignored "-Wpsabi"
 constexpr int64_t kLanes = 16;
-
-// Depthwise: lane c reads input channel k0 + c; weights [R*S, C]. Blocks are
-// exactly one Pack wide (16, then 8, 4, 1 for what is left), so no load in
-// the loop is partial.
-template <class P>
-struct DepthwiseCells {
-  using Block = P;
-  static constexpr bool kWholeVectors = true;  // every block is exactly one Pack wide
-  template <int T>
-  FRICTION_INLINE void accumulate(P* acc, const float* x, int64_t pixelStride, const float* w) const {
-    const P wv = P::load(w);
-#pragma GCC unroll 8
-    for (int p = 0; p < T; ++p) acc[p].multiplyAdd(P::load(x + p * pixelStride), wv);
-  }
-};
 
 // Grouped: the block's 16 output channels read the input channels of their
 // groups (`inputs` of them from the block's first); each is broadcast and
@@ -47,7 +34,6 @@ struct DepthwiseCells {
 template <class P>
 struct GroupedCells {
   using Block = P;
-  static constexpr bool kWholeVectors = false;  // the last block may be partial
   int64_t inputs;
   int64_t channelStride;  // floats between input channels: 1 (NHWC) or H * W (NCHW)
   template <int T>
@@ -87,7 +73,7 @@ struct DirectRow {
   // T finished accumulators of the pixels from ow0: residual, clamp, store.
   template <int T>
   FRICTION_INLINE void store(int64_t ow0, P* acc) const {
-    const int64_t stored = Cells::kWholeVectors ? P::kWidth : lanes;
+    const int64_t stored = lanes;  // the last block may be partial
     if constexpr (Planar) {
       float tile[T][P::kWidth];
       for (int p = 0; p < T; ++p) acc[p].store(tile[p]);
@@ -193,14 +179,155 @@ FRICTION_INLINE void runRow(const float* residual, Args... args) {
     DirectRow<Cells, false, Planar>{args...}.run();
 }
 
-// One output row of a depthwise block of L channels.
-template <int L, int NW>
-FRICTION_INLINE void depthwiseRow(const Conv2d& g, const float* x, const float* packed, const ConvEpilogue& e,
-                                  int64_t oh, int64_t rLo, int64_t rHi, Block blk, const float* res, float* y) {
+// An output row's window rows [rLo, rHi) inside the input, and its columns [owA, owB) whose every window cell
+// lies inside the input row: computed once per row, not per block of channels (on 7x7 images with hundreds
+// of channels, the divisions cost as much as the block's row).
+struct RowSpan {
+  int64_t rLo, rHi, owA, owB;
+};
+
+// What a depthwise row's tiles read, by value: the tile loop works on its own copy, so no stride, bound or
+// constant in it is reached through a pointer (through the closures of a first version, the loop spent as
+// long chasing them as multiplying; written as DirectRow's methods, its strides and accumulators spilled).
+template <class P>
+struct DepthwiseRowArgs {
+  const float* x0;  // the first inside window row, at input column -padLeft: pixel ow's window at x0 + ow * pixelStep
+  const float* w0;  // that window row's weights
+  const float* res;  // residual at output (n, oh, 0) of the block's first channel, or null
+  float* y;
+  int64_t rows, S, C, K, rowStep, cellStep, pixelStep, W, strideW, dilW, padLeft;
+  P bias, lo, hi;
+  Activation activation;
+  float alpha, beta;
+};
+
+// Bias already in v: the residual, the clamp and the activation, then the store of output pixel ow.
+template <class P>
+FRICTION_INLINE void depthwiseFinish(const DepthwiseRowArgs<P>& a, P v, int64_t ow) {
+  if (a.res) v.add(P::load(a.res + ow * a.K));
+  v.clamp(a.lo, a.hi);
+  if (a.activation != Activation::None) v.hardSigmoid(a.alpha, a.beta, a.activation == Activation::HardSwish);
+  v.store(a.y + ow * a.K);
+}
+
+// p advanced by `step` floats, opaque to the optimizer: a walk along the row stays one pointer and one add per
+// pixel, where GCC otherwise keeps one offset per (pixel, cell) and, out of registers, reloads them from the stack.
+FRICTION_INLINE const float* advance(const float* p, int64_t step) {
+  p += step;
+#if defined(__GNUC__)
+  asm("" : "+r"(p));
+#endif
+  return p;
+}
+
+// Interior pixels from ow (every window cell inside the input) in tiles of T while a whole tile fits before
+// `end`; returns the first pixel left. KS: the window width when fixed at compile time (0: a.S); Stride: the
+// horizontal stride when fixed and the window undilated (0: any). With both fixed, each input pixel of a
+// window row is loaded once and multiplied into every output pixel of the tile whose window holds it (3x3,
+// stride 1: 6 loads for 12 products).
+template <class P, int T, int KS, int Stride>
+FRICTION_INLINE int64_t depthwiseTiles(const DepthwiseRowArgs<P> a, int64_t ow, int64_t end) {
+  using V = typename P::V;
+  constexpr int N = int(sizeof(P) / sizeof(V)), W = P::kWidth / N;
+  auto load = [](const float* p) FRICTION_LAMBDA_INLINE {
+    V v;
+    std::memcpy(&v, p, sizeof(V));
+    return v;
+  };
+  for (; ow + T <= end; ow += T) {
+    V acc[T][N];
+#pragma GCC unroll 8
+    for (int p = 0; p < T; ++p)
+#pragma GCC unroll 8
+      for (int i = 0; i < N; ++i) acc[p][i] = a.bias.v[i];
+    const float *x = a.x0 + ow * a.pixelStep, *w = a.w0;
+    for (int64_t r = 0; r < a.rows; ++r, x += a.rowStep, w += a.S * a.C) {
+      if constexpr (KS > 0 && Stride > 0) {
+        const float* xj = x;
+#pragma GCC unroll 32
+        for (int j = 0; j < (T - 1) * Stride + KS; ++j, xj = advance(xj, a.C)) {
+          V xv[N];
+#pragma GCC unroll 8
+          for (int i = 0; i < N; ++i) xv[i] = load(xj + i * W);
+#pragma GCC unroll 8
+          for (int s = 0; s < KS; ++s)  // input pixel j is cell s of output pixel (j - s) / Stride
+            if (j >= s && (j - s) % Stride == 0 && (j - s) / Stride < T)
+#pragma GCC unroll 8
+              for (int i = 0; i < N; ++i) acc[(j - s) / Stride][i] += xv[i] * load(w + s * a.C + i * W);
+        }
+      } else {
+        for (int64_t s = 0; s < (KS ? KS : a.S); ++s) {
+          V wv[N];
+#pragma GCC unroll 8
+          for (int i = 0; i < N; ++i) wv[i] = load(w + s * a.C + i * W);
+#pragma GCC unroll 8
+          for (int p = 0; p < T; ++p)
+#pragma GCC unroll 8
+            for (int i = 0; i < N; ++i) acc[p][i] += load(x + s * a.cellStep + p * a.pixelStep + i * W) * wv[i];
+        }
+      }
+    }
+#pragma GCC unroll 8
+    for (int p = 0; p < T; ++p) {
+      P v;
+#pragma GCC unroll 8
+      for (int i = 0; i < N; ++i) v.v[i] = acc[p][i];
+      depthwiseFinish(a, v, ow + p);
+    }
+  }
+  return ow;
+}
+
+// A border pixel: the window cells [sLo, sHi) inside the input row.
+template <class P>
+FRICTION_INLINE void depthwiseBorder(const DepthwiseRowArgs<P>& a, int64_t ow) {
+  const auto [sLo, sHi] = insideOutputs(ow * a.strideW - a.padLeft, a.dilW, a.W, a.S);
+  P acc = a.bias;
+  const float *x = a.x0 + ow * a.pixelStep, *w = a.w0;
+  for (int64_t r = 0; r < a.rows; ++r, x += a.rowStep, w += a.S * a.C)
+    for (int64_t s = sLo; s < sHi; ++s) acc.multiplyAdd(P::load(x + s * a.cellStep), P::load(w + s * a.C));
+  depthwiseFinish(a, acc, ow);
+}
+
+// One output row (n, oh) of a depthwise block of L channels: x at image n's channel k0, w the [R*S, C]
+// weights at k0, res and y at output (n, oh, 0) of channel k0. The main tile loop is a function of its own
+// (callAtWidth): sharing one with the borders and the remainder tiles, it ran 1.3x slower.
+template <int L, int NW, int KS>
+FRICTION_INLINE void depthwiseRow(const Conv2d& g, const float* x, const float* w, const float* bias,
+                                  const ConvEpilogue& e, int64_t oh, RowSpan span, const float* res, float* y) {
   using P = PackOf<L, NW>;
-  const P bias = e.bias ? P::load(e.bias + blk.k0) : P::splat(0.f);
-  runRow<DepthwiseCells<P>>(res, g, DepthwiseCells<P>{}, x + blk.k0, packed + blk.k0, g.C, oh, rLo, rHi, bias,
-                            P::splat(e.lo), P::splat(e.hi), res, y, blk.lanes, e);
+  constexpr int T = std::max(1, 8 / int(sizeof(P) / sizeof(typename P::V)));  // 8 vector accumulators
+  const auto [rLo, rHi, owA, owB] = span;
+  const int64_t C = g.C, S = g.S;
+  const DepthwiseRowArgs<P> a{x + ((oh * g.strideH - g.padTop + rLo * g.dilH) * g.W - g.padLeft) * C,
+                              w + rLo * S * C, res, y, rHi - rLo, S, C, g.K, g.dilH * g.W * C, g.dilW * C,
+                              g.strideW * C, g.W, g.strideW, g.dilW, g.padLeft,
+                              bias ? P::load(bias) : P::splat(0.f), P::splat(e.lo), P::splat(e.hi), e.activation,
+                              e.alpha, e.beta};
+  int64_t ow = 0;
+  for (; ow < owA; ++ow) depthwiseBorder(a, ow);
+  auto tilesAt = [&]<int Stride>() FRICTION_LAMBDA_INLINE {
+    callAtWidth<NW>([&]<int>() FRICTION_LAMBDA_INLINE { ow = depthwiseTiles<P, T, KS, Stride>(a, ow, owB); });
+    if constexpr (T >= 4) ow = depthwiseTiles<P, T / 2, KS, Stride>(a, ow, owB);
+    ow = depthwiseTiles<P, 1, KS, Stride>(a, ow, owB);
+  };
+  if (KS > 0 && g.dilW == 1 && g.strideW == 1)
+    tilesAt.template operator()<1>();
+  else if (KS > 0 && g.dilW == 1 && g.strideW == 2)
+    tilesAt.template operator()<2>();
+  else
+    tilesAt.template operator()<0>();
+  for (; ow < g.OW; ++ow) depthwiseBorder(a, ow);
+}
+
+// A depthwise row with the window width fixed at compile time where it is 3 or 5 (nearly every model's), so
+// the loop over a window row unrolls.
+template <int L, int NW>
+FRICTION_INLINE void depthwiseRowOf(const Conv2d& g, const float* x, const float* w, const float* bias,
+                                    const ConvEpilogue& e, int64_t oh, RowSpan span, const float* res, float* y) {
+  if (g.S == 3) return depthwiseRow<L, NW, 3>(g, x, w, bias, e, oh, span, res, y);
+  if (g.S == 5) return depthwiseRow<L, NW, 5>(g, x, w, bias, e, oh, span, res, y);
+  depthwiseRow<L, NW, 0>(g, x, w, bias, e, oh, span, res, y);
 }
 
 // What the rows of one direct convolution share.
@@ -216,19 +343,21 @@ struct DirectConv {
 
 // Output row (n, oh) of block `blk` with NW-float vectors.
 template <int NW>
-FRICTION_INLINE void directRowOf(const DirectConv& d, int64_t n, int64_t oh, Block blk) {
+FRICTION_INLINE void directRowOf(const DirectConv& d, int64_t n, int64_t oh, RowSpan span, Block blk) {
   const Conv2d& g = d.g;
-  const auto [rLo, rHi] = insideWindowRows(g, oh);
+  const auto [rLo, rHi, owA, owB] = span;
   // Output (n, oh, 0) of channel k0, and image n's input.
   const int64_t out = d.planar ? (n * g.K + blk.k0) * g.OH * g.OW + oh * g.OW : (n * g.OH + oh) * g.OW * g.K + blk.k0;
   const float* res = d.e.residual ? d.e.residual + out : nullptr;
   const float* xn = d.x + n * g.H * g.W * g.C;
-  switch (g.depthwise() ? blk.lanes : 0) {
-    case 16: return depthwiseRow<16, NW>(g, xn, d.packed, d.e, oh, rLo, rHi, blk, res, d.y + out);
-    case 8: return depthwiseRow<8, NW>(g, xn, d.packed, d.e, oh, rLo, rHi, blk, res, d.y + out);
-    case 4: return depthwiseRow<4, NW>(g, xn, d.packed, d.e, oh, rLo, rHi, blk, res, d.y + out);
-    case 1: return depthwiseRow<1, NW>(g, xn, d.packed, d.e, oh, rLo, rHi, blk, res, d.y + out);
-    default: break;
+  if (g.depthwise()) {
+    const float *xk = xn + blk.k0, *wk = d.packed + blk.k0, *bias = d.e.bias ? d.e.bias + blk.k0 : nullptr;
+    switch (blk.lanes) {
+      case 16: return depthwiseRowOf<16, NW>(g, xk, wk, bias, d.e, oh, span, res, d.y + out);
+      case 8: return depthwiseRowOf<8, NW>(g, xk, wk, bias, d.e, oh, span, res, d.y + out);
+      case 4: return depthwiseRowOf<4, NW>(g, xk, wk, bias, d.e, oh, span, res, d.y + out);
+      default: return depthwiseRowOf<1, NW>(g, xk, wk, bias, d.e, oh, span, res, d.y + out);
+    }
   }
   using P = PackOf<kLanes, NW>;
   const BlockInputs in = blockInputs(g, blk.k0);
@@ -276,14 +405,27 @@ void convDirect(const Conv2d& g, const float* x, const float* packed, const Conv
   assert(!planar || !g.depthwise());
   const std::vector<Block> blocks = blocksOf(g);
   const DirectConv d{g, x, packed, e, y, planar, g.depthwise() ? 0 : maxBlockInputs(g) * kLanes};
-  const int64_t nb = int64_t(blocks.size());
-#pragma omp parallel for collapse(3) schedule(static) if (windowWork(g, g.K * (g.C / g.group)) > kParallelWork)
-  for (int64_t n = 0; n < g.N; ++n)
-    for (int64_t oh = 0; oh < g.OH; ++oh)
-      for (int64_t b = 0; b < nb; ++b) {
-        const Block blk = blocks[size_t(b)];
-        withNativeWidth([&]<int W>() FRICTION_LAMBDA_INLINE { directRowOf<W>(d, n, oh, blk); });
-      }
+  const auto [owA, owB] = interiorColumns(g);
+  // Tasks: output rows, each split into chunks of channel blocks only as far as needed for about 16 tasks.
+  const int64_t nb = int64_t(blocks.size()), rows = g.N * g.OH;
+  const int64_t chunks = std::min(nb, (16 + rows - 1) / rows), perChunk = (nb + chunks - 1) / chunks;
+#pragma omp parallel for collapse(2) schedule(static) if (windowWork(g, g.K * (g.C / g.group)) > kParallelWork)
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t n = row / g.OH, oh = row % g.OH, b1 = std::min(nb, (c + 1) * perChunk);
+      const auto [rLo, rHi] = insideWindowRows(g, oh);
+      const RowSpan span{rLo, rHi, owA, owB};
+      // One dispatch a chunk for depthwise rows (whose tile loop is a function of its own: 1.4x on 7x7
+      // images of 960 channels), one a block for DirectRow (inlined into a loop over blocks, the RGB stem
+      // ran 1.3x slower).
+      if (g.depthwise())
+        withNativeWidth([&]<int W>() FRICTION_LAMBDA_INLINE {
+          for (int64_t b = c * perChunk; b < b1; ++b) directRowOf<W>(d, n, oh, span, blocks[size_t(b)]);
+        });
+      else
+        for (int64_t b = c * perChunk; b < b1; ++b)
+          withNativeWidth([&]<int W>() FRICTION_LAMBDA_INLINE { directRowOf<W>(d, n, oh, span, blocks[size_t(b)]); });
+    }
 }
 
 }  // namespace friction::ukernels
