@@ -1,6 +1,8 @@
 // The direct convolution kernels (no im2col), in both layouts: see ConvDirect.h.
 #include "runtime/ukernels/ConvDirect.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cassert>
 #include <vector>
@@ -10,17 +12,18 @@
 namespace friction::ukernels {
 namespace {
 
-// Direct convolution: one output row (n, oh) and one block of output channels at a time; the
-// pixels whose window lies inside the input row in tiles of up to 8 pixels
-// (accumulators in vector registers, no bounds checks), the border pixels one
-// by one. Grouped convolutions (both layouts) run DirectRow below; depthwise
-// NHWC ones their own row kernel (depthwiseRow), whose inner loop reuses each
-// loaded input across the window. Outputs start from the bias and leave with the residual
-// added and clamped to [lo, hi] (a fused Relu/Clip), so each is written once.
+// Direct convolution: one output row (n, oh) and one block of output channels at a time (a task takes a
+// row's chunk of blocks); the pixels whose window lies inside the input row in tiles of up to 8 pixels
+// (accumulators in vector registers, no bounds checks), the border pixels one by one. Grouped
+// convolutions and dense ones over at most 4 input channels, in either layout, run DirectRow below;
+// depthwise NHWC ones their own row kernel (depthwiseRow), whose inner loop reuses each loaded input
+// across the window. Outputs start from the bias and leave with the residual added, clamped to [lo, hi]
+// (a fused Relu/Clip) and activated (HardSigmoid/HardSwish), so each is written once.
 // A block of L channels is a Pack of native vectors (one zmm, two ymm or four
 // xmm for 16 channels); the code is written once over the native width NW and
 // instantiated per ISA (Multiversion.h). The helpers pass Packs by value; they
-// are forced inline into each ISA's copy, so no vector crosses a call between ISAs.
+// are forced inline into each ISA's copy, so no vector crosses a call between
+// ISAs (callAtWidth's calls stay within one).
 #pragma GCC diagnostic ignored "-Wpsabi"
 constexpr int64_t kLanes = 16;
 
@@ -181,7 +184,7 @@ FRICTION_INLINE void runRow(const float* residual, Args... args) {
 
 // An output row's window rows [rLo, rHi) inside the input, and its columns [owA, owB) whose every window cell
 // lies inside the input row: computed once per row, not per block of channels (on 7x7 images with hundreds
-// of channels, the divisions cost as much as the block's row).
+// of channels, the divisions cost as much as the block's row). DirectRow reads rLo and rHi only.
 struct RowSpan {
   int64_t rLo, rHi, owA, owB;
 };
@@ -195,7 +198,7 @@ struct DepthwiseRowArgs {
   const float* w0;  // that window row's weights
   const float* res;  // residual at output (n, oh, 0) of the block's first channel, or null
   float* y;
-  int64_t rows, S, C, K, rowStep, cellStep, pixelStep, W, strideW, dilW, padLeft;
+  int64_t windowRows, S, C, K, rowStep, cellStep, pixelStep, inW, strideW, dilW, padLeft;
   P bias, lo, hi;
   Activation activation;
   float alpha, beta;
@@ -228,7 +231,7 @@ FRICTION_INLINE const float* advance(const float* p, int64_t step) {
 template <class P, int T, int KS, int Stride>
 FRICTION_INLINE int64_t depthwiseTiles(const DepthwiseRowArgs<P> a, int64_t ow, int64_t end) {
   using V = typename P::V;
-  constexpr int N = int(sizeof(P) / sizeof(V)), W = P::kWidth / N;
+  constexpr int N = int(sizeof(P) / sizeof(V)), lanes = P::kWidth / N;  // N vectors of `lanes` floats
   auto load = [](const float* p) FRICTION_LAMBDA_INLINE {
     V v;
     std::memcpy(&v, p, sizeof(V));
@@ -241,29 +244,29 @@ FRICTION_INLINE int64_t depthwiseTiles(const DepthwiseRowArgs<P> a, int64_t ow, 
 #pragma GCC unroll 8
       for (int i = 0; i < N; ++i) acc[p][i] = a.bias.v[i];
     const float *x = a.x0 + ow * a.pixelStep, *w = a.w0;
-    for (int64_t r = 0; r < a.rows; ++r, x += a.rowStep, w += a.S * a.C) {
+    for (int64_t r = 0; r < a.windowRows; ++r, x += a.rowStep, w += a.S * a.C) {
       if constexpr (KS > 0 && Stride > 0) {
         const float* xj = x;
 #pragma GCC unroll 32
         for (int j = 0; j < (T - 1) * Stride + KS; ++j, xj = advance(xj, a.C)) {
           V xv[N];
 #pragma GCC unroll 8
-          for (int i = 0; i < N; ++i) xv[i] = load(xj + i * W);
+          for (int i = 0; i < N; ++i) xv[i] = load(xj + i * lanes);
 #pragma GCC unroll 8
           for (int s = 0; s < KS; ++s)  // input pixel j is cell s of output pixel (j - s) / Stride
             if (j >= s && (j - s) % Stride == 0 && (j - s) / Stride < T)
 #pragma GCC unroll 8
-              for (int i = 0; i < N; ++i) acc[(j - s) / Stride][i] += xv[i] * load(w + s * a.C + i * W);
+              for (int i = 0; i < N; ++i) acc[(j - s) / Stride][i] += xv[i] * load(w + s * a.C + i * lanes);
         }
       } else {
         for (int64_t s = 0; s < (KS ? KS : a.S); ++s) {
           V wv[N];
 #pragma GCC unroll 8
-          for (int i = 0; i < N; ++i) wv[i] = load(w + s * a.C + i * W);
+          for (int i = 0; i < N; ++i) wv[i] = load(w + s * a.C + i * lanes);
 #pragma GCC unroll 8
           for (int p = 0; p < T; ++p)
 #pragma GCC unroll 8
-            for (int i = 0; i < N; ++i) acc[p][i] += load(x + s * a.cellStep + p * a.pixelStep + i * W) * wv[i];
+            for (int i = 0; i < N; ++i) acc[p][i] += load(x + s * a.cellStep + p * a.pixelStep + i * lanes) * wv[i];
         }
       }
     }
@@ -281,17 +284,16 @@ FRICTION_INLINE int64_t depthwiseTiles(const DepthwiseRowArgs<P> a, int64_t ow, 
 // A border pixel: the window cells [sLo, sHi) inside the input row.
 template <class P>
 FRICTION_INLINE void depthwiseBorder(const DepthwiseRowArgs<P>& a, int64_t ow) {
-  const auto [sLo, sHi] = insideOutputs(ow * a.strideW - a.padLeft, a.dilW, a.W, a.S);
+  const auto [sLo, sHi] = insideOutputs(ow * a.strideW - a.padLeft, a.dilW, a.inW, a.S);
   P acc = a.bias;
   const float *x = a.x0 + ow * a.pixelStep, *w = a.w0;
-  for (int64_t r = 0; r < a.rows; ++r, x += a.rowStep, w += a.S * a.C)
+  for (int64_t r = 0; r < a.windowRows; ++r, x += a.rowStep, w += a.S * a.C)
     for (int64_t s = sLo; s < sHi; ++s) acc.multiplyAdd(P::load(x + s * a.cellStep), P::load(w + s * a.C));
   depthwiseFinish(a, acc, ow);
 }
 
 // One output row (n, oh) of a depthwise block of L channels: x at image n's channel k0, w the [R*S, C]
-// weights at k0, res and y at output (n, oh, 0) of channel k0. The main tile loop is a function of its own
-// (callAtWidth): sharing one with the borders and the remainder tiles, it ran 1.3x slower.
+// weights at k0, res and y at output (n, oh, 0) of channel k0.
 template <int L, int NW, int KS>
 FRICTION_INLINE void depthwiseRow(const Conv2d& g, const float* x, const float* w, const float* bias,
                                   const ConvEpilogue& e, int64_t oh, RowSpan span, const float* res, float* y) {
@@ -306,17 +308,22 @@ FRICTION_INLINE void depthwiseRow(const Conv2d& g, const float* x, const float* 
                               e.alpha, e.beta};
   int64_t ow = 0;
   for (; ow < owA; ++ow) depthwiseBorder(a, ow);
-  auto tilesAt = [&]<int Stride>() FRICTION_LAMBDA_INLINE {
+  // The interior in tiles of T pixels (in a function of its own: see callAtWidth), then of T/2 and 1.
+  auto interior = [&]<int Stride>() FRICTION_LAMBDA_INLINE {
     callAtWidth<NW>([&]<int>() FRICTION_LAMBDA_INLINE { ow = depthwiseTiles<P, T, KS, Stride>(a, ow, owB); });
     if constexpr (T >= 4) ow = depthwiseTiles<P, T / 2, KS, Stride>(a, ow, owB);
     ow = depthwiseTiles<P, 1, KS, Stride>(a, ow, owB);
   };
-  if (KS > 0 && g.dilW == 1 && g.strideW == 1)
-    tilesAt.template operator()<1>();
-  else if (KS > 0 && g.dilW == 1 && g.strideW == 2)
-    tilesAt.template operator()<2>();
-  else
-    tilesAt.template operator()<0>();
+  if constexpr (KS > 0) {
+    if (g.dilW == 1 && g.strideW == 1)
+      interior.template operator()<1>();
+    else if (g.dilW == 1 && g.strideW == 2)
+      interior.template operator()<2>();
+    else
+      interior.template operator()<0>();
+  } else {
+    interior.template operator()<0>();
+  }
   for (; ow < g.OW; ++ow) depthwiseBorder(a, ow);
 }
 
@@ -329,6 +336,8 @@ FRICTION_INLINE void depthwiseRowOf(const Conv2d& g, const float* x, const float
   if (g.S == 5) return depthwiseRow<L, NW, 5>(g, x, w, bias, e, oh, span, res, y);
   depthwiseRow<L, NW, 0>(g, x, w, bias, e, oh, span, res, y);
 }
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // What the rows of one direct convolution share.
 struct DirectConv {
@@ -356,7 +365,8 @@ FRICTION_INLINE void directRowOf(const DirectConv& d, int64_t n, int64_t oh, Row
       case 16: return depthwiseRowOf<16, NW>(g, xk, wk, bias, d.e, oh, span, res, d.y + out);
       case 8: return depthwiseRowOf<8, NW>(g, xk, wk, bias, d.e, oh, span, res, d.y + out);
       case 4: return depthwiseRowOf<4, NW>(g, xk, wk, bias, d.e, oh, span, res, d.y + out);
-      default: return depthwiseRowOf<1, NW>(g, xk, wk, bias, d.e, oh, span, res, d.y + out);
+      case 1: return depthwiseRowOf<1, NW>(g, xk, wk, bias, d.e, oh, span, res, d.y + out);
+      default: assert(false && "blocksOf makes depthwise blocks of 16, 8, 4 or 1 channels"); return;
     }
   }
   using P = PackOf<kLanes, NW>;
@@ -406,18 +416,21 @@ void convDirect(const Conv2d& g, const float* x, const float* packed, const Conv
   const std::vector<Block> blocks = blocksOf(g);
   const DirectConv d{g, x, packed, e, y, planar, g.depthwise() ? 0 : maxBlockInputs(g) * kLanes};
   const auto [owA, owB] = interiorColumns(g);
-  // Tasks: output rows, each split into chunks of channel blocks only as far as needed for about 16 tasks.
+  // Tasks: output rows, each split into chunks of channel blocks only as far as needed for about four
+  // tasks a thread.
   const int64_t nb = int64_t(blocks.size()), rows = g.N * g.OH;
-  const int64_t chunks = std::min(nb, (16 + rows - 1) / rows), perChunk = (nb + chunks - 1) / chunks;
+  if (rows == 0 || nb == 0) return;
+  const int64_t wanted = 4 * int64_t(omp_get_max_threads());
+  const int64_t perChunk = ceilDiv(nb, std::min(nb, ceilDiv(wanted, rows))), chunks = ceilDiv(nb, perChunk);
 #pragma omp parallel for collapse(2) schedule(static) if (windowWork(g, g.K * (g.C / g.group)) > kParallelWork)
   for (int64_t row = 0; row < rows; ++row)
     for (int64_t c = 0; c < chunks; ++c) {
       const int64_t n = row / g.OH, oh = row % g.OH, b1 = std::min(nb, (c + 1) * perChunk);
       const auto [rLo, rHi] = insideWindowRows(g, oh);
       const RowSpan span{rLo, rHi, owA, owB};
-      // One dispatch a chunk for depthwise rows (whose tile loop is a function of its own: 1.4x on 7x7
-      // images of 960 channels), one a block for DirectRow (inlined into a loop over blocks, the RGB stem
-      // ran 1.3x slower).
+      // One dispatch a chunk for depthwise rows (whose tile loop is a function of its own: 1.4x faster on
+      // 7x7 images of 960 channels than one a block), one a block for DirectRow (inlined into a loop over
+      // blocks, the RGB stem ran 1.1-1.2x slower with the same instructions).
       if (g.depthwise())
         withNativeWidth([&]<int W>() FRICTION_LAMBDA_INLINE {
           for (int64_t b = c * perChunk; b < b1; ++b) directRowOf<W>(d, n, oh, span, blocks[size_t(b)]);

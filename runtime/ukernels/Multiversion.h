@@ -118,8 +118,8 @@ int limitVectorLanes(int lanes);
 
 // The copies withNativeWidth chooses from, one per instruction set; each
 // inlines everything its body calls (flatten), so no helper is left compiled
-// for another ISA, and is itself never inlined (called from another copy,
-// callAtWidth, it stays a function of its own).
+// for another ISA, and is itself noinline, so that a body callAtWidth runs
+// from inside a copy gets a function, and a register allocation, of its own.
 template <class Body>
 FRICTION_TARGET_AVX512 __attribute__((noinline)) void runWith16Lanes(const Body& body) {
   body.template operator()<16>();
@@ -140,6 +140,7 @@ FRICTION_TARGET_BASELINE __attribute__((noinline)) void runWith4Lanes(const Body
 // border pixels and remainder tiles ran 1.6x slower (spilled strides).
 template <int W, class Body>
 FRICTION_INLINE void callAtWidth(const Body& body) {
+  static_assert(W == 4 || W == 8 || W == 16, "a width withNativeWidth runs");
   if constexpr (W == 16)
     runWith16Lanes(body);
   else if constexpr (W == 8)

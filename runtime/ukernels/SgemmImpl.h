@@ -238,7 +238,8 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
     // A non-transposed A is read in place, whole rows of it, by the microkernel: packing it (a scalar
     // transpose into MR-row panels) was meant to pay off when each panel meets many B panels, but on an
     // AVX2 EPYC it cost 6-25% on every conv GEMM shape measured (1x1 expansions with K = 16-160 most) and
-    // saved at most 2.5% on one. Only a transposed A, strided along K, is packed.
+    // saved at most 2.5% on one. Only a transposed A, strided along K, and a block's last panel of fewer
+    // than MR rows (zero-padded) are packed.
     const bool inPlaceA = !transA;
     thread_local AlignedFloats apBuf, bpBuf;
     if (!apBuf) {

@@ -232,6 +232,35 @@ TEST(Conv, AsymmetricWindowsWideRowsAndWindowsWiderThanTheImage) {
     }
 }
 
+// The depthwise NHWC row kernel's paths: 29 channels (one block each of 16, 8,
+// 4 and 1 lanes); rows wide enough for whole 8-pixel tiles at stride 2 with
+// 3x3 and 5x5 windows (the input-reuse loop at its longest); a 7x7 and a 1x7
+// window (width not fixed at compile time), a 3x3 at stride 3 (fixed width,
+// stride not); 72 channels over 4 output rows and 29 over one (a row split
+// into chunks of blocks). With pad 3, the 1x7 window has output rows whose
+// window lies wholly in the padding.
+TEST(Conv, DepthwiseRowsOfEveryBlockWidthStrideAndWindow) {
+  struct Case {
+    int64_t N, H, W, C, R, S, stride, pad;
+  };
+  for (const Case& c : std::vector<Case>{{1, 5, 40, 29, 3, 3, 2, 1},
+                                         {1, 5, 40, 29, 5, 5, 2, 2},
+                                         {1, 4, 70, 29, 5, 5, 1, 2},
+                                         {1, 9, 20, 29, 7, 7, 1, 3},
+                                         {1, 3, 33, 29, 1, 7, 2, 3},
+                                         {2, 5, 31, 29, 3, 3, 3, 1},
+                                         {1, 4, 16, 72, 3, 3, 1, 1},
+                                         {1, 1, 1, 29, 3, 3, 1, 1}}) {
+    Conv2d g;
+    g.N = c.N, g.H = c.H, g.W = c.W, g.C = g.K = g.group = c.C, g.R = c.R, g.S = c.S;
+    g.strideH = g.strideW = c.stride, g.padTop = g.padLeft = c.pad;  // 1x7 pad 3: rows all padding
+    g.OH = outputExtent(g.H, c.R, c.stride, c.pad, 1), g.OW = outputExtent(g.W, c.S, c.stride, c.pad, 1);
+    expectConvMatchesNaive(g, std::to_string(c.H) + "x" + std::to_string(c.W) + " window " + std::to_string(c.R) +
+                                  "x" + std::to_string(c.S) + " stride " + std::to_string(c.stride) + " C " +
+                                  std::to_string(c.C));
+  }
+}
+
 // A deep NCHW convolution gathers its im2col matrix in bands of pixels
 // (4M floats): with 9216-deep columns a band is 455 pixels, which splits the
 // 24-pixel output rows, so bands start and end mid-row.
