@@ -415,7 +415,7 @@ void convDirect(const Conv2d& g, const float* x, const float* packed, const Conv
   assert(!planar || !g.depthwise());
   const std::vector<Block> blocks = blocksOf(g);
   const DirectConv d{g, x, packed, e, y, planar, g.depthwise() ? 0 : maxBlockInputs(g) * kLanes};
-  const auto [owA, owB] = interiorColumns(g);
+  const std::pair<int64_t, int64_t> columns = interiorColumns(g);  // not a structured binding: OpenMP captures it
   // Tasks: output rows, each split into chunks of channel blocks only as far as needed for about four
   // tasks a thread.
   const int64_t nb = int64_t(blocks.size()), rows = g.N * g.OH;
@@ -427,7 +427,7 @@ void convDirect(const Conv2d& g, const float* x, const float* packed, const Conv
     for (int64_t c = 0; c < chunks; ++c) {
       const int64_t n = row / g.OH, oh = row % g.OH, b1 = std::min(nb, (c + 1) * perChunk);
       const auto [rLo, rHi] = insideWindowRows(g, oh);
-      const RowSpan span{rLo, rHi, owA, owB};
+      const RowSpan span{rLo, rHi, columns.first, columns.second};
       // One dispatch a chunk for depthwise rows (whose tile loop is a function of its own: 1.4x faster on
       // 7x7 images of 960 channels than one a block), one a block for DirectRow (inlined into a loop over
       // blocks, the RGB stem ran 1.1-1.2x slower with the same instructions).
