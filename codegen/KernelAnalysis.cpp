@@ -6,6 +6,7 @@
 #include <numeric>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "codegen/NativeKernels.h"
 #include "ir/FusedRegion.h"
@@ -219,6 +220,48 @@ std::unique_ptr<KernelView> analyzeGraph(const Node& node, const FusedRegion& re
   return view;
 }
 
+bool isMaskOp(const std::string& op) {
+  static const std::unordered_set<std::string> ops = {
+#define FRICTION_MASK_OP(op, inputs) #op,
+#include "codegen/MaskOps.def"
+#undef FRICTION_MASK_OP
+  };
+  return ops.count(op) > 0;
+}
+// The ops the halide target builds as Typed kernels (a Cast between types no Structured one reads).
+bool isTypedKernelOp(const std::string& op) { return isMaskOp(op) || op == "ScatterND" || op == "Cast"; }
+
+// The Typed view of `node` (a mask op, a Cast, or a ScatterND of constant
+// indices): its inputs that are not constants are the arguments, of any
+// element type a kernel can read.
+std::unique_ptr<KernelView> analyzeTyped(const Node& node, std::string* why) {
+  auto storable = [](const Value* v) {
+    const DType t = v->dtype();
+    return v->shape().isStatic() && (t == DType::F32 || t == DType::I64 || t == DType::I32 || t == DType::Bool);
+  };
+  const bool mask = isMaskOp(node.op());
+  if (node.numOutputs() != 1 || !storable(node.output(0)))
+    return fail(why, node.op() + ": one static result of f32, i64, i32 or bool expected"), nullptr;
+  if (node.op() == "ScatterND" && (node.attrString("reduction", "none") != "none" || node.numInputs() != 3 ||
+                                   !node.input(1) || !constantData(node.input(1))))
+    return fail(why, "ScatterND with a reduction or indices that are not constants"), nullptr;
+  auto view = std::make_unique<KernelView>();
+  view->kind = KernelKind::Typed;
+  view->nodes = {&node};
+  for (size_t i = 0; i < node.numInputs(); ++i) {
+    const Value* v = node.input(i);
+    if (!v || !storable(v)) return fail(why, node.op() + ": input " + std::to_string(i) + " is absent or not storable"), nullptr;
+    if (mask && !broadcastsTo(v->shape().staticDims(), node.output(0)->shape().staticDims()))
+      return fail(why, node.op() + ": input " + std::to_string(i) + " does not broadcast to the result"), nullptr;
+    if (constantData(v) || std::find(view->inputs.begin(), view->inputs.end(), v) != view->inputs.end()) continue;
+    view->inputs.push_back(v);
+    view->argInputs.push_back(int(i));
+  }
+  view->outputs = {node.output(0)};
+  view->domain = node.output(0)->shape().staticDims();
+  return view;
+}
+
 }  // namespace
 
 bool isStaticView(const Node& n) {
@@ -347,8 +390,10 @@ std::unique_ptr<KernelView> analyzeKernel(const Node& node, const CodegenOptions
   if (options.target != Target::Halide) return view;
   // The halide target: a region the other kinds do not cover is one kernel of its whole body; statistics
   // (a softmax's maxima) are Funcs of the pipeline, not scratch buffers.
-  if (!view)
+  if (!view) {
     if (auto region = FusedRegion::of(node)) return analyzeGraph(node, *region, why);
+    if (isTypedKernelOp(node.op())) return analyzeTyped(node, why);
+  }
   if (view) view->scratch.clear();
   return view;
 }
@@ -389,6 +434,13 @@ std::string structuralKey(const Node& node) {
     for (size_t i = size_t(call->arguments); i < node.numInputs(); ++i)
       if (const Tensor* t = node.input(i) ? constantData(node.input(i)) : nullptr)
         key += constantText("const" + std::to_string(i), *t);
+  // A Typed kernel bakes in every constant operand (ScatterND's indices, a mask's constant side), which may
+  // be large: by its bytes' hash.
+  if (isTypedKernelOp(node.op()))
+    for (size_t i = 0; i < node.numInputs(); ++i)
+      if (const Tensor* t = node.input(i) ? constantData(node.input(i)) : nullptr)
+        key += " const" + std::to_string(i) + "=" + t->type().str() + "#" +
+               hex64(fnv1a64(std::string_view(static_cast<const char*>(t->rawData()), size_t(t->byteSize()))));
   return key + regionConstants(node, "");
 }
 

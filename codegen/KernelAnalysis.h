@@ -28,6 +28,12 @@
 //                one, a decomposed normalization, a dedup pattern) as ONE
 //                kernel of its whole body: every node elementwise, a
 //                contraction, Structured or a view, nested regions inlined
+//   Typed        the halide target only: one op the cpu target runs as a
+//                native typed kernel (NativeKernels.h): a mask op of
+//                codegen/MaskOps.def (bool operands or result), a Cast
+//                a Structured one does not cover, or a ScatterND of
+//                constant indices; operands f32, i64, i32 or bool, its
+//                constant operands read when it is built
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -40,7 +46,7 @@
 
 namespace friction::codegen {
 
-enum class KernelKind { Elementwise, Contraction, NativeEpilogue, Structured, Graph };
+enum class KernelKind { Elementwise, Contraction, NativeEpilogue, Structured, Graph, Typed };
 
 // The flat view of one kernel: the nodes it computes (a single node, or a
 // Fused region's body), its inputs and outputs.
@@ -48,7 +54,10 @@ struct KernelView {
   KernelKind kind = KernelKind::Elementwise;
   std::vector<const Node*> nodes;     // topological; for Contraction/NativeEpilogue, nodes[0] is the anchor
   std::vector<const Value*> inputs;   // kernel arguments, in order
-  std::vector<int> argInputs;         // Structured: the node input each argument is (the rest are constants)
+  // Structured and Typed: the node input each argument is (the rest are
+  // constants; none when every one is); the other kinds take every present input.
+  std::vector<int> argInputs;
+  bool listsArguments() const { return kind == KernelKind::Structured || kind == KernelKind::Typed; }
   // Structured: scratch buffers (f32, these shapes) the kernel takes after
   // its outputs: statistics a normalization computes before it normalizes.
   std::vector<std::vector<int64_t>> scratch;

@@ -50,7 +50,11 @@ class CastKernel : public NativeKernel {
   DType from_, to_;
 };
 
-enum class MaskOp { Equal, Less, LessOrEqual, Greater, GreaterOrEqual, And, Or, Xor, Not, Where };
+enum class MaskOp {
+#define FRICTION_MASK_OP(op, inputs) op,
+#include "codegen/MaskOps.def"
+#undef FRICTION_MASK_OP
+};
 
 // Calls f(outputIndex, offsets) for every element of `shape`, where
 // offsets[k] is the element of operand k under its broadcast `strides`.
@@ -149,9 +153,10 @@ std::unique_ptr<NativeKernel> matchMask(const Node& n, MaskOp kind, const std::v
 
 std::unique_ptr<NativeKernel> matchTypedOp(const Node& node, const std::vector<const Value*>& outer, std::string* why) {
   static const std::map<std::string, MaskOp> masks = {
-      {"Equal", MaskOp::Equal}, {"Less", MaskOp::Less}, {"LessOrEqual", MaskOp::LessOrEqual},
-      {"Greater", MaskOp::Greater}, {"GreaterOrEqual", MaskOp::GreaterOrEqual}, {"And", MaskOp::And},
-      {"Or", MaskOp::Or}, {"Xor", MaskOp::Xor}, {"Not", MaskOp::Not}, {"Where", MaskOp::Where}};
+#define FRICTION_MASK_OP(op, inputs) {#op, MaskOp::op},
+#include "codegen/MaskOps.def"
+#undef FRICTION_MASK_OP
+  };
   if (node.numOutputs() != 1 || outer.empty() || !outer[0]) return noNative(why, node.op() + " is not a typed op");
   if (auto it = masks.find(node.op()); it != masks.end()) return matchMask(node, it->second, outer, why);
   if (node.op() != "Cast") return noNative(why, node.op() + " is not a typed op");

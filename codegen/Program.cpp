@@ -31,7 +31,7 @@ void callKernel(const Step& s, const std::vector<Tensor>& env, std::vector<Tenso
   if (!outputsReady) {
     outs.clear();
     for (size_t i = 0; i < n.numOutputs(); ++i)
-      outs.push_back(buffers.acquire(DType::F32, n.output(i)->shape().staticDims()));
+      outs.push_back(buffers.acquire(n.output(i)->dtype(), n.output(i)->shape().staticDims()));
   }
   for (Tensor& t : outs) args.push_back(&t);
   std::vector<Tensor> scratch;  // returned to the pool when the call is done

@@ -183,10 +183,12 @@ bool ProgramBuilder::compiledStep(Step& s, Program& p, const std::function<const
   auto view = analyzeKernel(n, options_);
   if (!view) return false;
   s.kind = Step::Compiled;
-  s.argInputs = view->argInputs;
-  if (s.argInputs.empty())  // every present input, in order: decided here, not on every call
+  if (view->listsArguments()) {
+    s.argInputs = view->argInputs;  // possibly none: every operand a constant the kernel embeds
+  } else {  // every present input, in order: decided here, not on every call
     for (size_t i = 0; i < s.in.size(); ++i)
       if (s.in[i] >= 0) s.argInputs.push_back(int(i));
+  }
   s.scratch = view->scratch;
   if (view->splitDim >= 0) {
     s.splitDim = view->splitDim;

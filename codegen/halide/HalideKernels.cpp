@@ -28,8 +28,6 @@ using Exprs = std::vector<HL::Expr>;
 using Vars = std::vector<HL::Var>;
 
 HL::Expr f32(double v) { return HL::Expr(float(v)); }
-// Kernel arguments are f32, or integers (a Gather's indices, a Cast's input).
-HL::Type halideType(DType t) { return t == DType::I64 ? HL::Int(64) : t == DType::I32 ? HL::Int(32) : HL::Float(32); }
 HL::Expr i32(int64_t v) { return HL::Expr(int(v)); }
 
 // f(index), index in friction's (row-major) order.
@@ -83,6 +81,20 @@ Exprs broadcastIndex(const Ints& s, const Ints& domain, const Exprs& index) {
   for (size_t i = 0, off = domain.size() - s.size(); i < s.size(); ++i)
     r.push_back(s[i] == domain[i + off] ? index[i + off] : i32(0));
   return r;
+}
+// The row-major flat index of `index` in `shape`, and back.
+HL::Expr flatten(const Exprs& index, const Ints& shape) {
+  HL::Expr flat = i32(0);
+  for (size_t d = 0; d < shape.size(); ++d) flat = flat * i32(shape[d]) + index[d];
+  return flat;
+}
+Exprs unflatten(HL::Expr flat, const Ints& shape) {
+  Exprs index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    index[d] = d == 0 ? flat : flat % i32(shape[d]);
+    if (d > 0) flat = flat / i32(shape[d]);
+  }
+  return index;
 }
 int64_t normalized(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
 HL::Expr clampIndex(HL::Expr i, int64_t extent) { return HL::clamp(i, 0, int(extent - 1)); }
@@ -334,10 +346,64 @@ ShapedFunc buildGather(Structured& s) {
   });
 }
 
-// y = float(x): a Cast of i64 or i32 to f32 (the analysis admits no other).
+// y = x as another element type, as every friction cast does it (ir/DType.h): to bool compares with zero,
+// floats to integers truncate, saturate and send NaN to 0, integers wrap.
 ShapedFunc buildCast(Structured& s) {
-  FRICTION_CHECK(s.n.output(0)->dtype() == DType::F32, s.n.describe() + ": only Casts to f32 are generated");
-  return s.result([&](const Exprs& y) { return HL::cast<float>(s.read(0, y)); });
+  const DType from = s.n.input(0)->dtype(), to = s.n.output(0)->dtype();
+  const HL::Type type = halideType(to);
+  return s.result([&](const Exprs& y) {
+    HL::Expr x = s.read(0, y);
+    if (to == DType::Bool) return HL::cast(type, x != 0);
+    if (from == DType::F32 && to != DType::F32) return HL::select(HL::is_nan(x), HL::cast(type, 0), HL::saturating_cast(type, x));
+    return HL::cast(type, x);
+  });
+}
+
+// A mask op (codegen/MaskOps.def): bools are stored as bytes, read as truth values.
+ShapedFunc buildMask(Structured& s) {
+  const Ints ys = s.resultShape();
+  return s.result([&](const Exprs& y) {
+    Exprs in;
+    for (size_t i = 0; i < s.n.numInputs(); ++i) {
+      HL::Expr e = s.read(i, broadcastIndex(s.shapeOf(i), ys, y));
+      in.push_back(s.n.input(i)->dtype() == DType::Bool ? e != 0 : e);
+    }
+    HL::Expr r = maskFormula(s.n.op(), in);
+    return s.n.output(0)->dtype() == DType::Bool ? HL::cast<uint8_t>(r) : r;
+  });
+}
+
+// y = data with the rows named by constant `indices` (tuples over data's
+// leading dims) replaced by the updates' rows: a table from each leading
+// position to the update row written there (the last one, as the
+// interpreter's loop leaves it), -1 where none is.
+ShapedFunc buildScatterND(Structured& s) {
+  const Ints xs = s.shapeOf(0), is = s.shapeOf(1), us = s.shapeOf(2);
+  const Tensor* indices = constantData(s.n.input(1));
+  const int64_t m = is.empty() ? 0 : is.back();
+  FRICTION_CHECK(indices && m >= 1 && m <= int64_t(xs.size()), s.n.describe() + ": index tuples do not fit the data");
+  const Ints lead(xs.begin(), xs.begin() + m), rest(xs.begin() + m, xs.end());
+  const int64_t rows = indices->numel() / m, inner = std::accumulate(rest.begin(), rest.end(), int64_t(1), std::multiplies<>());
+  FRICTION_CHECK(rows * inner == std::accumulate(us.begin(), us.end(), int64_t(1), std::multiplies<>()),
+                 s.n.describe() + ": updates do not match the index tuples");
+  const std::vector<int64_t> tuples = indices->toInt64Vector();
+  HL::Buffer<int32_t> rowAt(int(std::accumulate(lead.begin(), lead.end(), int64_t(1), std::multiplies<>())));
+  rowAt.fill(-1);
+  for (int64_t k = 0; k < rows; ++k) {
+    int64_t flat = 0;
+    for (int64_t j = 0; j < m; ++j) {
+      const int64_t i = tuples[size_t(k * m + j)], extent = lead[size_t(j)];
+      FRICTION_CHECK(i >= -extent && i < extent, s.n.describe() + ": index " + std::to_string(i) + " out of range");
+      flat = flat * extent + (i < 0 ? i + extent : i);
+    }
+    rowAt(int(flat)) = int32_t(k);
+  }
+  return s.result([&](const Exprs& y) {
+    HL::Expr row = rowAt(flatten(Exprs(y.begin(), y.begin() + m), lead));
+    Exprs ui = unflatten(HL::clamp(row, 0, int(rows - 1)) * i32(inner) + flatten(Exprs(y.begin() + m, y.end()), rest), us);
+    ui[0] = clampIndex(ui[0], us[0]);  // bounds inference cannot see through the table
+    return HL::select(row >= 0, s.read(2, ui), s.read(0, y));
+  });
 }
 
 // What Softmax and LayerNormalization share: a statistic per row (input 0's
@@ -463,7 +529,8 @@ class Definer {
     FRICTION_CHECK(t, "halide: " + v->name() + " is neither an argument, a value computed before, nor a constant");
     std::vector<int> sizes;
     for (auto e = t->shape().rbegin(); e != t->shape().rend(); ++e) sizes.push_back(int(*e));
-    FRICTION_CHECK(t->dtype() == DType::F32 || t->dtype() == DType::I64 || t->dtype() == DType::I32,
+    FRICTION_CHECK(t->dtype() == DType::F32 || t->dtype() == DType::I64 || t->dtype() == DType::I32 ||
+                       t->dtype() == DType::Bool,
                    "halide: constant " + v->name() + " is " + t->type().str());
     HL::Buffer<> data(halideType(t->dtype()), sizes);  // row-major: Halide's dim 0 innermost is the same memory order
     std::memcpy(data.data(), t->rawData(), size_t(t->byteSize()));
@@ -511,16 +578,7 @@ class Definer {
   ShapedFunc reshape(const Node& n) {
     const Ints xs = n.input(0)->shape().staticDims(), ys = n.output(0)->shape().staticDims();
     const HL::Func x = value(n.input(0));
-    return halide::define(n.name(), ys, [&](const Exprs& y) {
-      HL::Expr flat = i32(0);
-      for (size_t d = 0; d < ys.size(); ++d) flat = flat * i32(ys[d]) + y[d];
-      Exprs xi(xs.size());
-      for (size_t d = xs.size(); d-- > 0;) {
-        xi[d] = d == 0 ? flat : flat % i32(xs[d]);
-        if (d > 0) flat = flat / i32(xs[d]);
-      }
-      return at(x, xi);
-    });
+    return halide::define(n.name(), ys, [&](const Exprs& y) { return at(x, unflatten(flatten(y, ys), xs)); });
   }
 
   ShapedFunc structured(Structured& s) {
@@ -529,6 +587,10 @@ class Definer {
 #define FRICTION_STRUCTURED_OP(op, arguments, statistics, build) {#op, &build},
 #include "codegen/StructuredOps.def"
 #undef FRICTION_STRUCTURED_OP
+#define FRICTION_MASK_OP(op, inputs) {#op, &buildMask},
+#include "codegen/MaskOps.def"
+#undef FRICTION_MASK_OP
+        {"ScatterND", &buildScatterND},
     };
     auto it = table.find(s.n.op());
     FRICTION_CHECK(it != table.end(), "halide: no kernel for " + s.n.op());
@@ -611,6 +673,15 @@ HL::Region regionOf(const Ints& shape) {
   HL::Region r;
   for (auto e = shape.rbegin(); e != shape.rend(); ++e) r.emplace_back(0, int(*e));
   return r;
+}
+
+HL::Type halideType(DType t) {
+  switch (t) {
+    case DType::I64: return HL::Int(64);
+    case DType::I32: return HL::Int(32);
+    case DType::Bool: return HL::UInt(8);
+    default: return HL::Float(32);
+  }
 }
 
 KernelFuncs defineKernel(const KernelView& view, bool clampInputs) { return Definer(view, clampInputs).define(); }

@@ -9,6 +9,8 @@
 //                update over an RDom of the reduced dims), then the epilogue
 //   Structured   one op of codegen/StructuredOps.def: one build function per
 //                op, named as the MLIR ones, from the same list
+//   Typed        a mask op (codegen/MaskOps.def) or a ScatterND of constant
+//                indices, with the Structured ones' build functions
 // Halide's dim 0 is the innermost; friction's shapes are row-major, so every
 // access reverses friction's index order.
 #pragma once
@@ -35,7 +37,7 @@ struct ShapedFunc {
 
 // The Halide functions of one kernel.
 struct KernelFuncs {
-  std::vector<HL::ImageParam> inputs;  // one per view input: f32, or integers (Gather indices, a Cast's input)
+  std::vector<HL::ImageParam> inputs;  // one per view input: f32, integers (Gather indices, a Cast's input) or bools
   std::vector<std::vector<int64_t>> inputShapes;
   std::vector<ShapedFunc> outputs;     // one per view output
   // Everything else the kernel defines, producers first: per-node values
@@ -48,6 +50,13 @@ struct KernelFuncs {
 // emit function per op, in ScalarFormulas.cpp) from its inputs' values,
 // `in[i]` undefined where an optional input is absent.
 HL::Expr scalarFormula(const Node& n, const std::vector<HL::Expr>& in);
+
+// The value of mask op `op` (codegen/MaskOps.def) from its operands' values,
+// bools as Halide bools: a bool result.
+HL::Expr maskFormula(const std::string& op, const std::vector<HL::Expr>& in);
+
+// The Halide type of a buffer of `t`: f32, i64, i32, or bool as a byte.
+HL::Type halideType(DType t);
 
 // Halide's region of a friction shape (reversed: Halide's dim 0 is the innermost).
 HL::Region regionOf(const std::vector<int64_t>& shape);

@@ -155,7 +155,8 @@ class HalideSource : public KernelSource {
     std::vector<HL::Type> types;
     std::vector<int> ranks;
     for (const HL::ImageParam& p : funcs.inputs) types.push_back(p.type()), ranks.push_back(p.dimensions());
-    for (const ShapedFunc& f : funcs.outputs) types.push_back(HL::Float(32)), ranks.push_back(int(f.shape.size()));
+    for (size_t i = 0; i < funcs.outputs.size(); ++i)
+      types.push_back(halideType(view->outputs[i]->dtype())), ranks.push_back(int(funcs.outputs[i].shape.size()));
     auto call = std::make_shared<PipelineCall>(pipeline, funcs.inputs, types, ranks, target_, n.describe());
     k.fn = [call](void** args) { (*call)(args); };
   }

@@ -105,8 +105,37 @@ HL::Expr Payload::emitClip(const Node&, const Exprs& in) {
   return r;
 }
 
+// The mask ops' formulas (codegen/MaskOps.def), on truth values where an operand is a bool.
+struct MaskPayload {
+#define FRICTION_MASK_OP(op, inputs) static HL::Expr emit##op(const Exprs& in);
+#include "codegen/MaskOps.def"
+#undef FRICTION_MASK_OP
+};
+HL::Expr MaskPayload::emitEqual(const Exprs& in) { return in[0] == in[1]; }
+HL::Expr MaskPayload::emitLess(const Exprs& in) { return in[0] < in[1]; }
+HL::Expr MaskPayload::emitLessOrEqual(const Exprs& in) { return in[0] <= in[1]; }
+HL::Expr MaskPayload::emitGreater(const Exprs& in) { return in[0] > in[1]; }
+HL::Expr MaskPayload::emitGreaterOrEqual(const Exprs& in) { return in[0] >= in[1]; }
+HL::Expr MaskPayload::emitAnd(const Exprs& in) { return in[0] && in[1]; }
+HL::Expr MaskPayload::emitOr(const Exprs& in) { return in[0] || in[1]; }
+HL::Expr MaskPayload::emitXor(const Exprs& in) { return in[0] != in[1]; }
+HL::Expr MaskPayload::emitNot(const Exprs& in) { return !in[0]; }
+HL::Expr MaskPayload::emitWhere(const Exprs& in) { return HL::select(in[0], in[1], in[2]); }
+
 }  // namespace
 
 HL::Expr scalarFormula(const Node& n, const std::vector<HL::Expr>& in) { return Payload::emit(n, in); }
+
+HL::Expr maskFormula(const std::string& op, const std::vector<HL::Expr>& in) {
+  using EmitFn = HL::Expr (*)(const Exprs&);
+  static const std::unordered_map<std::string, EmitFn> table = {
+#define FRICTION_MASK_OP(op, inputs) {#op, &MaskPayload::emit##op},
+#include "codegen/MaskOps.def"
+#undef FRICTION_MASK_OP
+  };
+  auto it = table.find(op);
+  FRICTION_CHECK(it != table.end(), "halide: no mask formula for " + op);
+  return it->second(in);
+}
 
 }  // namespace friction::codegen::halide

@@ -5,13 +5,16 @@
 // interpreter or on a native microkernel; options refused in one line.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "codegen/CpuBackend.h"
 #include "codegen/halide/ScheduleOptions.h"
 #include "codegen/halide/Registration.h"
 #include "frontend/zoo/Zoo.h"
+#include "ir/Builder.h"
 #include "ir/Error.h"
 #include "ir/Specialize.h"
 #include "passes/PassManager.h"
@@ -153,6 +156,60 @@ TEST_F(HalideBackend, FusionPassesMakeFewerKernelsEachTimedAlone) {
     EXPECT_TRUE(k.compiled) << k.kernel;
     EXPECT_GT(k.buildMs + k.lowerMs + k.jitMs, 0) << k.kernel << " has no compile phases of its own";
   }
+}
+
+// The ops the cpu target runs as native typed kernels are Typed kernels here
+// (a mask built by comparisons, logic and Where on bools and integers, Casts
+// between element types, ScatterND of constant indices), no pass run first.
+TEST_F(HalideBackend, MasksCastsAndScattersAreKernels) {
+  auto backend = createBackend("halide");
+  auto expectKernelsMatch = [&](const std::string& what, const std::function<Value*(GraphBuilder&, Value*)>& body) {
+    SCOPED_TRACE(what);
+    const std::vector<int64_t> shape = {2, 3, 4};
+    Graph g;
+    GraphBuilder b(g);
+    b.output(body(b, b.input("x", {DType::F32, Shape::fromStatic(shape)})));
+    std::vector<Tensor> in = {test::randomTensor(shape, 11)};
+    auto want = interp::run(g, in);
+    auto model = backend->compile(g);
+    auto got = model->run(in);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) expectClose(got[i], want[i], 0, what);
+    EXPECT_EQ(model->interpNodes(), 0) << model->description();
+    EXPECT_EQ(codegen::cpuStats(*model)->nativeCalls, 0) << model->description();
+  };
+  auto cast = [](GraphBuilder& b, Value* v, DType to) { return b.op("Cast", {v}, {{"to", int64_t(dtypeToOnnxCode(to))}}); };
+  expectKernelsMatch("masks", [&](GraphBuilder& b, Value* x) {
+    Value* positive = b.op("Greater", {x, b.constant(test::randomTensor({4}, 2, -0.5f, 0.5f))});
+    Value* small = b.op("Less", {x, b.constant(test::randomTensor({3, 1}, 3))});
+    Value* both = b.op("And", {b.op("Not", {positive}), small});
+    Value* mask = b.op("Or", {both, b.op("Xor", {positive, both})});
+    Value* integers = cast(b, b.op("Mul", {x, b.constant(Tensor::scalarF32(3.f))}), DType::I64);
+    Value* zero = b.op("Equal", {integers, b.constant(Tensor::scalarI64(0))});
+    Value* atLeast = b.op("GreaterOrEqual", {integers, b.constant(Tensor::scalarI64(1))});
+    Value* atMost = b.op("LessOrEqual", {integers, b.constant(Tensor::scalarI64(-1))});
+    Value* where = b.op("Where", {mask, x, b.constant(Tensor::scalarF32(-100.f))});
+    Value* picked = b.op("Where", {zero, atLeast, atMost});  // bool branches
+    // Every operand a constant (f32 results are not folded at build): a kernel of no argument.
+    Value* constant = b.op("Where", {b.constant(Tensor::fromVector<uint8_t>(DType::Bool, {4}, {1, 0, 0, 1})),
+                                     b.constant(Tensor::scalarF32(1.f)), b.constant(Tensor::scalarF32(-1.f))});
+    return b.op("Concat", {b.op("Mul", {where, constant}), cast(b, picked, DType::F32), cast(b, zero, DType::F32),
+                           cast(b, integers, DType::F32)},
+                {{"axis", int64_t(0)}});
+  });
+  // Floats to integers truncate, saturate and send NaN to 0, as the interpreter's casts.
+  expectKernelsMatch("casts", [&](GraphBuilder& b, Value* x) {
+    Value* odd = b.constant(Tensor::fromVector<float>(DType::F32, {4}, {std::nanf(""), 1e30f, -1e30f, -2.7f}));
+    Value* wide = b.op("Add", {x, cast(b, cast(b, odd, DType::I32), DType::F32)});
+    return b.op("Add", {wide, cast(b, cast(b, x, DType::Bool), DType::F32)});
+  });
+  for (bool rows : {true, false})
+    expectKernelsMatch(rows ? "ScatterND rows" : "ScatterND elements, one written twice", [&](GraphBuilder& b, Value* x) {
+      Tensor indices = rows ? Tensor::fromVector<int64_t>(DType::I64, {2, 1}, {1, -1})
+                            : Tensor::fromVector<int64_t>(DType::I64, {3, 3}, {0, 1, 2, 1, 2, 0, 0, 1, 2});
+      std::vector<int64_t> updates = rows ? std::vector<int64_t>{2, 3, 4} : std::vector<int64_t>{3};
+      return b.op("ScatterND", {x, b.constant(indices), b.op("Neg", {b.constant(test::randomTensor(updates, 4))})});
+    });
 }
 
 // docs/codegen.md's table of schedules names every one the backend takes.
