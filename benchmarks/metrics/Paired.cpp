@@ -1,5 +1,6 @@
 #include "benchmarks/metrics/Paired.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -10,6 +11,31 @@ RoundEstimate medianOverRounds(const std::vector<double>& perRound, uint64_t see
   e.value = median(perRound);
   e.ci = bootstrapMedianCI(perRound, seed, resamples, confidence);
   e.rounds = perRound.size();
+  return e;
+}
+
+RoundEstimate statisticOverSeries(const std::vector<std::vector<double>>& series,
+                                  const std::function<double(const std::vector<double>& medians)>& statistic,
+                                  uint64_t seed, int resamples, double confidence) {
+  std::vector<double> medians;
+  RoundEstimate e;
+  for (const auto& s : series) {
+    if (s.empty()) throw std::invalid_argument("statisticOverSeries: a series without rounds");
+    medians.push_back(median(s));
+    e.rounds += s.size();
+  }
+  e.value = statistic(medians);
+  Resampler r(seed);
+  std::vector<double> values(size_t(std::max(resamples, 1))), drawn;
+  for (double& v : values) {
+    for (size_t i = 0; i < series.size(); ++i) {
+      drawn.resize(series[i].size());
+      for (double& x : drawn) x = series[i][r.index(series[i].size())];
+      medians[i] = median(drawn);
+    }
+    v = statistic(medians);
+  }
+  e.ci = percentileInterval(std::move(values), confidence);
   return e;
 }
 

@@ -4,6 +4,7 @@
 // Each round contributes one value per configuration (the median of its block of repetitions).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "benchmarks/metrics/Stats.h"
@@ -19,6 +20,14 @@ struct RoundEstimate {
 };
 RoundEstimate medianOverRounds(const std::vector<double>& perRound, uint64_t seed = 0, int resamples = 2000,
                                double confidence = 0.95);
+
+// A statistic of several series of per-round values measured apart (one per batch: each batch of a sweep is
+// a group of rounds of its own) with its percentile-bootstrap CI: each replicate resamples every series' rounds
+// independently and evaluates `statistic` on the replicate's per-series medians; the value is `statistic` of
+// the series' own medians. Throws when a series is empty.
+RoundEstimate statisticOverSeries(const std::vector<std::vector<double>>& series,
+                                  const std::function<double(const std::vector<double>& medians)>& statistic,
+                                  uint64_t seed = 0, int resamples = 2000, double confidence = 0.95);
 
 // The median of each round's block (`samples` holds the blocks one after another, of sizes `blockSizes`).
 std::vector<double> blockMedians(const std::vector<double>& samples, const std::vector<size_t>& blockSizes);

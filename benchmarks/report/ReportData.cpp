@@ -6,9 +6,11 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "benchmarks/metrics/Paired.h"
 #include "benchmarks/metrics/Ranking.h"
@@ -45,8 +47,27 @@ class CellLabels {
   std::map<std::string, DepthVariant> depths_;
 };
 
+// Each cell's per-round values (the medians of its round blocks), in order; nullopt when any cell was measured
+// before rounds existed (one block, no rounds to resample).
+std::optional<std::vector<std::vector<double>>> roundValues(const std::vector<const CellRecord*>& cells,
+                                                            const ResultsStore& store) {
+  std::vector<std::vector<double>> out;
+  for (const CellRecord* c : cells) {
+    if (c->m.roundSizes.size() < kMinPairedRounds) return std::nullopt;
+    out.push_back(metrics::blockMedians(store.samplesOf(c->cellKey), c->m.roundSizes));
+  }
+  return out;
+}
+
+// The slope of y over ln x: phi from log latencies, delta-phi from log ratios.
+double slopeOverLogBatch(const std::vector<double>& batches, const std::vector<double>& y) {
+  std::vector<double> x;
+  for (double b : batches) x.push_back(std::log(b));
+  return metrics::fitLine(x, y).slope;
+}
+
 // Latency vs batch for each (model, backend, configuration), with friction metrics.
-json batchSeries(const Cells& cells, CellLabels& labels) {
+json batchSeries(const Cells& cells, CellLabels& labels, const ResultsStore& store) {
   std::map<std::tuple<std::string, std::string, std::string>, std::map<int64_t, const CellRecord*>> groups;
   for (const auto& c : cells) groups[{c.model, c.backend, labels.config(c.passes)}][c.batch] = &c;
   json out = json::array();
@@ -61,18 +82,39 @@ json batchSeries(const Cells& cells, CellLabels& labels) {
     }
     if (pts.size() >= 2) {  // batch metrics need two batches (a partial sweep may have one)
       auto bm = metrics::batchMetrics(pts);
-      // F(b) = max(0, 1 - E(b)) with E(b) = b L(b0) / (b0 L(b)): its interval joins the latency intervals at b
-      // and b0 (conservative).
-      const metrics::Interval ci0 = byBatch.begin()->second->m.summary.medianCI;
-      const double b0 = double(byBatch.begin()->first);
-      for (const auto& r : bm.rows) {
-        const metrics::Interval ci = byBatch.at(int64_t(r.batch))->m.summary.medianCI;
-        double eLow = r.batch * ci0.low / (b0 * ci.high), eHigh = r.batch * ci0.high / (b0 * ci.low);
-        json fci = r.batch == b0 ? json{0.0, 0.0} : json{std::max(0.0, 1 - eHigh), std::max(0.0, 1 - eLow)};  // F(b0) = 0
+      std::vector<const CellRecord*> series;
+      std::vector<double> batches;
+      for (const auto& [b, c] : byBatch) series.push_back(c), batches.push_back(double(b));
+      // Measured in rounds: F(b) and phi with bootstrap CIs over every batch's rounds. Otherwise F(b)'s interval
+      // joins the latency intervals at b and b0 (conservative) and phi has none.
+      const auto rounds = roundValues(series, store);
+      const metrics::Interval ci0 = series[0]->m.summary.medianCI;
+      const double b0 = batches[0];
+      for (size_t i = 0; i < bm.rows.size(); ++i) {
+        const auto& r = bm.rows[i];
+        json fci = json{0.0, 0.0};  // F(b0) = 0
+        if (rounds && i > 0) {
+          auto f = metrics::statisticOverSeries(*rounds, [&](const std::vector<double>& m) {
+            return std::max(0.0, 1 - r.batch * m[0] / (b0 * m[i]));
+          });
+          fci = {f.ci.low, f.ci.high};
+        } else if (i > 0) {
+          const metrics::Interval ci = series[i]->m.summary.medianCI;
+          double eLow = r.batch * ci0.low / (b0 * ci.high), eHigh = r.batch * ci0.high / (b0 * ci.low);
+          fci = {std::max(0.0, 1 - eHigh), std::max(0.0, 1 - eLow)};
+        }
         s["metrics"].push_back({{"batch", r.batch}, {"throughput", r.throughput}, {"cost_ms", r.costMs},
                                 {"efficiency", r.efficiency}, {"friction", r.friction}, {"friction_ci", fci}});
       }
       s["phi"] = bm.phi.slope;
+      if (rounds) {
+        auto phi = metrics::statisticOverSeries(*rounds, [&](const std::vector<double>& m) {
+          std::vector<double> logs;
+          for (double v : m) logs.push_back(std::log(v));
+          return slopeOverLogBatch(batches, logs);
+        });
+        s["phi_ci"] = {phi.ci.low, phi.ci.high};
+      }
     }
     out.push_back(s);
   }
@@ -189,12 +231,13 @@ json executors(const json& series, const DepthSeries& depth) {
     json& e = byName[executorName(backend, config)];
     if (e.is_null())
       e = {{"executor", executorName(backend, config)}, {"backend", backend}, {"config", config},
-           {"phi", json::object()}, {"depth_slopes", json::array()}};
+           {"phi", json::object()}, {"phi_ci", json::object()}, {"depth_slopes", json::array()}};
     return e;
   };
   for (const auto& s : series) {
     json& e = entry(s["backend"].get<std::string>(), s["config"].get<std::string>());
     if (s.contains("phi")) e["phi"][s["model"].get<std::string>()] = s["phi"];
+    if (s.contains("phi_ci")) e["phi_ci"][s["model"].get<std::string>()] = s["phi_ci"];
   }
   for (const auto& [key, byDepth] : depth) {
     const auto& [family, backend, config, batch] = key;
@@ -255,8 +298,11 @@ json executorRankings(const Cells& cells, CellLabels& labels, const std::string&
 // bootstraps. A cell "differs" when the ratio's CI clears 1 by minEffect. Adds each executor's summary
 // ("ratios_vs_reference": how many cells, the share that differ, the share within 3% and 5% of the reference)
 // to `execs`.
+// Per (executor, model, batch) measured in the same rounds as the reference: the per-round log ratios.
+using RoundLogRatios = std::map<std::tuple<std::string, std::string, int64_t>, std::vector<double>>;
+
 json executorRatios(const Cells& cells, CellLabels& labels, const std::string& reference, json& execs,
-                    const ResultsStore& store, double minEffect) {
+                    const ResultsStore& store, double minEffect, RoundLogRatios& logRatios) {
   std::map<std::string, std::map<std::pair<std::string, int64_t>, const CellRecord*>> byExec;
   for (const auto& c : cells) byExec[executorName(c.backend, labels.config(c.passes))][{c.model, c.batch}] = &c;
   const auto& ref = byExec.at(reference);
@@ -273,9 +319,11 @@ json executorRatios(const Cells& cells, CellLabels& labels, const std::string& r
       bool paired = measuredTogether(a, b);
       metrics::RatioCI ratio;
       if (paired) {
-        auto p = metrics::pairedRatio(metrics::blockMedians(sa, a.roundSizes), metrics::blockMedians(sb, b.roundSizes),
-                                      0, 2000, 0.95, minEffect);
+        std::vector<double> ra = metrics::blockMedians(sa, a.roundSizes), rb = metrics::blockMedians(sb, b.roundSizes);
+        auto p = metrics::pairedRatio(ra, rb, 0, 2000, 0.95, minEffect);
         ratio = {p.ratio, p.ci, p.direction};
+        std::vector<double>& logs = logRatios[{name, key.first, key.second}];
+        for (size_t k = 0; k < ra.size(); ++k) logs.push_back(std::log(ra[k] / rb[k]));
       } else {
         ratio = metrics::medianRatioCI(sa, sb, 0, 2000, 0.95, minEffect);
       }
@@ -294,9 +342,12 @@ json executorRatios(const Cells& cells, CellLabels& labels, const std::string& r
 
 // Compiler friction mitigation (docs/metrics.md) of each executor against the reference, per model: S(b), the
 // reference's latency over the executor's (the inverse of the paired ratio, with its CI), R(b) = S(b) / S(b0)
-// at the smallest batch b0 (its interval joins the two S intervals, so it is conservative), and delta-phi =
-// phi(executor) - phi(reference), negative when the executor's cost falls faster with the batch.
-json mitigations(const json& execRatios, const json& execs, const std::string& reference) {
+// at the smallest batch b0, and delta-phi = phi(executor) - phi(reference), negative when the executor's cost
+// falls faster with the batch. When every batch was measured in rounds shared with the reference, R(b) and
+// delta-phi (the slope of the median per-round log ratio over ln b) get bootstrap CIs over each batch's
+// rounds; otherwise R(b)'s interval joins the two S intervals (conservative) and delta-phi has none.
+json mitigations(const json& execRatios, const json& execs, const std::string& reference,
+                 const RoundLogRatios& logRatios) {
   std::map<std::string, const json*> phis;
   for (const auto& e : execs) phis[e["executor"]] = &e["phi"];
   std::map<std::pair<std::string, std::string>, std::map<int64_t, const json*>> rows;
@@ -310,16 +361,36 @@ json mitigations(const json& execRatios, const json& execs, const std::string& r
       return std::array<double, 3>{1 / r["ratio"].get<double>(), 1 / r["ci"][1].get<double>(), 1 / r["ci"][0].get<double>()};
     };
     const auto s0 = speedup(*byBatch.begin()->second);
-    json j{{"executor", name}, {"reference", reference}, {"model", model}, {"points", json::array()}};
+    std::vector<std::vector<double>> rounds;  // per batch, the per-round log ratios; empty unless all paired
+    std::vector<double> batches;
+    for (const auto& [batch, r] : byBatch) {
+      batches.push_back(double(batch));
+      if (auto it = logRatios.find({name, model, batch}); it != logRatios.end()) rounds.push_back(it->second);
+    }
+    const bool paired = rounds.size() == byBatch.size();
+    json j{{"executor", name}, {"reference", reference}, {"model", model}, {"points", json::array()}, {"paired", paired}};
+    size_t i = 0;
     for (const auto& [batch, r] : byBatch) {
       auto s = speedup(*r);
-      bool first = batch == byBatch.begin()->first;
+      json rci = json{1.0, 1.0};  // R(b0) = 1
+      if (paired && i > 0) {  // S(b) / S(b0) = exp(m0 - mb), m the median log ratio (executor / reference)
+        auto rb = metrics::statisticOverSeries(rounds, [i](const std::vector<double>& m) { return std::exp(m[0] - m[i]); });
+        rci = {rb.ci.low, rb.ci.high};
+      } else if (i > 0) {
+        rci = {s[1] / s0[2], s[2] / s0[1]};
+      }
       j["points"].push_back({{"batch", batch}, {"speedup", s[0]}, {"speedup_ci", {s[1], s[2]}}, {"mitigation", s[0] / s0[0]},
-                             {"mitigation_ci", first ? json{1.0, 1.0} : json{s[1] / s0[2], s[2] / s0[1]}}});
+                             {"mitigation_ci", rci}});
+      ++i;
     }
     const json &phiE = *phis.at(name), &phiR = *phis.at(reference);
-    if (phiE.contains(model) && phiR.contains(model))
+    if (paired) {
+      auto d = metrics::statisticOverSeries(rounds, [&](const std::vector<double>& m) { return slopeOverLogBatch(batches, m); });
+      j["delta_phi"] = d.value;
+      j["delta_phi_ci"] = {d.ci.low, d.ci.high};
+    } else if (phiE.contains(model) && phiR.contains(model)) {
       j["delta_phi"] = phiE[model].get<double>() - phiR[model].get<double>();
+    }
     out.push_back(std::move(j));
   }
   return out;
@@ -416,16 +487,17 @@ json reportData(const Cells& allCells, const ResultsStore& store, const std::str
   std::copy_if(allCells.begin(), allCells.end(), std::back_inserter(cells), [](const CellRecord& c) { return !isAAControl(c); });
   FRICTION_CHECK(!cells.empty(), "the store holds only A/A controls");
   CellLabels labels;
-  json series = batchSeries(cells, labels);
+  json series = batchSeries(cells, labels, store);
   auto depth = depthSeries(cells, labels);
   json execs = executors(series, depth);
   std::string reference = chooseReference(execs, requestedReference);
   json execRankings = executorRankings(cells, labels, reference, execs, store, minEffect);
-  json execRatios = executorRatios(cells, labels, reference, execs, store, minEffect);
+  RoundLogRatios logRatios;
+  json execRatios = executorRatios(cells, labels, reference, execs, store, minEffect, logRatios);
   json data{{"measurements", cells.size()}, {"series", series},
             {"rankings", rankings(cells, labels.def, store, minEffect)}, {"min_effect", minEffect}, {"depth", depthScaling(depth)},
             {"reference", reference}, {"executors", execs}, {"executor_rankings", execRankings},
-            {"executor_ratios", execRatios}, {"mitigation", mitigations(execRatios, execs, reference)},
+            {"executor_ratios", execRatios}, {"mitigation", mitigations(execRatios, execs, reference, logRatios)},
             {"aa", aaControls(allCells, store, minEffect)}};
   for (const auto& r : store.attributions())
     data["attributions"].push_back({{"experiment", r.experiment}, {"model", r.model}, {"backend", r.backend},

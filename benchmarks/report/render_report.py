@@ -65,7 +65,8 @@ def batch_figures(data):
                     axes[0].plot([p["batch"]], [p["median_ms"]], "o", ms=12, mfc="none", mec="red")
                     axes[1].plot([p["batch"]], [1000 * p["batch"] / p["median_ms"]], "o", ms=12, mfc="none", mec="red")
         titles = ["median latency L(b), ms (95% CI)", "throughput T(b), samples/s (95% CI)",
-                  "friction F(b) = max(0, 1 - E(b)) (conservative 95% CI)"]
+                  "friction F(b) = max(0, 1 - E(b)) (95% CI" +
+                  (", over rounds)" if all("phi_ci" in s for s in series) else ", conservative)")]
         batches = sorted({p["batch"] for s in series for p in s["points"]})
         for ax, t in zip(axes, titles):
             ax.set_xscale("log", base=2)
@@ -75,7 +76,7 @@ def batch_figures(data):
             ax.set_xlabel("batch")
             ax.set_title(t, fontsize=10)
         axes[0].legend(fontsize=7)
-        phis = ", ".join(f'{s["config"]}: phi={s["phi"]:.2f}' for s in series if "phi" in s)
+        phis = ", ".join(f'{s["config"]}: phi={with_ci(s["phi"], s.get("phi_ci"), ".2f")}' for s in series if "phi" in s)
         flagged = sum(bool(p.get("unstable")) for s in series for p in s["points"])
         note = f" Red rings: {flagged} flagged (unstable) cell(s)." if flagged else ""
         out.append(figure_html(fig, f"{model} on {backend}: latency, throughput and friction vs batch. {phis}.{note}"))
@@ -183,6 +184,20 @@ def num(v, fmt, missing="&ndash;"):
     return missing if v is None or v != v else format(v, fmt)
 
 
+def with_ci(v, ci, fmt):
+    """A value with its 95% interval when it has one: 0.85 [0.80, 0.90]."""
+    text = num(v, fmt)
+    return text if not ci or v is None else f"{text} [{format(ci[0], fmt)}, {format(ci[1], fmt)}]"
+
+
+def delta_phi_cell(r):
+    """delta-phi of a mitigation row: with its interval, and as no measurable change when that holds 0."""
+    v, ci = r.get("delta_phi"), r.get("delta_phi_ci")
+    if ci and ci[0] <= 0 <= ci[1]:
+        return f"no measurable change [{ci[0]:+.2f}, {ci[1]:+.2f}]"
+    return with_ci(v, ci, "+.2f")
+
+
 def table(header, rows):
     """An HTML table; `rows` hold cells already escaped."""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
@@ -215,9 +230,10 @@ def executor_tables(data):
     out = ["<p>An executor is a backend spec with a friction pass configuration (backend|config).</p>"]
     models = sorted({m for e in execs for m in e["phi"]})
     if models:
-        out.append("<h3>Friction exponent phi (slope of ln L over ln b) per model</h3>")
-        out.append(table(["model"] + names, [[html.escape(m)] + [num(e["phi"].get(m), ".2f") for e in execs]
-                                             for m in models]))
+        out.append("<h3>Friction exponent phi (slope of ln L over ln b) per model, with its 95% interval over the "
+                   "rounds where measured in rounds</h3>")
+        out.append(table(["model"] + names, [[html.escape(m)] + [with_ci(e["phi"].get(m), e.get("phi_ci", {}).get(m), ".2f")
+                                                                 for e in execs] for m in models]))
     slopes = {(e["executor"], d["family"], d["batch"]): d["slope_ms"] for e in execs for d in e["depth_slopes"]}
     families = sorted({(f, b) for _, f, b in slopes})
     if families:
@@ -261,12 +277,15 @@ def mitigation_section(data):
     ref = data.get("reference", "")
     out = [f"<p>Against the reference executor {html.escape(ref)}: S(b) = L_reference(b) / L_executor(b) (from the "
            "paired ratios), R(b) = S(b) / S(b0) at the smallest batch (R &gt; 1: the executor's advantage grows with "
-           "the batch; its interval joins the two S intervals, so it is conservative), and delta-phi = phi(executor) "
-           "- phi(reference) (&lt; 0: the executor's per-sample cost falls faster with the batch).</p>"]
+           "the batch), and delta-phi = phi(executor) - phi(reference) (&lt; 0: the executor's per-sample cost falls "
+           "faster with the batch). Where every batch was measured in rounds shared with the reference, R(b) and "
+           "delta-phi (the slope of the per-round log ratio over ln b) carry 95% bootstrap intervals over the rounds, "
+           "and a delta-phi whose interval holds 0 is no measurable change; elsewhere R(b)'s interval joins the two "
+           "S intervals (conservative) and delta-phi has none.</p>"]
     execs = sorted({r["executor"] for r in rows})
     models = sorted({r["model"] for r in rows})
     by = {(r["executor"], r["model"]): r for r in rows}
-    out.append(table(["model"] + execs, [[html.escape(short(m))] + [num(by.get((e, m), {}).get("delta_phi"), "+.2f")
+    out.append(table(["model"] + execs, [[html.escape(short(m))] + [delta_phi_cell(by.get((e, m), {}))
                                                                    for e in execs] for m in models]))
     cols = min(3, len(models))
     nrows = (len(models) + cols - 1) // cols
@@ -292,7 +311,9 @@ def mitigation_section(data):
     for ax in [a for row in axes for a in row][len(models):]:
         ax.axis("off")
     axes[0][0].legend(fontsize=7)
-    out.append(figure_html(fig, f"Compiler friction mitigation R(b) against {ref} (95% CI, conservative)",
+    paired = all(r.get("paired") for r in rows)
+    out.append(figure_html(fig, f"Compiler friction mitigation R(b) against {ref} (95% CI, "
+                                f"{'bootstrap over rounds' if paired else 'conservative where not paired'})",
                            hspace=0.45, bottom=0.1))
     return out
 
@@ -362,9 +383,12 @@ def findings(data):
         best = min(mean, key=mean.get)
         last = [r["points"][-1] for r in by_exec[best]]
         sure = sum(p["mitigation_ci"][0] > 1 for p in last)
+        below = sum(1 for r in by_exec[best] if r.get("delta_phi_ci") and r["delta_phi_ci"][1] < 0)
+        measured = sum(1 for r in by_exec[best] if r.get("delta_phi_ci"))
+        lower = f"; delta-phi's interval lies below 0 for {below} of the {measured} model(s) with an interval" if measured else ""
         items.append(f"<b>Friction</b>: {html.escape(best)} mitigates batch friction most against {html.escape(ref)}: "
-                     f"delta-phi {mean[best]:+.2f} on average over {len(by_exec[best])} model(s); its advantage at the "
-                     f"largest batch grows significantly (R's CI above 1) for {sure} of them.")
+                     f"delta-phi {mean[best]:+.2f} on average over {len(by_exec[best])} model(s){lower}; its advantage "
+                     f"at the largest batch grows significantly (R's CI above 1) for {sure} of them.")
     atts = [a for a in data.get("attributions") or [] if a["method"] == "loo"]
     if atts:
         matter = sorted((a for a in atts if a.get("measurable")), key=lambda a: -a["value_ms"])

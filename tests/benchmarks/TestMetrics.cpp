@@ -343,6 +343,30 @@ TEST(Paired, DirectionNeedsTheMinimumEffect) {
   EXPECT_EQ(ratioDirection({0.99, 1.01}), 0);
 }
 
+// A statistic over batches measured in groups of rounds of their own: delta-phi as the slope of per-round log
+// ratios over ln b. Small noise: the CI holds the true slope and excludes 0; ten times the noise: wider.
+TEST(Paired, StatisticOverSeriesResamplesEachSeries) {
+  const std::vector<double> batches = {1, 4, 16};
+  auto series = [&](double sigma) {
+    std::vector<std::vector<double>> out;
+    for (size_t i = 0; i < batches.size(); ++i) out.push_back(shifted(normalSamples(12, 0, sigma, 40 + i), -0.2 * std::log(batches[i])));
+    return out;
+  };
+  auto slope = [&](const std::vector<double>& m) {
+    std::vector<double> x;
+    for (double b : batches) x.push_back(std::log(b));
+    return fitLine(x, m).slope;
+  };
+  RoundEstimate tight = statisticOverSeries(series(0.01), slope, 3), loose = statisticOverSeries(series(0.1), slope, 3);
+  EXPECT_NEAR(tight.value, -0.2, 0.01);
+  EXPECT_TRUE(tight.ci.contains(-0.2)) << tight.ci.low << " " << tight.ci.high;
+  EXPECT_LT(tight.ci.high, 0);
+  EXPECT_EQ(tight.rounds, 36u);
+  EXPECT_GT(loose.ci.high - loose.ci.low, 5 * (tight.ci.high - tight.ci.low));
+  EXPECT_EQ(statisticOverSeries(series(0.1), slope, 3).ci.low, loose.ci.low);  // deterministic for a seed
+  EXPECT_THROW(statisticOverSeries({{1.0}, {}}, slope), std::invalid_argument);
+}
+
 // ---------------------------------------------------------------- pass attribution
 
 TEST(Attribution, AdditiveGame) {

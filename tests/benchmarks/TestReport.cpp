@@ -187,6 +187,71 @@ TEST_F(ReportExecutors, ChosenReference) {
   EXPECT_THROW(report("tvm|all-off"), Error);
 }
 
+// Cells measured in interleaved rounds (each batch a group of its own, every round slowed or sped alike by a
+// drift of +-15%): phi, F(b), R(b) and delta-phi get bootstrap intervals over the rounds. ORT's latency grows
+// as b^0.6 against the reference's b^0.8 (delta-phi -0.2, found); the reference's A/A twin differs by nothing
+// (delta-phi's interval holds 0). The drift, shared within a round, cancels in the paired ratios.
+TEST(ReportData, IntervalsOverRounds) {
+  fs::path dir = fs::temp_directory_path() / ("friction_report_rounds_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::vector<std::pair<std::string, double>> execs = {{"cpu", 0.8}, {"cpu?profile=off", 0.8}, {"ort", 0.6}};
+  const std::vector<int> batches = {1, 4, 16};
+  const size_t rounds = 12, perRound = 5;
+  {
+    bench::ResultsStore store((dir / "store.db").string());
+    auto fp = bench::Fingerprint::ofThisMachine();
+    for (int batch : batches) {
+      uint64_t state = uint64_t(batch) * 7919;
+      auto uniform = [&] { return double((state = state * 6364136223846793005ull + 1442695040888963407ull) >> 11) * 0x1.0p-53; };
+      std::vector<double> drift;
+      for (size_t k = 0; k < rounds; ++k) drift.push_back(0.85 + 0.3 * uniform());
+      for (const auto& [backend, phi] : execs) {
+        bench::CellRecord r;
+        r.experiment = "sweep:rounds";
+        r.model = "zoo:mlp";
+        r.backend = backend, r.batch = batch, r.configJson = "{}";
+        r.cellKey = r.model + "|" + r.backend + "||" + std::to_string(batch);
+        for (size_t k = 0; k < rounds; ++k)
+          for (size_t j = 0; j < perRound; ++j)
+            r.m.samplesMs.push_back(std::pow(batch, phi) * drift[k] * (1 + 0.004 * (uniform() - 0.5)));
+        r.m.roundSizes.assign(rounds, perRound);
+        r.m.group = "batch " + std::to_string(batch);
+        r.m.summary = metrics::summarize(r.m.samplesMs);
+        store.add(r, fp);
+      }
+    }
+  }
+  bench::ResultsStore store((dir / "store.db").string());
+  json data = bench::reportData(store.cells("", false), store, "cpu|all-off");
+  fs::remove_all(dir);
+  for (const auto& s : data["series"]) {
+    ASSERT_TRUE(s.contains("phi_ci")) << s["backend"];
+    EXPECT_LE(s["phi_ci"][0].get<double>(), s["phi"].get<double>());
+    EXPECT_GE(s["phi_ci"][1].get<double>(), s["phi"].get<double>());
+    for (const auto& m : s["metrics"]) {  // F = 0 (phi < 1: batching amortizes), inside its interval
+      EXPECT_LE(m["friction_ci"][0].get<double>(), m["friction"].get<double>());
+      EXPECT_GE(m["friction_ci"][1].get<double>(), m["friction"].get<double>());
+    }
+  }
+  int checked = 0;
+  for (const auto& m : data["mitigation"]) {
+    ASSERT_TRUE(m["paired"].get<bool>());
+    double low = m["delta_phi_ci"][0], high = m["delta_phi_ci"][1], last = m["points"].back()["mitigation_ci"][0];
+    if (m["executor"] == "ort|all-off") {
+      EXPECT_NEAR(m["delta_phi"].get<double>(), -0.2, 0.005);
+      EXPECT_LT(high, 0);
+      EXPECT_GT(last, 1);  // R(16) = 16^0.2 = 1.74, significantly above 1
+    } else {
+      EXPECT_EQ(m["executor"], "cpu?profile=off|all-off");
+      EXPECT_LE(low, 0);
+      EXPECT_GE(high, 0);
+      EXPECT_LT(high - low, 0.01);  // the drift cancels: a narrow interval around no difference
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2);
+}
+
 // Models that differ only in depth=N form one family; the family keeps the knobs in their order.
 TEST(ReportData, DepthVariants) {
   using bench::depthVariant;
