@@ -50,6 +50,7 @@ class PythonBridgeModel : public CompiledModel {
     std::snprintf(compile, sizeof compile, " (vendor compile %.1f ms)", reply.value("load_ms", -1.0));
     description_ = reply.value("vendor", spec.name) + " " + reply.value("version", std::string("?")) + " " +
                    opts.dump() + compile;
+    if (reply.contains("threads_used")) description_ += ", threads used: " + reply["threads_used"].get<std::string>();
   }
   ~PythonBridgeModel() override {
     std::error_code ec;

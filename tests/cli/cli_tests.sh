@@ -245,6 +245,8 @@ if [[ -x "$VENV_PY" ]] && "$VENV_PY" -c "import onnxruntime" 2>/dev/null; then
       "'$F' bench 'zoo:$spec' --backend 'ort?threads=2' --batch 2 --reps 3 --warmup 1 --passes none | grep 'max rel error' | sed 's/ *$//'"
   done
   expect_ok ort-levels "onnxruntime .*disabled" -- "$F" bench "zoo:mlp" --backend "ort?level=disabled" --reps 3
+  # The thread count the session reports back, not only the one asked for; --threads reaches the bridge.
+  expect_ok ort-threads-read-back "threads used: 1 intra-op" -- "$F" bench "zoo:mlp" --backend ort --threads 1 --reps 3
   expect_ok ort-conformance "^[0-9]+ passed, 0 failed" -- bash -c "'$F' conformance /usr/share/libonnx-testdata/data/node --backend ort --filter '^test_(conv_|relu|gemm|maxpool_2d|softmax_axis|reshape_|slice)' | tail -1"
   expect_error ort-bad-option "unknown option 'lvl'" -- "$F" run "zoo:mlp" --backend "ort?lvl=1"
   expect_ok ort-ablates-its-own-optimizers "ConstantFolding .*LayerNormFusion" -- bash -c "'$F' ablate 'zoo:vit?depth=1&width=16&resolution=16&patch=8&heads=2' --backend ort --batches 1 --over ConstantFolding,LayerNormFusion --reps 3 --warmup 1 --db '$T/ort.db' 2>/dev/null | tr '\n' ' '"
@@ -271,6 +273,7 @@ bridge_tests() {  # NAME PYTHON_MODULE VENDOR_WORD SPEC_OPTIONS
       "'$F' bench 'zoo:$spec' --backend '$b?$opts' --batch 2 --reps 3 --warmup 1 --passes none | grep -E '  backend |max rel error' | tr '\n' ' ' | sed 's/ *$//'"
   done
   expect_error "$b-bad-option" "backend $b: unknown option 'lvl'" -- "$F" run "zoo:mlp" --backend "$b?lvl=1"
+  expect_ok "$b-threads-read-back" "threads used: [^0-9]*1([^0-9]|$)" -- "$F" bench "zoo:mlp" --backend "$b" --threads 1 --reps 3
 }
 if bridge_tests openvino openvino openvino "threads=2&hint=latency"; then
   expect_error openvino-bad-hint "option hint must be one of latency, throughput" -- "$F" run "zoo:mlp" --backend "openvino?hint=fast"

@@ -42,6 +42,7 @@ class OpenvinoModel(Executable):
         core = ov.Core()
         self.compiled = core.compile_model(core.read_model(model), "CPU", cfg)
         self.compile_ms = (time.perf_counter() - t0) * 1e3
+        self.threads_used = self.compiled.get_property("INFERENCE_NUM_THREADS")
         self.request = self.compiled.create_infer_request()
 
     def prepare(self, inputs):

@@ -41,6 +41,8 @@ class OrtModel(Executable):
         self.session = ort.InferenceSession(model, sess_options=so, providers=["CPUExecutionProvider"], **kwargs)
         self.compile_ms = (time.perf_counter() - t0) * 1e3
         self.names = [i.name for i in self.session.get_inputs()]
+        used = self.session.get_session_options().intra_op_num_threads
+        self.threads_used = f"{used} intra-op" if used > 0 else "ORT's default (one per physical core)"
 
     def prepare(self, inputs):
         return dict(zip(self.names, inputs))

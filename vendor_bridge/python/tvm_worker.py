@@ -50,6 +50,7 @@ class TvmModel(Executable):
         self.dev = tvm.cpu()
         self.vm = relax.VirtualMachine(exe, self.dev)
         self.main = self.vm["main"]
+        self.threads_used = tvm.get_global_func("runtime.NumThreads")()  # the runtime's pool, started now
 
     def prepare(self, inputs):
         return [self.tvm.runtime.tensor(x, self.dev) for x in inputs]

@@ -2,7 +2,8 @@
 
 friction starts one worker process per compiled model and talks to it over stdin/stdout,
 one JSON object per line:
-  {"cmd": "load", "model": PATH, "options": {...}}  -> {"ok": true, "vendor": ..., "version": ..., "load_ms": ...}
+  {"cmd": "load", "model": PATH, "options": {...}}  -> {"ok": true, "vendor": ..., "version": ..., "load_ms": ...,
+                                                        "threads_used": ... (when the vendor reports it)}
   {"cmd": "run", "dir": DIR, "inputs": N}            -> {"ok": true, "ms": ..., "outputs": K}
   {"cmd": "time", "dir": DIR, "inputs": N, "repeat": R} -> {"ok": true, "ms": [R times]}  (no outputs)
   {"cmd": "quit"}
@@ -29,6 +30,9 @@ class Executable:
     vendor = "?"
     version = "?"
     compile_ms = None
+    # The thread setting the vendor reports back after compiling (what it runs with, not what was asked):
+    # stored with every measurement in the executor's description.
+    threads_used = None
     # Set by execute() when the vendor times itself (GPU bridges: CUDA events around the
     # launch); it then replaces the host clock for that run.
     last_ms = None
@@ -135,7 +139,10 @@ def serve(load):
                 exe = load(req["model"], req.get("options", {}))
                 # The vendor's compile time when the worker measured it (imports excluded), else all of load.
                 load_ms = getattr(exe, "compile_ms", None) or (time.perf_counter() - t0) * 1e3
-                reply({"ok": True, "vendor": exe.vendor, "version": exe.version, "load_ms": load_ms})
+                answer = {"ok": True, "vendor": exe.vendor, "version": exe.version, "load_ms": load_ms}
+                if exe.threads_used is not None:
+                    answer["threads_used"] = str(exe.threads_used)
+                reply(answer)
             elif req["cmd"] in ("run", "time"):
                 if exe is None:
                     raise RuntimeError(f"{req['cmd']} before load")
