@@ -6,7 +6,6 @@
 #include <numeric>
 #include <optional>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "codegen/NativeKernels.h"
 #include "ir/FusedRegion.h"
@@ -220,37 +219,60 @@ std::unique_ptr<KernelView> analyzeGraph(const Node& node, const FusedRegion& re
   return view;
 }
 
-bool isMaskOp(const std::string& op) {
-  static const std::unordered_set<std::string> ops = {
-#define FRICTION_MASK_OP(op, inputs) #op,
+// The mask ops' operand counts (codegen/MaskOps.def).
+std::optional<size_t> maskInputs(const std::string& op) {
+  static const std::unordered_map<std::string, size_t> ops = {
+#define FRICTION_MASK_OP(op, inputs) {#op, inputs},
 #include "codegen/MaskOps.def"
 #undef FRICTION_MASK_OP
   };
-  return ops.count(op) > 0;
+  auto it = ops.find(op);
+  return it == ops.end() ? std::nullopt : std::optional<size_t>(it->second);
 }
-// The ops the halide target builds as Typed kernels (a Cast between types no Structured one reads).
-bool isTypedKernelOp(const std::string& op) { return isMaskOp(op) || op == "ScatterND" || op == "Cast"; }
+// The ops the halide target builds as Typed kernels: the mask ops, ScatterND, and every Cast (one a
+// Structured kernel covers never gets here).
+bool isTypedKernelOp(const std::string& op) { return maskInputs(op) || op == "ScatterND" || op == "Cast"; }
+
+// Whether ScatterND `node` has a Typed kernel: no reduction, indices a constant whose tuples (at least one)
+// address data's leading dims in range, updates of the matching element count.
+bool checkScatterND(const Node& node, std::string* why) {
+  if (node.attrString("reduction", "none") != "none" || node.numInputs() != 3 || !node.input(1) ||
+      !constantData(node.input(1)))
+    return fail(why, "ScatterND with a reduction or indices that are not constants");
+  const Tensor& indices = *constantData(node.input(1));
+  const std::vector<int64_t> xs = node.input(0)->shape().staticDims(), us = node.input(2)->shape().staticDims();
+  const int64_t m = indices.shape().empty() ? 0 : indices.shape().back();
+  if (m < 1 || m > int64_t(xs.size()) || indices.numel() == 0) return fail(why, "ScatterND index tuples do not fit the data");
+  int64_t inner = 1, updates = 1;
+  for (size_t d = size_t(m); d < xs.size(); ++d) inner *= xs[d];
+  for (int64_t u : us) updates *= u;
+  if (indices.numel() / m * inner != updates) return fail(why, "ScatterND updates do not match the index tuples");
+  const std::vector<int64_t> tuples = indices.toInt64Vector();
+  for (size_t k = 0; k < tuples.size(); ++k) {
+    const int64_t extent = xs[k % size_t(m)];
+    if (tuples[k] < -extent || tuples[k] >= extent) return fail(why, "ScatterND index out of range");
+  }
+  return true;
+}
 
 // The Typed view of `node` (a mask op, a Cast, or a ScatterND of constant
 // indices): its inputs that are not constants are the arguments, of any
 // element type a kernel can read.
 std::unique_ptr<KernelView> analyzeTyped(const Node& node, std::string* why) {
-  auto storable = [](const Value* v) {
-    const DType t = v->dtype();
-    return v->shape().isStatic() && (t == DType::F32 || t == DType::I64 || t == DType::I32 || t == DType::Bool);
-  };
-  const bool mask = isMaskOp(node.op());
+  auto storable = [](const Value* v) { return v->shape().isStatic() && isKernelElementType(v->dtype()); };
+  const auto maskArity = maskInputs(node.op());
+  const bool mask = maskArity.has_value();
   if (node.numOutputs() != 1 || !storable(node.output(0)))
     return fail(why, node.op() + ": one static result of f32, i64, i32 or bool expected"), nullptr;
-  if (node.op() == "ScatterND" && (node.attrString("reduction", "none") != "none" || node.numInputs() != 3 ||
-                                   !node.input(1) || !constantData(node.input(1))))
-    return fail(why, "ScatterND with a reduction or indices that are not constants"), nullptr;
+  if (mask && node.numInputs() != *maskArity) return fail(why, node.op() + " with another operand count"), nullptr;
+  for (const Value* v : node.inputs())
+    if (!v || !storable(v)) return fail(why, node.op() + ": an operand is absent or not f32, i64, i32 or bool"), nullptr;
+  if (node.op() == "ScatterND" && !checkScatterND(node, why)) return nullptr;
   auto view = std::make_unique<KernelView>();
   view->kind = KernelKind::Typed;
   view->nodes = {&node};
   for (size_t i = 0; i < node.numInputs(); ++i) {
     const Value* v = node.input(i);
-    if (!v || !storable(v)) return fail(why, node.op() + ": input " + std::to_string(i) + " is absent or not storable"), nullptr;
     if (mask && !broadcastsTo(v->shape().staticDims(), node.output(0)->shape().staticDims()))
       return fail(why, node.op() + ": input " + std::to_string(i) + " does not broadcast to the result"), nullptr;
     if (constantData(v) || std::find(view->inputs.begin(), view->inputs.end(), v) != view->inputs.end()) continue;
@@ -263,6 +285,8 @@ std::unique_ptr<KernelView> analyzeTyped(const Node& node, std::string* why) {
 }
 
 }  // namespace
+
+bool isKernelElementType(DType t) { return t == DType::F32 || t == DType::I64 || t == DType::I32 || t == DType::Bool; }
 
 bool isStaticView(const Node& n) {
   return hasTrait(n, OpTrait::View) && n.numInputs() >= 1 && n.numOutputs() == 1 && isStaticF32(n.input(0)) &&
@@ -439,8 +463,7 @@ std::string structuralKey(const Node& node) {
   if (isTypedKernelOp(node.op()))
     for (size_t i = 0; i < node.numInputs(); ++i)
       if (const Tensor* t = node.input(i) ? constantData(node.input(i)) : nullptr)
-        key += " const" + std::to_string(i) + "=" + t->type().str() + "#" +
-               hex64(fnv1a64(std::string_view(static_cast<const char*>(t->rawData()), size_t(t->byteSize()))));
+        key += " const" + std::to_string(i) + "=" + structuralAttribute(*t, {.hashTensors = true});
   return key + regionConstants(node, "");
 }
 

@@ -75,6 +75,10 @@ struct KernelView {
   std::vector<int> inputSplitDims;
 };
 
+// Element types a kernel's buffers may have: f32, i64, i32, or bool (a byte
+// each). Most kinds take f32 alone; Typed kernels take them all.
+bool isKernelElementType(DType t);
+
 // Ops the elementwise payload emitter handles (codegen/ScalarOps.def).
 bool isSupportedElementwise(const Node& n);
 // A shape-only op (Reshape, Flatten, Squeeze, Unsqueeze: the View trait)

@@ -74,7 +74,7 @@ void Program::runStep(const Step& s, std::vector<Tensor>& env, std::vector<Tenso
                       std::vector<Tensor>& outs) const {
   args.clear();
   auto output0 = [&] {
-    const Value* y = s.node->output(0);  // f32 but for a native Cast's
+    const Value* y = s.node->output(0);  // f32 but for typed ops' (native, or Typed kernels on halide)
     std::vector<int64_t> shape = y->shape().staticDims();
     if (s.arenaOffset < 0) return buffers->acquire(y->dtype(), shape);
     return Tensor::view(y->dtype(), shape, std::shared_ptr<void>(arena, static_cast<char*>(arena.get()) + s.arenaOffset));

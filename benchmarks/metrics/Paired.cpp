@@ -17,6 +17,7 @@ RoundEstimate medianOverRounds(const std::vector<double>& perRound, uint64_t see
 RoundEstimate statisticOverSeries(const std::vector<std::vector<double>>& series,
                                   const std::function<double(const std::vector<double>& medians)>& statistic,
                                   uint64_t seed, int resamples, double confidence) {
+  if (series.empty()) throw std::invalid_argument("statisticOverSeries: no series");
   std::vector<double> medians;
   RoundEstimate e;
   for (const auto& s : series) {

@@ -24,7 +24,8 @@ RoundEstimate medianOverRounds(const std::vector<double>& perRound, uint64_t see
 // A statistic of several series of per-round values measured apart (one per batch: each batch of a sweep is
 // a group of rounds of its own) with its percentile-bootstrap CI: each replicate resamples every series' rounds
 // independently and evaluates `statistic` on the replicate's per-series medians; the value is `statistic` of
-// the series' own medians. Throws when a series is empty.
+// the series' own medians. Throws when there is no series or one is empty. With a handful of rounds a
+// series' bootstrap median takes few values: the interval is coarse and may under-cover.
 RoundEstimate statisticOverSeries(const std::vector<std::vector<double>>& series,
                                   const std::function<double(const std::vector<double>& medians)>& statistic,
                                   uint64_t seed = 0, int resamples = 2000, double confidence = 0.95);

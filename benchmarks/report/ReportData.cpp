@@ -85,26 +85,28 @@ json batchSeries(const Cells& cells, CellLabels& labels, const ResultsStore& sto
       std::vector<const CellRecord*> series;
       std::vector<double> batches;
       for (const auto& [b, c] : byBatch) series.push_back(c), batches.push_back(double(b));
-      // Measured in rounds: F(b) and phi with bootstrap CIs over every batch's rounds. Otherwise F(b)'s interval
-      // joins the latency intervals at b and b0 (conservative) and phi has none.
+      // Measured in rounds: F(b) and phi from the medians of the round medians, with bootstrap CIs over every
+      // batch's rounds. Otherwise from the cells' medians, F(b)'s interval joining the latency intervals at b
+      // and b0 (conservative), phi with none.
       const auto rounds = roundValues(series, store);
       const metrics::Interval ci0 = series[0]->m.summary.medianCI;
       const double b0 = batches[0];
       for (size_t i = 0; i < bm.rows.size(); ++i) {
         const auto& r = bm.rows[i];
         json fci = json{0.0, 0.0};  // F(b0) = 0
+        double friction = r.friction;
         if (rounds && i > 0) {
           auto f = metrics::statisticOverSeries(*rounds, [&](const std::vector<double>& m) {
             return std::max(0.0, 1 - r.batch * m[0] / (b0 * m[i]));
           });
-          fci = {f.ci.low, f.ci.high};
+          friction = f.value, fci = {f.ci.low, f.ci.high};
         } else if (i > 0) {
           const metrics::Interval ci = series[i]->m.summary.medianCI;
           double eLow = r.batch * ci0.low / (b0 * ci.high), eHigh = r.batch * ci0.high / (b0 * ci.low);
           fci = {std::max(0.0, 1 - eHigh), std::max(0.0, 1 - eLow)};
         }
         s["metrics"].push_back({{"batch", r.batch}, {"throughput", r.throughput}, {"cost_ms", r.costMs},
-                                {"efficiency", r.efficiency}, {"friction", r.friction}, {"friction_ci", fci}});
+                                {"efficiency", r.efficiency}, {"friction", friction}, {"friction_ci", fci}});
       }
       s["phi"] = bm.phi.slope;
       if (rounds) {
@@ -113,6 +115,7 @@ json batchSeries(const Cells& cells, CellLabels& labels, const ResultsStore& sto
           for (double v : m) logs.push_back(std::log(v));
           return slopeOverLogBatch(batches, logs);
         });
+        s["phi"] = phi.value;
         s["phi_ci"] = {phi.ci.low, phi.ci.high};
       }
     }
@@ -322,8 +325,9 @@ json executorRatios(const Cells& cells, CellLabels& labels, const std::string& r
         std::vector<double> ra = metrics::blockMedians(sa, a.roundSizes), rb = metrics::blockMedians(sb, b.roundSizes);
         auto p = metrics::pairedRatio(ra, rb, 0, 2000, 0.95, minEffect);
         ratio = {p.ratio, p.ci, p.direction};
-        std::vector<double>& logs = logRatios[{name, key.first, key.second}];
+        std::vector<double> logs;
         for (size_t k = 0; k < ra.size(); ++k) logs.push_back(std::log(ra[k] / rb[k]));
+        logRatios[{name, key.first, key.second}] = std::move(logs);
       } else {
         ratio = metrics::medianRatioCI(sa, sb, 0, 2000, 0.95, minEffect);
       }

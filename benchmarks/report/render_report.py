@@ -57,8 +57,8 @@ def batch_figures(data):
                              marker="o", capsize=3)
             ms = s.get("metrics") or []
             axes[2].errorbar([m["batch"] for m in ms], [m["friction"] for m in ms],
-                             yerr=[[m["friction"] - m["friction_ci"][0] for m in ms],
-                                   [m["friction_ci"][1] - m["friction"] for m in ms]], marker="o", capsize=3)
+                             yerr=error_bars([m["friction"] for m in ms], [m["friction_ci"] for m in ms]),
+                             marker="o", capsize=3)
             # Flagged (unstable) cells: a red ring on each panel.
             for p in pts:
                 if p.get("unstable"):
@@ -66,7 +66,7 @@ def batch_figures(data):
                     axes[1].plot([p["batch"]], [1000 * p["batch"] / p["median_ms"]], "o", ms=12, mfc="none", mec="red")
         titles = ["median latency L(b), ms (95% CI)", "throughput T(b), samples/s (95% CI)",
                   "friction F(b) = max(0, 1 - E(b)) (95% CI" +
-                  (", over rounds)" if all("phi_ci" in s for s in series) else ", conservative)")]
+                  (", over rounds)" if all("phi_ci" in s for s in series if "phi" in s) else ", conservative)")]
         batches = sorted({p["batch"] for s in series for p in s["points"]})
         for ax, t in zip(axes, titles):
             ax.set_xscale("log", base=2)
@@ -184,6 +184,13 @@ def num(v, fmt, missing="&ndash;"):
     return missing if v is None or v != v else format(v, fmt)
 
 
+def error_bars(values, intervals):
+    """matplotlib's yerr for values with intervals; a bootstrap interval need not hold its point estimate
+    (matplotlib refuses negative bars), so a bar never reaches past the value."""
+    return [[max(0.0, v - ci[0]) for v, ci in zip(values, intervals)],
+            [max(0.0, ci[1] - v) for v, ci in zip(values, intervals)]]
+
+
 def with_ci(v, ci, fmt):
     """A value with its 95% interval when it has one: 0.85 [0.80, 0.90]."""
     text = num(v, fmt)
@@ -297,8 +304,7 @@ def mitigation_section(data):
                 continue
             b = [p["batch"] for p in r["points"]]
             v = [p["mitigation"] for p in r["points"]]
-            ax.errorbar(b, v, yerr=[[x - p["mitigation_ci"][0] for x, p in zip(v, r["points"])],
-                                    [p["mitigation_ci"][1] - x for x, p in zip(v, r["points"])]],
+            ax.errorbar(b, v, yerr=error_bars(v, [p["mitigation_ci"] for p in r["points"]]),
                         marker="o", capsize=3, label=e)
         ax.axhline(1, color="black", lw=0.8)
         ax.set_xscale("log", base=2)

@@ -9,8 +9,9 @@
 //                update over an RDom of the reduced dims), then the epilogue
 //   Structured   one op of codegen/StructuredOps.def: one build function per
 //                op, named as the MLIR ones, from the same list
-//   Typed        a mask op (codegen/MaskOps.def) or a ScatterND of constant
-//                indices, with the Structured ones' build functions
+//   Typed        a mask op (codegen/MaskOps.def), a Cast between f32, i64,
+//                i32 and bool, or a ScatterND of constant indices, with the
+//                Structured ones' build functions
 // Halide's dim 0 is the innermost; friction's shapes are row-major, so every
 // access reverses friction's index order.
 #pragma once
@@ -55,7 +56,8 @@ HL::Expr scalarFormula(const Node& n, const std::vector<HL::Expr>& in);
 // bools as Halide bools: a bool result.
 HL::Expr maskFormula(const std::string& op, const std::vector<HL::Expr>& in);
 
-// The Halide type of a buffer of `t`: f32, i64, i32, or bool as a byte.
+// The Halide type of a buffer of `t`: f32, i64, i32, or bool as a byte;
+// throws for any other (isKernelElementType).
 HL::Type halideType(DType t);
 
 // Halide's region of a friction shape (reversed: Halide's dim 0 is the innermost).

@@ -203,12 +203,19 @@ TEST_F(HalideBackend, MasksCastsAndScattersAreKernels) {
     Value* wide = b.op("Add", {x, cast(b, cast(b, odd, DType::I32), DType::F32)});
     return b.op("Add", {wide, cast(b, cast(b, x, DType::Bool), DType::F32)});
   });
-  for (bool rows : {true, false})
-    expectKernelsMatch(rows ? "ScatterND rows" : "ScatterND elements, one written twice", [&](GraphBuilder& b, Value* x) {
-      Tensor indices = rows ? Tensor::fromVector<int64_t>(DType::I64, {2, 1}, {1, -1})
-                            : Tensor::fromVector<int64_t>(DType::I64, {3, 3}, {0, 1, 2, 1, 2, 0, 0, 1, 2});
-      std::vector<int64_t> updates = rows ? std::vector<int64_t>{2, 3, 4} : std::vector<int64_t>{3};
-      return b.op("ScatterND", {x, b.constant(indices), b.op("Neg", {b.constant(test::randomTensor(updates, 4))})});
+  struct Scatter {
+    std::string what;
+    Tensor indices;
+    std::vector<int64_t> updates;
+  };
+  auto indices = [](std::vector<int64_t> shape, const std::vector<int64_t>& v) {
+    return Tensor::fromVector<int64_t>(DType::I64, std::move(shape), v);
+  };
+  for (const Scatter& c : {Scatter{"ScatterND rows, one written twice (1 and -1)", indices({2, 1}, {1, -1}), {2, 3, 4}},
+                           Scatter{"ScatterND elements, one written twice", indices({3, 3}, {0, 1, 2, 1, 2, 0, 0, 1, 2}), {3}},
+                           Scatter{"ScatterND of one element, scalar updates", indices({3}, {1, -1, 2}), {}}})
+    expectKernelsMatch(c.what, [&](GraphBuilder& b, Value* x) {
+      return b.op("ScatterND", {x, b.constant(c.indices), b.op("Neg", {b.constant(test::randomTensor(c.updates, 4))})});
     });
 }
 

@@ -92,7 +92,7 @@ class IreeModel(Executable):
         if rflags:
             rt.flags.parse_flags(*rflags)
         self.config = rt.Config("local-task")
-        # IREE's runtime does not report its worker count: the flag it was given, read back from its flag set.
+        # IREE's runtime does not report its worker count: the flag the worker gave it.
         self.threads_used = " ".join(rflags) or "IREE's default (one worker per core)"
         ctx = rt.SystemContext(config=self.config)
         vm_module = rt.VmModule.copy_buffer(ctx.instance, vmfb)

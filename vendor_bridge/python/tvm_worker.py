@@ -50,7 +50,7 @@ class TvmModel(Executable):
         self.dev = tvm.cpu()
         self.vm = relax.VirtualMachine(exe, self.dev)
         self.main = self.vm["main"]
-        self.threads_used = tvm.get_global_func("runtime.NumThreads")()  # the runtime's pool, started now
+        self.threads_used = tvm.runtime.num_threads()  # the runtime's pool
 
     def prepare(self, inputs):
         return [self.tvm.runtime.tensor(x, self.dev) for x in inputs]

@@ -30,8 +30,9 @@ class Executable:
     vendor = "?"
     version = "?"
     compile_ms = None
-    # The thread setting the vendor reports back after compiling (what it runs with, not what was asked):
-    # stored with every measurement in the executor's description.
+    # The thread setting as the vendor reports it after compiling (ORT: the session's option, 0 for its
+    # default; OpenVINO and TVM: the count they run with; IREE: the flag it was given): stored with every
+    # measurement in the executor's description.
     threads_used = None
     # Set by execute() when the vendor times itself (GPU bridges: CUDA events around the
     # launch); it then replaces the host clock for that run.
