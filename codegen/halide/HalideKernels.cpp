@@ -98,6 +98,18 @@ Exprs unflatten(HL::Expr flat, const Ints& shape) {
 }
 int64_t normalized(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
 HL::Expr clampIndex(HL::Expr i, int64_t extent) { return HL::clamp(i, 0, int(extent - 1)); }
+// `source` read with every index clamped into `shape` (what BoundaryConditions::repeat_edge computes), as a
+// Func of a unique name: repeat_edge names every Func it makes "repeat_edge", and with two of them over two
+// buffers in one kernel, Adams2019's greedy schedule of a strided conv computed wrong results (off by 100%;
+// tests/codegen/TestHalideBackend.cpp); Funcs of unique names do not.
+HL::Func clampedRead(const HL::Func& source, const Ints& shape, const std::string& name) {
+  return define(name + "_clamped", shape, [&](const Exprs& i) {
+    Exprs inside;
+    // likely(): as repeat_edge marks it, so Halide's loop partitioning keeps the clamps out of the steady state.
+    for (size_t d = 0; d < i.size(); ++d) inside.push_back(clampIndex(HL::likely(i[d]), shape[d]));
+    return at(source, inside);
+  }).func;
+}
 // An RDom over `extents` (at least one dim: a size-1 one when there is none).
 HL::RDom rdom(const Ints& extents, const std::string& name) {
   std::vector<HL::Range> ranges;
@@ -495,7 +507,7 @@ class Definer {
       denseStatic(p, shape);
       out_.inputs.push_back(p);
       out_.inputShapes.push_back(shape);
-      funcs_[v] = clampInputs_ && !shape.empty() ? HL::BoundaryConditions::repeat_edge(p, regionOf(shape)) : HL::Func(p);
+      funcs_[v] = clampInputs_ && !shape.empty() ? clampedRead(HL::Func(p), shape, p.name()) : HL::Func(p);
     }
     FRICTION_CHECK(view_.kind != KernelKind::NativeEpilogue, "halide: a native anchor's epilogue is not a Halide kernel");
     // Every kind is its nodes in order: a Contraction's anchor, a Structured op, elementwise nodes, or (Graph)
@@ -532,8 +544,7 @@ class Definer {
     HL::Buffer<> data(halideType(t->dtype()), sizes);  // row-major: Halide's dim 0 innermost is the same memory order
     std::memcpy(data.data(), t->rawData(), size_t(t->byteSize()));
     // Clamped like the arguments (a schedule may compute past what the outputs need).
-    HL::Func source = clampInputs_ && !sizes.empty() ? HL::BoundaryConditions::repeat_edge(data, regionOf(t->shape()))
-                                                     : HL::Func(data);
+    HL::Func source = clampInputs_ && !sizes.empty() ? clampedRead(HL::Func(data), t->shape(), v->name()) : HL::Func(data);
     ShapedFunc f = halide::define(v->name(), t->shape(), [&](const Exprs& i) { return at(source, i); });
     funcs_[v] = f.func;
     return f.func;

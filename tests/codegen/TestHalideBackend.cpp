@@ -4,8 +4,10 @@
 // and 2; every schedule and both loop-level fusion choices; nothing on the
 // interpreter or on a native microkernel; options refused in one line.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -158,25 +160,48 @@ TEST_F(HalideBackend, FusionPassesMakeFewerKernelsEachTimedAlone) {
   }
 }
 
+// A graph of one f32 input of `shape` and `body`, no pass run, on `backend` against the interpreter: within
+// `tolerance`, no interpreter node, no native step.
+void expectGraphMatchesInterp(Backend& backend, const std::vector<int64_t>& shape,
+                              const std::function<Value*(GraphBuilder&, Value*)>& body, double tolerance,
+                              const std::string& what) {
+  SCOPED_TRACE(what);
+  Graph g;
+  GraphBuilder b(g);
+  b.output(body(b, b.input("x", {DType::F32, Shape::fromStatic(shape)})));
+  std::vector<Tensor> in = {test::randomTensor(shape, 11)};
+  auto want = interp::run(g, in);
+  auto model = backend.compile(g);
+  auto got = model->run(in);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) expectClose(got[i], want[i], tolerance, what);
+  EXPECT_EQ(model->interpNodes(), 0) << model->description();
+  EXPECT_EQ(codegen::cpuStats(*model)->nativeCalls, 0) << model->description();
+}
+
+// Every Func of a kernel has a name of its own: two clamped inputs (Halide's repeat_edge names both
+// "repeat_edge") collided once Adams2019's greedy search realized both, and a strided conv read its weights'
+// values where its input's belonged.
+TEST_F(HalideBackend, TwoClampedInputsUnderAGreedyAutoschedule) {
+  ::setenv("HL_BEAM_SIZE", "1", 1);  // Adams2019's greedy search, read when it runs
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);  // the schedule planned for one core: the one that collided
+  auto backend = createBackend("halide?schedule=adams2019");
+  omp_set_num_threads(threads);
+  expectGraphMatchesInterp(*backend, {1, 8, 16, 16}, [](GraphBuilder& b, Value* x) {
+    return b.op("Conv", {x, b.constant(test::randomTensor({8, 8, 3, 3}, 2)), b.constant(test::randomTensor({8}, 3))},
+                {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"strides", std::vector<int64_t>{2, 2}}});
+  }, 1e-5, "stride-2 conv");
+  ::unsetenv("HL_BEAM_SIZE");
+}
+
 // The ops the cpu target runs as native typed kernels are Typed kernels here
 // (a mask built by comparisons, logic and Where on bools and integers, Casts
 // between element types, ScatterND of constant indices), no pass run first.
 TEST_F(HalideBackend, MasksCastsAndScattersAreKernels) {
   auto backend = createBackend("halide");
   auto expectKernelsMatch = [&](const std::string& what, const std::function<Value*(GraphBuilder&, Value*)>& body) {
-    SCOPED_TRACE(what);
-    const std::vector<int64_t> shape = {2, 3, 4};
-    Graph g;
-    GraphBuilder b(g);
-    b.output(body(b, b.input("x", {DType::F32, Shape::fromStatic(shape)})));
-    std::vector<Tensor> in = {test::randomTensor(shape, 11)};
-    auto want = interp::run(g, in);
-    auto model = backend->compile(g);
-    auto got = model->run(in);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) expectClose(got[i], want[i], 0, what);
-    EXPECT_EQ(model->interpNodes(), 0) << model->description();
-    EXPECT_EQ(codegen::cpuStats(*model)->nativeCalls, 0) << model->description();
+    expectGraphMatchesInterp(*backend, {2, 3, 4}, body, 0, what);
   };
   auto cast = [](GraphBuilder& b, Value* v, DType to) { return b.op("Cast", {v}, {{"to", int64_t(dtypeToOnnxCode(to))}}); };
   expectKernelsMatch("masks", [&](GraphBuilder& b, Value* x) {
