@@ -233,26 +233,17 @@ std::optional<size_t> maskInputs(const std::string& op) {
 // Structured kernel covers never gets here).
 bool isTypedKernelOp(const std::string& op) { return maskInputs(op) || op == "ScatterND" || op == "Cast"; }
 
-// Whether ScatterND `node` has a Typed kernel: no reduction, indices a constant whose tuples (at least one)
-// address data's leading dims in range, updates of the matching element count.
+// Whether ScatterND `node` has a Typed kernel: no reduction, at least one index tuple, constant and in
+// range (scatterRows, as the cpu target checks them).
 bool checkScatterND(const Node& node, std::string* why) {
   if (node.attrString("reduction", "none") != "none" || node.numInputs() != 3 || !node.input(1) ||
       !constantData(node.input(1)))
     return fail(why, "ScatterND with a reduction or indices that are not constants");
   const Tensor& indices = *constantData(node.input(1));
-  const std::vector<int64_t> xs = node.input(0)->shape().staticDims(), us = node.input(2)->shape().staticDims();
-  const int64_t m = indices.shape().empty() ? 0 : indices.shape().back();
-  if (m < 1 || m > int64_t(xs.size()) || indices.numel() == 0) return fail(why, "ScatterND index tuples do not fit the data");
-  int64_t inner = 1, updates = 1;
-  for (size_t d = size_t(m); d < xs.size(); ++d) inner *= xs[d];
-  for (int64_t u : us) updates *= u;
-  if (indices.numel() / m * inner != updates) return fail(why, "ScatterND updates do not match the index tuples");
-  const std::vector<int64_t> tuples = indices.toInt64Vector();
-  for (size_t k = 0; k < tuples.size(); ++k) {
-    const int64_t extent = xs[k % size_t(m)];
-    if (tuples[k] < -extent || tuples[k] >= extent) return fail(why, "ScatterND index out of range");
-  }
-  return true;
+  if (indices.numel() == 0) return fail(why, "ScatterND of no index tuple");
+  return scatterRows(node.input(0)->shape().staticDims(), indices.shape(), indices.toInt64Vector(),
+                     node.input(2)->shape().numel().value_or(-1), why)
+      .has_value();
 }
 
 // The Typed view of `node` (a mask op, a Cast, or a ScatterND of constant

@@ -62,6 +62,21 @@ inline std::unique_ptr<NativeKernel> noNative(std::string* why, const std::strin
 std::optional<FusedEpilogue> matchFusedEpilogue(const Node& region, const Node& anchor,
                                                 const std::function<const Value*(const Value*)>& resolve);
 
+// The rows a ScatterND (reduction none) of constant index tuples writes: each
+// tuple addresses data's leading m = indexShape.back() dims (negative entries
+// count from the end), `rows[t]` is tuple t's flat position over those dims,
+// and every row holds `rowElements` elements. Nullopt, with the reason in
+// `why`, when the tuples do not fit data `xs`, one is out of range, or the
+// updates' element count is not rows x rowElements. The cpu target's row
+// copies and the halide target's row table both start from it.
+struct ScatterRows {
+  std::vector<int64_t> rows;
+  int64_t rowElements = 1;
+};
+std::optional<ScatterRows> scatterRows(const std::vector<int64_t>& xs, const std::vector<int64_t>& indexShape,
+                                       const std::vector<int64_t>& tuples, int64_t updateElements,
+                                       std::string* why = nullptr);
+
 // The native kernel of a data-movement or per-axis op on f32
 // (NativeTensorOps.cpp: Slice, Concat, Pad, Gather, ScatterND, Expand,
 // BatchNormalization, the Reduce ops), or nullptr with the reason in `why`.

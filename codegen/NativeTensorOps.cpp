@@ -241,25 +241,40 @@ std::unique_ptr<NativeKernel> matchScatterND(const Node& n, const std::vector<co
   if (n.attrString("reduction", "none") != "none") return noNative(why, "ScatterND with a reduction");
   auto indices = constantInts(in, 1);
   if (!indices || !isStaticF32(in[2])) return noNative(why, "ScatterND indices are not constants");
-  const Ints is = in[1]->shape().staticDims();
-  const int64_t m = is.empty() ? 0 : is.back();
-  if (m < 1 || m > int64_t(xs.size())) return noNative(why, "ScatterND index tuples do not fit the data");
-  const Ints dense = ukernels::denseStrides(xs);
-  const int64_t row = m == int64_t(xs.size()) ? 1 : dense[size_t(m - 1)];
+  auto scatter = scatterRows(xs, in[1]->shape().staticDims(), *indices, in[2]->shape().numel().value_or(-1), why);
+  if (!scatter) return nullptr;
   Ints offsets;
-  for (size_t t = 0; t < indices->size(); t += size_t(m)) {
-    int64_t offset = 0;
-    for (int64_t j = 0; j < m; ++j) {
-      int64_t i = (*indices)[t + size_t(j)];
-      if (i < -xs[size_t(j)] || i >= xs[size_t(j)]) return noNative(why, "ScatterND index out of range");
-      offset += (i < 0 ? i + xs[size_t(j)] : i) * dense[size_t(j)];
-    }
-    offsets.push_back(offset);
-  }
-  if (in[2]->shape().numel() != std::optional<int64_t>(int64_t(offsets.size()) * row))
-    return noNative(why, "ScatterND updates do not match the index tuples");
-  return std::make_unique<ScatterRowsKernel>(std::move(offsets), row);
+  for (int64_t r : scatter->rows) offsets.push_back(r * scatter->rowElements);
+  return std::make_unique<ScatterRowsKernel>(std::move(offsets), scatter->rowElements);
 }
+
+}  // namespace
+
+std::optional<ScatterRows> scatterRows(const Ints& xs, const Ints& indexShape, const Ints& tuples,
+                                       int64_t updateElements, std::string* why) {
+  auto refuse = [why](const char* reason) -> std::optional<ScatterRows> {
+    if (why) *why = reason;
+    return std::nullopt;
+  };
+  const int64_t m = indexShape.empty() ? 0 : indexShape.back();
+  if (m < 1 || m > int64_t(xs.size())) return refuse("ScatterND index tuples do not fit the data");
+  ScatterRows s;
+  for (size_t d = size_t(m); d < xs.size(); ++d) s.rowElements *= xs[d];
+  for (size_t t = 0; t < tuples.size(); t += size_t(m)) {
+    int64_t row = 0;
+    for (int64_t j = 0; j < m; ++j) {
+      const int64_t i = tuples[t + size_t(j)], extent = xs[size_t(j)];
+      if (i < -extent || i >= extent) return refuse("ScatterND index out of range");
+      row = row * extent + (i < 0 ? i + extent : i);
+    }
+    s.rows.push_back(row);
+  }
+  if (updateElements != int64_t(s.rows.size()) * s.rowElements)
+    return refuse("ScatterND updates do not match the index tuples");
+  return s;
+}
+
+namespace {
 
 class BatchNormKernel : public NativeKernel {
  public:

@@ -15,6 +15,7 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "codegen/NativeKernels.h"
 #include "ir/Error.h"
 #include "ir/FusedRegion.h"
 #include "ir/ops/NnShapes.h"
@@ -388,26 +389,19 @@ ShapedFunc buildMask(Structured& s) {
 // y = data with the rows named by constant `indices` (tuples over data's
 // leading dims) replaced by the updates' rows: a table from each leading
 // position to the update row written there (the last one, as the
-// interpreter's loop leaves it), -1 where none is. The analysis checked the
-// tuples (at least one, in range) and the updates' element count.
+// interpreter's loop leaves it), -1 where none is (scatterRows, shared with
+// the cpu target's row copies).
 ShapedFunc buildScatterND(Structured& s) {
   const Ints xs = s.shapeOf(0), us = s.shapeOf(2);
   const Tensor& indices = *constantData(s.n.input(1));
-  const int64_t m = indices.shape().back();
+  const auto scatter = scatterRows(xs, indices.shape(), indices.toInt64Vector(), s.n.input(2)->shape().numel().value_or(-1));
+  FRICTION_CHECK(scatter, s.n.describe() + ": index tuples the analysis should have refused");
+  const int64_t m = indices.shape().back(), rows = int64_t(scatter->rows.size()), inner = scatter->rowElements;
   const Ints lead(xs.begin(), xs.begin() + m), rest(xs.begin() + m, xs.end());
-  const int64_t rows = indices.numel() / m, inner = std::accumulate(rest.begin(), rest.end(), int64_t(1), std::multiplies<>());
   const int positions = int(std::accumulate(lead.begin(), lead.end(), int64_t(1), std::multiplies<>()));
-  const std::vector<int64_t> tuples = indices.toInt64Vector();
   HL::Buffer<int32_t> rowAt(positions);
   rowAt.fill(-1);
-  for (int64_t k = 0; k < rows; ++k) {
-    int64_t flat = 0;
-    for (int64_t j = 0; j < m; ++j) {
-      const int64_t i = tuples[size_t(k * m + j)], extent = lead[size_t(j)];
-      flat = flat * extent + (i < 0 ? i + extent : i);
-    }
-    rowAt(int(flat)) = int32_t(k);
-  }
+  for (int64_t k = 0; k < rows; ++k) rowAt(int(scatter->rows[size_t(k)])) = int32_t(k);
   return s.result([&](const Exprs& y) {
     // Clamped reads: a schedule may compute past the outputs (the table is no clamped input), and bounds
     // inference cannot see through the table to the update row.
