@@ -44,7 +44,8 @@ CREATE TABLE IF NOT EXISTS attributions (
 CREATE TABLE IF NOT EXISTS rounds (
   group_key TEXT NOT NULL, round INTEGER NOT NULL, order_json TEXT NOT NULL, start_s REAL NOT NULL,
   calibration_serial_ms REAL NOT NULL, calibration_parallel_ms REAL NOT NULL, load_avg REAL NOT NULL,
-  slow INTEGER NOT NULL, dropped INTEGER NOT NULL, quiesce_ms REAL NOT NULL, PRIMARY KEY (group_key, round));
+  slow INTEGER NOT NULL, dropped INTEGER NOT NULL, quiesce_ms REAL NOT NULL, cross_core_ns REAL,
+  near_wait_ms REAL, far_blocks INTEGER, PRIMARY KEY (group_key, round));
 )";
 
 // Version 2 -> 3: the interleaved rounds (group, round sizes, contention, the rounds table) and attribution CIs.
@@ -61,6 +62,19 @@ UPDATE meta SET value = '3' WHERE key = 'schema_version';
 const char* kUpgradeFrom3 = R"(
 ALTER TABLE attributions ADD COLUMN margin_ms REAL;
 UPDATE meta SET value = '4' WHERE key = 'schema_version';
+)";
+
+// Version 4 -> 5: each round's core-to-core round trip, the wait for near cores and the blocks timed far.
+// (A file upgraded from version 2 has no rounds table yet: it gets version 4's first.)
+const char* kUpgradeFrom4 = R"(
+CREATE TABLE IF NOT EXISTS rounds (
+  group_key TEXT NOT NULL, round INTEGER NOT NULL, order_json TEXT NOT NULL, start_s REAL NOT NULL,
+  calibration_serial_ms REAL NOT NULL, calibration_parallel_ms REAL NOT NULL, load_avg REAL NOT NULL,
+  slow INTEGER NOT NULL, dropped INTEGER NOT NULL, quiesce_ms REAL NOT NULL, PRIMARY KEY (group_key, round));
+ALTER TABLE rounds ADD COLUMN cross_core_ns REAL;
+ALTER TABLE rounds ADD COLUMN near_wait_ms REAL;
+ALTER TABLE rounds ADD COLUMN far_blocks INTEGER;
+UPDATE meta SET value = '5' WHERE key = 'schema_version';
 )";
 
 // The measurement columns, in the order add() binds them and mergeFrom copies them.
@@ -129,6 +143,7 @@ ResultsStore::ResultsStore(const std::string& path) : path_(path) {
     }
     if (v == 2) inTransaction([&] { exec(kUpgradeFrom2); }), v = 3;
     if (v == 3) inTransaction([&] { exec(kUpgradeFrom3); }), v = 4;
+    if (v == 4) inTransaction([&] { exec(kUpgradeFrom4); }), v = 5;
     exec(kSchema);
     if (v != 0) {
       FRICTION_CHECK(v == kSchemaVersion, "results store '" + path + "' has schema version " + std::to_string(v) +
@@ -313,10 +328,11 @@ void ResultsStore::setRounds(const std::string& group, const RoundsResult& r) {
       std::vector<std::string> order;
       for (size_t c : rr.order) order.push_back(r.labels[c]);
       Stmt q(db_, R"(INSERT INTO rounds (group_key, round, order_json, start_s, calibration_serial_ms,
-        calibration_parallel_ms, load_avg, slow, dropped, quiesce_ms) VALUES (?,?,?,?,?,?,?,?,?,?))");
+        calibration_parallel_ms, load_avg, slow, dropped, quiesce_ms, cross_core_ns, near_wait_ms, far_blocks) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?))");
       q.text(1, group), q.integer(2, int64_t(k)), q.text(3, nlohmann::json(order).dump()), q.real(4, rr.startSeconds);
       q.real(5, rr.calibration.serialMs), q.real(6, rr.calibration.parallelMs), q.real(7, rr.loadAverage);
-      q.integer(8, rr.slow), q.integer(9, rr.dropped), q.real(10, rr.quiesceMs);
+      q.integer(8, rr.slow), q.integer(9, rr.dropped), q.real(10, rr.quiesceMs), q.real(11, rr.calibration.crossCoreNs);
+      q.real(12, rr.nearWaitMs), q.integer(13, rr.farBlocks);
       FRICTION_CHECK(sqlite3_step(q.s) == SQLITE_DONE, "results store '" + path_ + "': " + sqlite3_errmsg(db_));
     }
   });
@@ -324,7 +340,7 @@ void ResultsStore::setRounds(const std::string& group, const RoundsResult& r) {
 
 std::vector<RoundRow> ResultsStore::rounds(const std::string& groupPrefix) const {
   Stmt q(db_, R"(SELECT group_key, round, order_json, start_s, calibration_serial_ms, calibration_parallel_ms, load_avg,
-    slow, dropped, quiesce_ms FROM rounds WHERE group_key LIKE ? || '%' ORDER BY group_key, round)");
+    slow, dropped, quiesce_ms, cross_core_ns, near_wait_ms, far_blocks FROM rounds WHERE group_key LIKE ? || '%' ORDER BY group_key, round)");
   q.text(1, groupPrefix);
   std::vector<RoundRow> out;
   while (sqlite3_step(q.s) == SQLITE_ROW) {
@@ -335,6 +351,8 @@ std::vector<RoundRow> ResultsStore::rounds(const std::string& groupPrefix) const
     r.parallelCalibrationMs = sqlite3_column_double(q.s, 5), r.loadAverage = sqlite3_column_double(q.s, 6);
     r.slow = sqlite3_column_int(q.s, 7), r.dropped = sqlite3_column_int(q.s, 8);
     r.quiesceMs = sqlite3_column_double(q.s, 9);
+    r.crossCoreNs = sqlite3_column_type(q.s, 10) == SQLITE_NULL ? std::nan("") : sqlite3_column_double(q.s, 10);
+    r.nearWaitMs = sqlite3_column_double(q.s, 11), r.farBlocks = sqlite3_column_int(q.s, 12);
     out.push_back(std::move(r));
   }
   return out;

@@ -19,7 +19,7 @@ struct sqlite3;
 
 namespace friction::bench {
 
-constexpr int kSchemaVersion = 4;  // 2 and 3 are upgraded in place when opened
+constexpr int kSchemaVersion = 5;  // 2, 3 and 4 are upgraded in place when opened
 
 // Where a measurement was taken: recorded in every row.
 struct Fingerprint {
@@ -74,6 +74,9 @@ struct RoundRow {
   std::vector<std::string> order;  // the cells' labels in timing order
   double startSeconds = 0, serialCalibrationMs = 0, parallelCalibrationMs = 0, loadAverage = -1;
   double quiesceMs = 0;  // waited in the round for the cores to go quiet before its blocks
+  double crossCoreNs = std::nan("");  // the calibration's core-to-core round trip (NaN: before schema 5)
+  double nearWaitMs = 0;              // waited in the round for near cores (Rounds.h, waitForNearCores)
+  int farBlocks = 0;                  // blocks timed in the far state all the same
   bool slow = false, dropped = false;
 };
 

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <random>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 namespace friction::bench {
 namespace {
@@ -60,7 +62,61 @@ Calibration timeChain(int threads, int steps) {
 }
 }  // namespace
 
-Calibration calibrate(int threads) { return timeChain(threads, kCalibrationSteps); }
+// Ping-pong of one cache line between thread 0 and each other thread of a team in turn: mean round trip (ns) of
+// the slowest pair. Bounded in time, not only in count: a partner that another process keeps off its core
+// would make every round trip a scheduler time slice.
+double crossCoreRoundTrip(int threads) {
+  if (threads < 2) return 0;
+  constexpr int kTrips = 1000;
+  constexpr double kBudgetMs = 2;
+  alignas(64) std::atomic<int> ball{0};  // 1: served to the partner; 0: returned
+  alignas(64) std::atomic<int> partner{0}, done{0};
+  double slowest = 0;
+#pragma omp parallel num_threads(threads)
+  {
+    const int me = omp_get_thread_num();
+    for (int p = 1; p < omp_get_num_threads(); ++p) {
+      if (me == 0) {
+        done.store(0);  // before naming the partner, so it cannot see the last pair's `done`
+        partner.store(p);
+        int trips = 0;
+        auto t0 = Clock::now();
+        for (; trips < kTrips && (trips % 64 != 0 || msSince(t0) < kBudgetMs); ++trips) {
+          ball.store(1, std::memory_order_release);
+          while (ball.load(std::memory_order_acquire) != 0) {
+          }
+        }
+        slowest = std::max(slowest, msSince(t0) * 1e6 / std::max(trips, 1));
+        done.store(1);
+      } else if (me == p) {
+        while (partner.load() != p) {
+        }
+        while (!done.load(std::memory_order_acquire))
+          if (ball.load(std::memory_order_acquire) == 1) ball.store(0, std::memory_order_release);
+      }
+#pragma omp barrier
+    }
+  }
+  return slowest;
+}
+
+double waitForNearCores(const std::function<double()>& probe, double& lowest, double farFactor, double maxMs,
+                        bool& far) {
+  auto t0 = Clock::now();
+  for (;;) {
+    double ns = probe();
+    lowest = std::min(lowest, ns);
+    far = ns > farFactor * lowest;
+    if (!far || msSince(t0) >= maxMs) return msSince(t0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+Calibration calibrate(int threads) {
+  Calibration c = timeChain(threads, kCalibrationSteps);
+  c.crossCoreNs = crossCoreRoundTrip(threads);  // the team is awake now: timeChain ran a region before
+  return c;
+}
 
 int freeCores(int maxThreads, double limit) {
   // ~20 ms chains, longer than a scheduler time slice: a 0.3 ms chain runs unpreempted next to a process
@@ -167,12 +223,27 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
 
   std::mt19937_64 rng(o.seed);
   auto calibrateNow = [&] { return o.calibration ? o.calibration() : calibrate(o.threads); };
-  double waited = 0;  // quiescing in the current round
-  bool busy = true;   // whether what ran last may have left threads spinning (unknown at the start)
+  double waited = 0, nearWaited = 0;  // quiescing and waiting for near cores in the current round
+  int farBlocks = 0;  // in the current round; after one wait ran out, the round's other blocks do not wait
+  bool busy = true;  // whether what ran last may have left threads spinning (unknown at the start)
+  // The core-to-core probe: injected, or the real one when more than one thread shares the data (a synthetic
+  // machine, `calibration` injected without it, has no cores to probe).
+  std::function<double()> probe = o.crossCore;
+  if (!probe && !o.calibration && o.threads > 1) probe = [t = o.threads] { return crossCoreRoundTrip(t); };
+  static double lowestInProcess = INFINITY;  // the near level, learned over every run of this process
+  double injectedLowest = INFINITY;
+  double& lowest = o.crossCore ? injectedLowest : lowestInProcess;
   auto settle = [&] {
     if (o.settleMs > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.settleMs));
     if (busy) waited += o.quiesce ? o.quiesce(o.quiesceMs) : o.calibration ? 0 : quiesce(o.quiesceMs);
     busy = false;
+  };
+  // Right before a block's timed runs: the state it will be timed in.
+  auto nearCores = [&] {
+    if (!probe || o.nearWaitMs <= 0) return;
+    bool far = false;
+    nearWaited += waitForNearCores(probe, lowest, o.farFactor, farBlocks ? 0 : o.nearWaitMs, far);
+    farBlocks += far;
   };
 
   // Block sizes: three probe runs of each configuration (extra warm-up) set its repetitions per round, from
@@ -188,6 +259,7 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
   }
   auto timeBlock = [&](size_t c, size_t round) {
     settle();
+    nearCores();
     if (res.warmupReps[c] > 0) contenders[c].time(res.warmupReps[c]);
     std::vector<double> t = contenders[c].time(res.reps[c]);
     busy = contenders[c].leavesCoresBusy;
@@ -198,7 +270,8 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
   };
   auto newRound = [&](std::vector<size_t> order, Clock::time_point start) {
     settle();
-    waited = 0;
+    waited = nearWaited = 0;
+    farBlocks = 0;
     RoundRecord r;
     r.order = std::move(order);
     r.loadAverage = loadAverage();
@@ -218,6 +291,8 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
       for (size_t r = 0; r < res.rounds.size(); ++r) {
         res.rounds[r].order.push_back(c);
         timeBlock(c, r);
+        res.rounds[r].nearWaitMs += std::exchange(nearWaited, 0);
+        res.rounds[r].farBlocks += std::exchange(farBlocks, 0);
       }
   } else {
     int maxRounds = o.rounds + (o.repeatSlowRounds ? o.rounds / 2 : 0);
@@ -229,6 +304,8 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
       size_t round = newRound(order, start);
       for (size_t c : order) timeBlock(c, round);
       res.rounds[round].quiesceMs = waited;
+      res.rounds[round].nearWaitMs = nearWaited;
+      res.rounds[round].farBlocks = farBlocks;
       if (o.onRound) o.onRound(round);
       if (o.repeatSlowRounds && res.rounds.size() >= 3) {
         flagSlowRounds(res, o.slowRoundFactor);

@@ -26,8 +26,15 @@ struct Contender {
 // tracks the machine's speed from round to round) and then on `threads` threads at once, each doing the same
 // work (`parallelMs`). Their ratio is the share of the cores the harness really gets: about 1 on an idle
 // machine, about 2 when another process holds one of two cores.
+//
+// `crossCoreNs` is the round trip of one cache line between the calling thread and the team's other threads (ns,
+// the slowest pair; 0 with one thread): what data shared between a kernel's threads costs. On a VM it is a state
+// of the host, not of the guest: here the two vCPUs moved between sharing a last-level cache (~100 ns) and not
+// (~500 ns) every few seconds, and kernels that pass data between threads ran up to 1.6x slower in the far state
+// while the compute-bound chains above did not move (docs/metrics.md, "Core-to-core distance").
 struct Calibration {
   double serialMs = 0, parallelMs = 0;
+  double crossCoreNs = 0;
   double contention() const { return serialMs > 0 ? parallelMs / serialMs : 1; }
 };
 Calibration calibrate(int threads);
@@ -41,6 +48,15 @@ int freeCores(int maxThreads, double limit = 1.25);
 // core busy for ~50 ms here, and the block timed next ran up to 2x slow); the wait is for them. Returns the
 // milliseconds waited (at least 10 when /proc/stat is readable); maxMs when the cores stayed busy.
 double quiesce(double maxMs);
+
+// The core-to-core round trip (Calibration::crossCoreNs) of `threads` threads now; 0 for one thread.
+double crossCoreRoundTrip(int threads);
+
+// Waits, up to `maxMs`, until the cores are near: `probe()` reads at most `farFactor` times the lowest reading
+// `lowest` has seen (updated here; one per process in the protocol, so a run that starts in the far state learns
+// the near level at its first near reading). Probes every 5 ms. Returns the milliseconds waited and, through
+// `far`, whether the last reading was still far (the block that follows is timed in the far state).
+double waitForNearCores(const std::function<double()>& probe, double& lowest, double farFactor, double maxMs, bool& far);
 
 enum class RoundOrder {
   Shuffled,    // every round in a fresh random order (the protocol)
@@ -62,6 +78,11 @@ struct RoundsOptions {
   double settleMs = 1;       // pause before each block, then quiesce(quiesceMs) after a contender that
                              // leavesCoresBusy (and before a round's calibration), unless `calibration` is set
   double quiesceMs = 150;    // 0: no quiescing
+  // Before each block, wait up to this long for the cores to be near (waitForNearCores; 0: never wait, the
+  // blocks land in whichever state the host is in); once a wait ran out, the round's other blocks take the
+  // state as it is (a host stuck far costs one wait a round). A reading over `farFactor` times the lowest is far.
+  double nearWaitMs = 2000;
+  double farFactor = 3;
   int threads = 1;           // threads of the parallel calibration
   RoundOrder order = RoundOrder::Shuffled;
   double slowRoundFactor = 1.10;  // a round whose serial calibration is this much above the median is slow
@@ -72,6 +93,8 @@ struct RoundsOptions {
   // calibrate(threads), and quiesce(maxMs) unless `calibration` is set (a synthetic machine has no threads).
   std::function<Calibration()> calibration;
   std::function<double(double maxMs)> quiesce;
+  // Replace the core-to-core probe (tests); default: crossCoreRoundTrip(threads), none for one thread.
+  std::function<double()> crossCore;
   // Called after each round (progress output).
   std::function<void(size_t round)> onRound;
 };
@@ -82,6 +105,8 @@ struct RoundRecord {
   double loadAverage = -1;    // 1-minute load average at the round's start (-1: unavailable)
   double startSeconds = 0;    // since the first round began
   double quiesceMs = 0;       // waited in this round for the cores to go quiet (quiesce)
+  double nearWaitMs = 0;      // waited in this round for the cores to be near (waitForNearCores)
+  int farBlocks = 0;          // blocks timed in the far state all the same (the wait ran out)
   bool slow = false;          // flagged by the calibration
   bool dropped = false;       // slow and replaced (repeatSlowRounds): not in the round values
 };

@@ -54,6 +54,9 @@ class StoreFiles : public ::testing::Test {
       rr.order = {size_t(k % 2), size_t(1 - k % 2)};
       rr.calibration = {0.3, 0.33};
       rr.quiesceMs = 2;
+      rr.calibration.crossCoreNs = 100 + 400 * k;
+      rr.nearWaitMs = 7;
+      rr.farBlocks = k;
       rr.slow = k == 2;
       r.rounds.push_back(rr);
     }
@@ -87,6 +90,9 @@ TEST_F(StoreFiles, RoundsColumnsAndTableRoundTrip) {
   EXPECT_EQ(rounds[1].order, (std::vector<std::string>{"b", "a"}));
   EXPECT_TRUE(rounds[2].slow);
   EXPECT_DOUBLE_EQ(rounds[0].quiesceMs, 2);
+  EXPECT_DOUBLE_EQ(rounds[2].crossCoreNs, 900);
+  EXPECT_DOUBLE_EQ(rounds[1].nearWaitMs, 7);
+  EXPECT_EQ(rounds[2].farBlocks, 2);
   auto att = store.attributions();
   ASSERT_EQ(att.size(), 2u);
   EXPECT_TRUE(att[0].hasCI());
@@ -132,10 +138,12 @@ TEST_F(StoreFiles, VersionTwoIsUpgradedInPlace) {
   EXPECT_EQ(cells[0].m.group, "");
   EXPECT_FALSE(store.attributions()[0].hasCI());
   EXPECT_TRUE(std::isnan(store.attributions()[0].marginMs));
-  store.add(cell("new", "g"), bench::Fingerprint::ofThisMachine());  // and it takes version-4 rows
+  store.add(cell("new", "g"), bench::Fingerprint::ofThisMachine());  // and it takes version-5 rows and rounds
+  store.setRounds("g", threeRounds());
+  EXPECT_DOUBLE_EQ(store.rounds("g")[1].crossCoreNs, 500);
   store.setAttributions({{"ablate:loo", "m", "cpu", "loo", "q", 1, 0.5, 0, 0.1, 0.9, 0.2}});
   EXPECT_EQ(store.cells().size(), 2u);
-  bench::ResultsStore again(path("v2.db"));  // now version 4: opens without upgrading twice
+  bench::ResultsStore again(path("v2.db"));  // now version 5: opens without upgrading twice
   EXPECT_EQ(again.cells().size(), 2u);
 }
 

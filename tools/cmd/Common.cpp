@@ -129,6 +129,10 @@ void addRoundsOptions(CLI::App* cmd, bench::RoundsOptions& o, bool budget) {
           {"shuffled", bench::RoundOrder::Shuffled}, {"fixed", bench::RoundOrder::Fixed},
           {"sequential", bench::RoundOrder::Sequential}}));
   cmd->add_flag("--repeat-slow-rounds", o.repeatSlowRounds, "replace rounds the calibration flags as slow");
+  cmd->add_option("--near-wait-ms", o.nearWaitMs,
+                  "before each block, wait up to this long for the cores to share a cache again (a VM's host moves "
+                  "them apart for seconds at a time; 0: time blocks in whichever state; docs/metrics.md)")
+      ->check(NonNegative);
 }
 
 int threadsToMeasureWith(int requested) {
