@@ -409,7 +409,22 @@ json machine(const ResultsStore& store, const Cells& cells) {
                             {"libraries", f.libraries}});
   std::set<int> threads;
   for (const auto& c : cells) threads.insert(c.m.threads);
-  return {{"fingerprints", fingerprints}, {"threads", threads}, {"executors", store.executorDescriptions()}};
+  // The state of the machine while the rounds ran (docs/metrics.md): speed, contention, core-to-core distance.
+  std::vector<double> contention, crossCore;
+  int64_t slow = 0, far = 0, blocks = 0;
+  double nearWaitMs = 0;
+  const auto rounds = store.rounds();
+  for (const auto& r : rounds) {
+    contention.push_back(r.serialCalibrationMs > 0 ? r.parallelCalibrationMs / r.serialCalibrationMs : 1);
+    if (!std::isnan(r.crossCoreNs)) crossCore.push_back(r.crossCoreNs);
+    slow += r.slow, far += r.farBlocks, blocks += int64_t(r.order.size()), nearWaitMs += r.nearWaitMs;
+  }
+  json state = {{"rounds", rounds.size()}, {"slow_rounds", slow}, {"blocks", blocks}, {"far_blocks", far},
+                {"near_wait_s", nearWaitMs / 1e3}};
+  if (!contention.empty()) state["median_contention"] = metrics::median(contention);
+  if (!crossCore.empty()) state["median_cross_core_ns"] = metrics::median(crossCore);
+  return {{"fingerprints", fingerprints}, {"threads", threads}, {"executors", store.executorDescriptions()},
+          {"rounds", state}};
 }
 
 // The requested reference executor, checked; by default cpu|all-off when measured, else the first executor.

@@ -348,6 +348,15 @@ def machine_section(data):
         out.append(table(["CPU", "cores", "friction revision", "tool", "libraries"],
                          [[html.escape(f["cpu"]), str(f["cores"]), html.escape(f["friction_revision"]),
                            html.escape(f["tool_version"]), html.escape(f["libraries"])] for f in fps]))
+    st = m.get("rounds") or {}
+    if st.get("rounds"):
+        cross = (f"; core-to-core round trip at the rounds' calibrations: median {st['median_cross_core_ns']:.0f} ns"
+                 if st.get("median_cross_core_ns") else "")
+        out.append(f"<p>Machine state over {st['rounds']} interleaved rounds: median contention "
+                   f"{st.get('median_contention', 1):.2f} (1: the harness had the cores), {st['slow_rounds']} slow "
+                   f"round(s){cross}; blocks waited {st['near_wait_s']:.1f} s in all for the cores to share a cache "
+                   f"again, and {st['far_blocks']} of {st['blocks']} blocks were timed with them apart "
+                   "(docs/metrics.md, \"Core-to-core distance\").</p>")
     if m.get("executors"):
         out.append(table(["backend", "executor (versions and settings)"],
                          [[html.escape(b), html.escape(d)] for b, d in sorted(m["executors"].items())]))

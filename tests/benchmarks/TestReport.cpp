@@ -220,10 +220,27 @@ TEST(ReportData, IntervalsOverRounds) {
         store.add(r, fp);
       }
     }
+    bench::RoundsResult machine;  // the state of the machine in three rounds: one far block, 5 ms waited each
+    machine.labels = {"cpu", "ort"};
+    for (int k = 0; k < 3; ++k) {
+      bench::RoundRecord round;
+      round.order = {0, 1};
+      round.calibration = {0.3, 0.33, k == 1 ? 500.0 : 100.0};
+      round.nearWaitMs = 5, round.farBlocks = k == 1;
+      machine.rounds.push_back(round);
+    }
+    store.setRounds("batch 1", machine);
   }
   bench::ResultsStore store((dir / "store.db").string());
   json data = bench::reportData(store.cells("", false), store, "cpu|all-off");
   fs::remove_all(dir);
+  const json& state = data["machine"]["rounds"];
+  EXPECT_EQ(state["rounds"], 3);
+  EXPECT_EQ(state["blocks"], 6);
+  EXPECT_EQ(state["far_blocks"], 1);
+  EXPECT_NEAR(state["near_wait_s"].get<double>(), 0.015, 1e-12);
+  EXPECT_NEAR(state["median_contention"].get<double>(), 1.1, 1e-12);
+  EXPECT_EQ(state["median_cross_core_ns"], 100.0);
   for (const auto& s : data["series"]) {
     ASSERT_TRUE(s.contains("phi_ci")) << s["backend"];
     EXPECT_LE(s["phi_ci"][0].get<double>(), s["phi"].get<double>());

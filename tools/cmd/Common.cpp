@@ -179,6 +179,12 @@ bench::RoundsResult measureGroup(const std::vector<bench::PreparedCell*>& cells,
                  cells.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   };
   bench::RoundsResult rounds = bench::measureInRounds(cells, options, group);
+  size_t far = 0, blocks = 0;
+  for (const auto& r : rounds.rounds) far += size_t(r.farBlocks), blocks += r.order.size();
+  if (far * 10 > blocks)
+    std::fprintf(stderr, "warning: %s %zu of %zu blocks were timed while the host kept the cores apart (longer than "
+                         "--near-wait-ms): their comparisons mix two machine states (docs/metrics.md, \"Core-to-core "
+                         "distance\")\n", progress.c_str(), far, blocks);
   if (rounds.contended)
     std::fprintf(stderr, "warning: %s the calibration read the cores as shared (median contention %.2f): every cell "
                          "of this group is marked unstable; check that nothing else ran\n", progress.c_str(),
