@@ -328,11 +328,12 @@ void ResultsStore::setRounds(const std::string& group, const RoundsResult& r) {
       std::vector<std::string> order;
       for (size_t c : rr.order) order.push_back(r.labels[c]);
       Stmt q(db_, R"(INSERT INTO rounds (group_key, round, order_json, start_s, calibration_serial_ms,
-        calibration_parallel_ms, load_avg, slow, dropped, quiesce_ms, cross_core_ns, near_wait_ms, far_blocks) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?))");
+        calibration_parallel_ms, load_avg, slow, dropped, quiesce_ms, cross_core_ns, near_wait_ms, far_blocks)
+        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?))");
       q.text(1, group), q.integer(2, int64_t(k)), q.text(3, nlohmann::json(order).dump()), q.real(4, rr.startSeconds);
       q.real(5, rr.calibration.serialMs), q.real(6, rr.calibration.parallelMs), q.real(7, rr.loadAverage);
-      q.integer(8, rr.slow), q.integer(9, rr.dropped), q.real(10, rr.quiesceMs), q.real(11, rr.calibration.crossCoreNs);
-      q.real(12, rr.nearWaitMs), q.integer(13, rr.farBlocks);
+      q.integer(8, rr.slow), q.integer(9, rr.dropped), q.real(10, rr.quiesceMs);
+      q.real(11, rr.calibration.crossCoreNs), q.real(12, rr.nearWaitMs), q.integer(13, rr.farBlocks);
       FRICTION_CHECK(sqlite3_step(q.s) == SQLITE_DONE, "results store '" + path_ + "': " + sqlite3_errmsg(db_));
     }
   });
@@ -340,7 +341,8 @@ void ResultsStore::setRounds(const std::string& group, const RoundsResult& r) {
 
 std::vector<RoundRow> ResultsStore::rounds(const std::string& groupPrefix) const {
   Stmt q(db_, R"(SELECT group_key, round, order_json, start_s, calibration_serial_ms, calibration_parallel_ms, load_avg,
-    slow, dropped, quiesce_ms, cross_core_ns, near_wait_ms, far_blocks FROM rounds WHERE group_key LIKE ? || '%' ORDER BY group_key, round)");
+    slow, dropped, quiesce_ms, cross_core_ns, near_wait_ms, far_blocks FROM rounds WHERE group_key LIKE ? || '%'
+    ORDER BY group_key, round)");
   q.text(1, groupPrefix);
   std::vector<RoundRow> out;
   while (sqlite3_step(q.s) == SQLITE_ROW) {

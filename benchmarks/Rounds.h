@@ -30,7 +30,7 @@ struct Contender {
 // `crossCoreNs` is the round trip of one cache line between the calling thread and the team's other threads (ns,
 // the slowest pair; 0 with one thread): what data shared between a kernel's threads costs. On a VM it is a state
 // of the host, not of the guest: here the two vCPUs moved between sharing a last-level cache (~100 ns) and not
-// (~500 ns) every few seconds, and kernels that pass data between threads ran up to 1.6x slower in the far state
+// (~500 ns) every few seconds, and programs whose threads pass data ran up to 1.4x slower in the far state
 // while the compute-bound chains above did not move (docs/metrics.md, "Core-to-core distance").
 struct Calibration {
   double serialMs = 0, parallelMs = 0;
@@ -56,7 +56,8 @@ double crossCoreRoundTrip(int threads);
 // `lowest` has seen (updated here; one per process in the protocol, so a run that starts in the far state learns
 // the near level at its first near reading). Probes every 5 ms. Returns the milliseconds waited and, through
 // `far`, whether the last reading was still far (the block that follows is timed in the far state).
-double waitForNearCores(const std::function<double()>& probe, double& lowest, double farFactor, double maxMs, bool& far);
+double waitForNearCores(const std::function<double()>& probe, double& lowest, double farFactor, double maxMs,
+                        bool& far);
 
 enum class RoundOrder {
   Shuffled,    // every round in a fresh random order (the protocol)
