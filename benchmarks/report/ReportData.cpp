@@ -415,7 +415,7 @@ json machine(const ResultsStore& store, const Cells& cells) {
   double nearWaitMs = 0;
   const auto rounds = store.rounds();
   for (const auto& r : rounds) {
-    contention.push_back(r.serialCalibrationMs > 0 ? r.parallelCalibrationMs / r.serialCalibrationMs : 1);
+    contention.push_back(Calibration{r.serialCalibrationMs, r.parallelCalibrationMs}.contention());
     if (!std::isnan(r.crossCoreNs)) crossCore.push_back(r.crossCoreNs);
     slow += r.slow, far += r.farBlocks, blocks += int64_t(r.order.size()), nearWaitMs += r.nearWaitMs;
   }
