@@ -6,6 +6,7 @@
 
 #include "ir/Error.h"
 #include "ir/FusedRegion.h"
+#include "runtime/ukernels/Parallel.h"
 
 namespace friction::codegen {
 namespace {
@@ -45,13 +46,12 @@ void callKernel(const Step& s, const std::vector<Tensor>& env, std::vector<Tenso
   }
   // Generated loops are sequential: slabs of the split dim on the OpenMP threads.
   const int64_t chunks = std::min<int64_t>(rows, 4 * omp_get_max_threads());
-#pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
+  ukernels::affineFor(chunks, [&](int64_t c) {
     PackedArgs slab = packed;
     for (size_t i = 0; i < args.size(); ++i)
       if (s.argSplitDims[i] >= 0) slab.slice(i, size_t(s.argSplitDims[i]), rows * c / chunks, rows * (c + 1) / chunks);
     slab.call(s.kernel->code.fn);
-  }
+  });
 }
 
 // What a step is, for the profile: how it runs and what it computes.

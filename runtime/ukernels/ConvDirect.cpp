@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/ukernels/Multiversion.h"
+#include "runtime/ukernels/Parallel.h"
 
 namespace friction::ukernels {
 namespace {
@@ -415,30 +416,30 @@ void convDirect(const Conv2d& g, const float* x, const float* packed, const Conv
   assert(!planar || !g.depthwise());
   const std::vector<Block> blocks = blocksOf(g);
   const DirectConv d{g, x, packed, e, y, planar, g.depthwise() ? 0 : maxBlockInputs(g) * kLanes};
-  const std::pair<int64_t, int64_t> columns = interiorColumns(g);  // not a structured binding: OpenMP captures it
+  const std::pair<int64_t, int64_t> columns = interiorColumns(g);  // not a structured binding: the loop body captures it
   // Tasks: output rows, each split into chunks of channel blocks only as far as needed for about four
   // tasks a thread.
   const int64_t nb = int64_t(blocks.size()), rows = g.N * g.OH;
   if (rows == 0 || nb == 0) return;
   const int64_t wanted = 4 * int64_t(omp_get_max_threads());
   const int64_t perChunk = ceilDiv(nb, std::min(nb, ceilDiv(wanted, rows))), chunks = ceilDiv(nb, perChunk);
-#pragma omp parallel for collapse(2) schedule(static) if (windowWork(g, g.K * (g.C / g.group)) > kParallelWork)
-  for (int64_t row = 0; row < rows; ++row)
-    for (int64_t c = 0; c < chunks; ++c) {
-      const int64_t n = row / g.OH, oh = row % g.OH, b1 = std::min(nb, (c + 1) * perChunk);
-      const auto [rLo, rHi] = insideWindowRows(g, oh);
-      const RowSpan span{rLo, rHi, columns.first, columns.second};
-      // One dispatch a chunk for depthwise rows (whose tile loop is a function of its own: 1.4x faster on
-      // 7x7 images of 960 channels than one a block), one a block for DirectRow (inlined into a loop over
-      // blocks, the RGB stem ran 1.1-1.2x slower with the same instructions).
-      if (g.depthwise())
-        withNativeWidth([&]<int W>() FRICTION_LAMBDA_INLINE {
-          for (int64_t b = c * perChunk; b < b1; ++b) directRowOf<W>(d, n, oh, span, blocks[size_t(b)]);
-        });
-      else
-        for (int64_t b = c * perChunk; b < b1; ++b)
-          withNativeWidth([&]<int W>() FRICTION_LAMBDA_INLINE { directRowOf<W>(d, n, oh, span, blocks[size_t(b)]); });
-    }
+  const int threads = windowWork(g, g.K * (g.C / g.group)) > kParallelWork ? omp_get_max_threads() : 1;
+  affineFor(rows * chunks, threads, [&](int64_t task) {
+    const int64_t row = task / chunks, c = task % chunks;
+    const int64_t n = row / g.OH, oh = row % g.OH, b1 = std::min(nb, (c + 1) * perChunk);
+    const auto [rLo, rHi] = insideWindowRows(g, oh);
+    const RowSpan span{rLo, rHi, columns.first, columns.second};
+    // One dispatch a chunk for depthwise rows (whose tile loop is a function of its own: 1.4x faster on
+    // 7x7 images of 960 channels than one a block), one a block for DirectRow (inlined into a loop over
+    // blocks, the RGB stem ran 1.1-1.2x slower with the same instructions).
+    if (g.depthwise())
+      withNativeWidth([&]<int W>() FRICTION_LAMBDA_INLINE {
+        for (int64_t b = c * perChunk; b < b1; ++b) directRowOf<W>(d, n, oh, span, blocks[size_t(b)]);
+      });
+    else
+      for (int64_t b = c * perChunk; b < b1; ++b)
+        withNativeWidth([&]<int W>() FRICTION_LAMBDA_INLINE { directRowOf<W>(d, n, oh, span, blocks[size_t(b)]); });
+  });
 }
 
 }  // namespace friction::ukernels

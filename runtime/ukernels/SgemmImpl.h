@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 
+#include "runtime/ukernels/Parallel.h"
 #include "runtime/ukernels/Sgemm.h"
 
 namespace friction::ukernels {
@@ -225,15 +226,15 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
         packB<T::NR>(k.transB, k.B, k.ldb, k0, std::min<int64_t>(Bk::KC, k.K - k0), jb * Bk::NC,
                      std::min<int64_t>(Bk::NC, k.N - jb * Bk::NC), out + (jb * kBlocks + k0 / Bk::KC) * Bk::KC * Bk::NC);
   });
-#pragma omp parallel for schedule(dynamic) num_threads(nt) if (nt > 1)
-  for (int64_t t = 0; t < tasks; ++t) {
-    // Column blocks outermost, so threads working at once share B's panel in the shared cache.
-    int64_t ib = t % mBlocks, js = t / mBlocks % nSplit, jb = t / mBlocks / nSplit;
+  // Row blocks outermost: each thread's share of the tasks is a band of C's rows (output pixels in NHWC), the
+  // band the kernels before and after it split alike (Parallel.h).
+  affineFor(tasks, nt, [&](int64_t t) {
+    int64_t ib = t / (nBlocks * nSplit), js = t % nSplit, jb = t / nSplit % nBlocks;
     int64_t i0 = ib * mc0, mc = std::min(mc0, M - i0), jBlock = jb * NC, ncBlock = std::min(NC, N - jBlock);
     // This task's panels of the column block: [q0, q0 + nPanels).
     int64_t blockPanels = (ncBlock + NR - 1) / NR, perSplit = (blockPanels + nSplit - 1) / nSplit;
     int64_t q0 = js * perSplit, nPanels = std::min(blockPanels, q0 + perSplit) - q0;
-    if (nPanels <= 0) continue;
+    if (nPanels <= 0) return;
     int64_t j0 = jBlock + q0 * NR, nc = std::min(nPanels * NR, N - j0);
     // A non-transposed A is read in place, whole rows of it, by the microkernel: packing it (a scalar
     // transpose into MR-row panels) was meant to pay off when each panel meets many B panels, but on an
@@ -283,7 +284,7 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
         }
     }
     if (epilogue && epilogue->fn) epilogue->fn(epilogue->ctx, C, ldc, i0, j0, mc, nc);
-  }
+  });
 }
 
 }  // namespace

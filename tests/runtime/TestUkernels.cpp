@@ -1,19 +1,26 @@
 // runtime/ukernels against naive loops: SGEMM over tile edges (every M, N
 // remainder of the register tiles, K across the KC block), transposes,
 // alpha/beta, epilogue blocks; convolutions with every ConvEpilogue part;
-// strided copies that are transposes (the tiled path) over tile edges.
+// strided copies that are transposes (the tiled path) over tile edges; the
+// loop sharing of Parallel.h.
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <random>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
 #include "runtime/ukernels/Conv.h"
 #include "runtime/ukernels/Copy.h"
 #include "runtime/ukernels/Multiversion.h"
+#include "runtime/ukernels/Parallel.h"
 #include "runtime/ukernels/Rows.h"
 #include "runtime/ukernels/Sgemm.h"
 
@@ -372,6 +379,46 @@ TEST(CopyStrided, TransposesMatchTheDefinitionOverTileEdges) {
                         << perm[0] << perm[1] << perm[2] << perm[3];
     } while (std::next_permutation(perm.begin(), perm.end()));
   }
+}
+
+}  // namespace
+}  // namespace friction::ukernels
+
+namespace friction::ukernels {
+namespace {
+
+TEST(AffineFor, RunsEveryItemOnceForAnyCountAndTeam) {
+  for (int64_t n : {0, 1, 2, 3, 7, 64, 1001})
+    for (int threads : {1, 2, 3, 8}) {
+      std::vector<std::atomic<int>> seen(static_cast<size_t>(n));
+      affineFor(n, threads, [&](int64_t i) { seen[size_t(i)].fetch_add(1); });
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(seen[size_t(i)].load(), 1) << "item " << i << " of " << n << ", " << threads << " threads";
+    }
+  // One thread: in order.
+  std::vector<int64_t> order;
+  affineFor(5, 1, [&](int64_t i) { order.push_back(i); });
+  EXPECT_EQ(order, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+}
+
+TEST(AffineFor, EachThreadStartsOnItsOwnShareAndHelpsASlowOne) {
+  // Thread 0 is slow (5 ms an item): thread 1 takes its own share's first item first (the share a kernel
+  // before split alike), then finishes most of thread 0's share instead of waiting for it (all of it, when
+  // thread 0 wakes late).
+  constexpr int64_t kItems = 40;
+  std::vector<int> ranBy(kItems, -1);
+  std::atomic<int64_t> firstOfThread1{-1};
+  affineFor(kItems, 2, [&](int64_t i) {
+    const int me = omp_get_thread_num();
+    if (me == 1) {
+      int64_t none = -1;
+      firstOfThread1.compare_exchange_strong(none, i);
+    }
+    ranBy[size_t(i)] = me;
+    if (me == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  });
+  if (omp_get_max_threads() < 2 || firstOfThread1.load() < 0) GTEST_SKIP() << "OpenMP gave one thread";
+  EXPECT_EQ(firstOfThread1.load(), kItems / 2);
+  EXPECT_GT(std::count(ranBy.begin(), ranBy.end(), 1), kItems / 2 + 4) << "thread 1 did not help thread 0";
 }
 
 }  // namespace
