@@ -1,5 +1,7 @@
 #include "runtime/ukernels/Conv.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <vector>
 #include <limits>
@@ -8,9 +10,18 @@
 
 #include "runtime/ukernels/ConvDirect.h"
 #include "runtime/ukernels/Multiversion.h"
+#include "runtime/ukernels/Parallel.h"
 
 namespace friction::ukernels {
 namespace {
+
+// A thread's own im2col band (convNhwc): about 128 KB of gathered rows (a quarter of a Zen 3 core's L2), at
+// least 48, rounded up to a multiple of 24 (of every SGEMM row tile: 4, 6, 12, 24), so a band's GEMM keeps
+// whole tiles.
+int64_t ownBandRows(int64_t depth) {
+  const int64_t rows = std::max<int64_t>(48, (int64_t(1) << 15) / std::max<int64_t>(depth, 1));
+  return (rows + 23) / 24 * 24;
+}
 
 // Applies a ConvEpilogue to each finished block of the GEMM, while it is in cache.
 FRICTION_MULTIVERSION
@@ -216,24 +227,45 @@ void convNhwc(const Conv2d& g, const float* x, const float* packedW, const ConvE
   if (runsDirect(g)) return convDirect(g, x, packedW, e, y, /*planar=*/false);
   // One GEMM: rows are output pixels, columns output channels.
   const int64_t rows = g.N * g.OH * g.OW, depth = g.R * g.S * g.C;
-  auto gemm = [&](int64_t r0, int64_t nr, const float* a, int64_t lda) {
+  auto gemm = [&](int64_t r0, int64_t nr, const float* a, int64_t lda, int threads) {
     ConvEpilogue ge = shifted(e, r0 * g.K);
     GemmEpilogue ep{&gemmEpilogue, &ge};
     sgemm(false, false, nr, g.K, depth, 1.f, a, lda, packedW, g.K, 0.f, y + r0 * g.K, g.K,
-          anyEpilogue(e) ? &ep : nullptr);
+          anyEpilogue(e) ? &ep : nullptr, threads);
   };
-  if (g.unitWindow()) return gemm(0, rows, x, g.C);
-  // im2col in bands of output rows, so the gathered matrix stays bounded (and in cache for small layers).
+  if (g.unitWindow()) return gemm(0, rows, x, g.C, 0);
+  auto gather = [&](int64_t r0, int64_t nr, float* cols) {
+    for (int64_t i = 0; i < nr; ++i) {
+      int64_t p = r0 + i, n = p / (g.OH * g.OW), oh = p / g.OW % g.OH, ow = p % g.OW;
+      gatherPatch(g, x, n, oh, ow, cols + i * depth);
+    }
+  };
+  // Enough output rows: each thread gathers a band of them into a buffer of its own, small enough to stay in
+  // its core's cache, and multiplies it on its own, so the gathered rows never leave that cache (one shared
+  // matrix, gathered by all threads and then multiplied by all, streamed MBs through memory on every 3x3
+  // layer of a 56x56 image and passed rows between the cores).
+  const int threads = omp_get_max_threads();
+  const int64_t ownBand = ownBandRows(depth);
+  if (threads > 1 && rows >= 4 * threads * ownBand) {
+    const int64_t bands = (rows + ownBand - 1) / ownBand;
+    affineFor(bands, threads, [&](int64_t b) {
+      thread_local std::vector<float> cols;
+      const int64_t r0 = b * ownBand, nr = std::min(ownBand, rows - r0);
+      cols.resize(size_t(ownBand * depth));
+      gather(r0, nr, cols.data());
+      gemm(r0, nr, cols.data(), depth, 1);
+    });
+    return;
+  }
+  // Few rows (a small image): one band matrix at a time, gathered by all threads, multiplied by all
+  // (the GEMM also splits its columns); bounded in size.
   const int64_t band = std::max<int64_t>(1, std::min<int64_t>(rows, (int64_t(1) << 22) / std::max<int64_t>(depth, 1)));
   std::unique_ptr<float[]> cols(new float[size_t(band * depth)]);
   for (int64_t r0 = 0; r0 < rows; r0 += band) {
     const int64_t nr = std::min(band, rows - r0);
-#pragma omp parallel for schedule(static) if (nr * depth > (1 << 16))
-    for (int64_t i = 0; i < nr; ++i) {
-      int64_t p = r0 + i, n = p / (g.OH * g.OW), oh = p / g.OW % g.OH, ow = p % g.OW;
-      gatherPatch(g, x, n, oh, ow, cols.get() + i * depth);
-    }
-    gemm(r0, nr, cols.get(), depth);
+    const int gatherThreads = nr * depth > (int64_t(1) << 16) ? threads : 1;
+    affineFor(nr, gatherThreads, [&](int64_t i) { gather(r0 + i, 1, cols.get() + i * depth); });
+    gemm(r0, nr, cols.get(), depth, 0);
   }
 }
 

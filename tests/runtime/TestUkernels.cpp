@@ -214,6 +214,18 @@ TEST(Conv, BothLayoutsAnyGroupWithEpiloguesOfBiasResidualAndClamp) {
   }
 }
 
+// Images large enough for convNhwc's per-thread im2col bands (rows >= 4 bands a thread on two threads, the
+// last band partial), at stride 1 and 2; the NCHW side as in every case.
+TEST(Conv, NhwcIm2colInEachThreadsOwnBands) {
+  for (int64_t stride : {1, 2}) {
+    Conv2d g;
+    g.N = 2, g.H = g.W = 28 * stride, g.C = 20, g.K = 24, g.R = g.S = 3, g.strideH = g.strideW = stride;
+    g.padTop = g.padLeft = 1;
+    g.OH = outputExtent(g.H, 3, stride, 1, 1), g.OW = outputExtent(g.W, 3, stride, 1, 1);
+    expectConvMatchesNaive(g, "28x28 output, stride " + std::to_string(stride));
+  }
+}
+
 // What the square cases miss: a 3x5 window with strides 2/1, pads 0/2 and
 // dilations 1/2 (H and W parameters never mixed up); rows wide enough for
 // the NCHW depthwise kernel's 4-vector tiles and its overlapping last tile at
