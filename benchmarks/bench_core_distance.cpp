@@ -61,7 +61,9 @@ double median(std::vector<double> v) {
 }
 
 int run(int argc, char** argv) {
-  if (argc < 2) throw Error("usage: bench_core_distance MODEL [--batch N] [--threads N] [--seconds S] [--executor 'BACKEND|CONFIG']...");
+  if (argc < 2)
+    throw Error("usage: bench_core_distance MODEL [--batch N] [--threads N] [--seconds S] "
+                "[--executor 'BACKEND|CONFIG']...");
   std::string modelPath = argv[1];
   int64_t batch = 1;
   int threads = 2;
@@ -76,7 +78,8 @@ int run(int argc, char** argv) {
     else throw Error(std::string("unknown option ") + argv[i]);
   }
   if (threads < 2) throw Error("needs at least 2 threads (one thread has no core-to-core traffic)");
-  if (specs.empty()) specs = {"cpu?profile=on|default", "ort?level=all&threads=" + std::to_string(threads) + "|all-off"};
+  if (specs.empty())
+    specs = {"cpu?profile=on|default", "ort?level=all&threads=" + std::to_string(threads) + "|all-off"};
   omp_set_num_threads(threads);
 
   std::vector<Executor> executors;
@@ -108,7 +111,8 @@ int run(int argc, char** argv) {
     CompiledModel& m = *e.model[before == Far && e.model[1] ? 1 : 0];
     const auto t0 = Clock::now();
     m.run(e.inputs);
-    const double ms = m.lastRunMs() >= 0 ? m.lastRunMs() : std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    const double wallMs = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    const double ms = m.lastRunMs() >= 0 ? m.lastRunMs() : wallMs;
     // A vendor's pool spins on after a run (ORT's ~50 ms here): wait it out before probing or timing anything.
     if (m.leavesCoresBusy()) bench::quiesce(500);
     const State after = state(bench::crossCoreRoundTrip(threads));
@@ -118,7 +122,8 @@ int run(int argc, char** argv) {
       ++e.dropped;
   }
 
-  std::printf("%s batch %lld, %d threads, lowest round trip %.0f ns\n", modelPath.c_str(), (long long)batch, threads, lowest);
+  std::printf("%s batch %lld, %d threads, lowest round trip %.0f ns\n", modelPath.c_str(), (long long)batch, threads,
+              lowest);
   std::printf("%-40s %8s %8s %6s %6s %7s %7s\n", "executor", "near ms", "far ms", "far/nr", "runs", "far", "dropped");
   for (const Executor& e : executors) {
     // "-" for a state the host never put the cores in during the run.

@@ -248,12 +248,12 @@ void convNhwc(const Conv2d& g, const float* x, const float* packedW, const ConvE
   const int64_t ownBand = ownBandRows(depth);
   if (threads > 1 && rows >= 4 * threads * ownBand) {
     const int64_t bands = (rows + ownBand - 1) / ownBand;
+    std::unique_ptr<float[]> buffers(new float[size_t(threads * ownBand * depth)]);
     affineFor(bands, threads, [&](int64_t b) {
-      thread_local std::vector<float> cols;
+      float* cols = buffers.get() + omp_get_thread_num() * ownBand * depth;
       const int64_t r0 = b * ownBand, nr = std::min(ownBand, rows - r0);
-      cols.resize(size_t(ownBand * depth));
-      gather(r0, nr, cols.data());
-      gemm(r0, nr, cols.data(), depth, 1);
+      gather(r0, nr, cols);
+      gemm(r0, nr, cols, depth, 1);
     });
     return;
   }

@@ -416,7 +416,7 @@ void convDirect(const Conv2d& g, const float* x, const float* packed, const Conv
   assert(!planar || !g.depthwise());
   const std::vector<Block> blocks = blocksOf(g);
   const DirectConv d{g, x, packed, e, y, planar, g.depthwise() ? 0 : maxBlockInputs(g) * kLanes};
-  const std::pair<int64_t, int64_t> columns = interiorColumns(g);  // not a structured binding: the loop body captures it
+  const std::pair<int64_t, int64_t> columns = interiorColumns(g);  // a pair: the loop body captures it
   // Tasks: output rows, each split into chunks of channel blocks only as far as needed for about four
   // tasks a thread.
   const int64_t nb = int64_t(blocks.size()), rows = g.N * g.OH;

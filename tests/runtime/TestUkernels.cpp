@@ -393,18 +393,13 @@ TEST(CopyStrided, TransposesMatchTheDefinitionOverTileEdges) {
   }
 }
 
-}  // namespace
-}  // namespace friction::ukernels
-
-namespace friction::ukernels {
-namespace {
-
 TEST(AffineFor, RunsEveryItemOnceForAnyCountAndTeam) {
   for (int64_t n : {0, 1, 2, 3, 7, 64, 1001})
     for (int threads : {1, 2, 3, 8}) {
       std::vector<std::atomic<int>> seen(static_cast<size_t>(n));
       affineFor(n, threads, [&](int64_t i) { seen[size_t(i)].fetch_add(1); });
-      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(seen[size_t(i)].load(), 1) << "item " << i << " of " << n << ", " << threads << " threads";
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(seen[size_t(i)].load(), 1) << "item " << i << " of " << n << ", " << threads << " threads";
     }
   // One thread: in order.
   std::vector<int64_t> order;
@@ -428,7 +423,7 @@ TEST(AffineFor, EachThreadStartsOnItsOwnShareAndHelpsASlowOne) {
     ranBy[size_t(i)] = me;
     if (me == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   });
-  if (omp_get_max_threads() < 2 || firstOfThread1.load() < 0) GTEST_SKIP() << "OpenMP gave one thread";
+  if (firstOfThread1.load() < 0) GTEST_SKIP() << "OpenMP gave one thread";
   EXPECT_EQ(firstOfThread1.load(), kItems / 2);
   EXPECT_GT(std::count(ranBy.begin(), ranBy.end(), 1), kItems / 2 + 4) << "thread 1 did not help thread 0";
 }
