@@ -11,6 +11,7 @@
 // (two compiled copies, each run on the one of the state read before it).
 // Usage: bench_core_distance MODEL [--batch N] [--threads N] [--seconds S]
 //                            [--executor 'BACKEND|CONFIG']...
+//   CONFIG as in sweep specs (default, all-off, -pass, ...); a bridge gets --threads;
 //   default executors: 'cpu?profile=on|default' and 'ort?level=all|all-off'
 #include <omp.h>
 
@@ -23,6 +24,8 @@
 #include <vector>
 
 #include "benchmarks/Rounds.h"
+#include "benchmarks/SweepSpec.h"
+#include "benchmarks/metrics/Stats.h"
 #include "codegen/Registration.h"
 #include "ir/Error.h"
 #include "runtime/Backend.h"
@@ -45,21 +48,6 @@ struct Executor {
   int dropped = 0;
 };
 
-PipelineOptions pipelineOf(const std::string& config) {
-  PipelineOptions p;
-  if (config == "all-off")
-    p.passes = {"none"};
-  else if (config != "default")
-    throw Error("config must be default or all-off, not '" + config + "'");
-  return p;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 int run(int argc, char** argv) {
   if (argc < 2)
     throw Error("usage: bench_core_distance MODEL [--batch N] [--threads N] [--seconds S] "
@@ -79,16 +67,16 @@ int run(int argc, char** argv) {
   }
   if (threads < 2) throw Error("needs at least 2 threads (one thread has no core-to-core traffic)");
   if (specs.empty())
-    specs = {"cpu?profile=on|default", "ort?level=all&threads=" + std::to_string(threads) + "|all-off"};
+    specs = {"cpu?profile=on|default", "ort?level=all|all-off"};
   omp_set_num_threads(threads);
 
   std::vector<Executor> executors;
   for (const std::string& spec : specs) {
     Executor e;
     const size_t bar = spec.find('|');
-    e.backend = spec.substr(0, bar);
+    e.backend = vendor::withThreads(spec.substr(0, bar), threads);  // a bridge runs with the same threads
     e.config = bar == std::string::npos ? "default" : spec.substr(bar + 1);
-    e.graph = cli::loadAndOptimize(modelPath, batch, pipelineOf(e.config));
+    e.graph = cli::loadAndOptimize(modelPath, batch, bench::parseSweepConfig(e.config));
     e.inputs = seededInputs(*e.graph, 1);
     const bool profiles = e.backend.find("profile=on") != std::string::npos;
     for (int s = 0; s < (profiles ? 2 : 1); ++s) {
@@ -132,6 +120,7 @@ int run(int argc, char** argv) {
       if (v > 0) std::snprintf(text, sizeof text, "%.3f", v);
       return std::string(text);
     };
+    auto median = [](const std::vector<double>& v) { return v.empty() ? 0 : metrics::median(v); };
     const double nearMs = median(e.ms[Near]), farMs = median(e.ms[Far]);
     std::printf("%-40s %8s %8s %6s %6zu %7zu %7d\n", (e.backend + "|" + e.config).c_str(), cell(nearMs).c_str(),
                 cell(farMs).c_str(), cell(nearMs > 0 ? farMs / nearMs : 0).c_str(),
