@@ -97,41 +97,61 @@ void insideColumns(const Conv2d& g, int64_t shift, int64_t& lo, int64_t& hi) {
   std::tie(lo, hi) = insideOutputs(shift, g.strideW, g.W, g.OW);
 }
 
-// Rows of the NCHW im2col matrix [C*R*S, P] for the output pixels [p0, p0 + np)
-// of image n: row (c, r, s) holds x[n, c, ih, iw] of each pixel, zeros
-// outside the input. Walked one output row at a time: zeros, the inside run
+// Pixels [p0, p0 + np) of row (c, r, s) of image n's NCHW im2col matrix
+// [C*R*S, OH*OW] (x[n, c, ih, iw] under each output pixel, zeros outside the
+// input) into out. Walked one output row at a time: zeros, the inside run
 // (one copy at stride 1), zeros.
-void gatherColumns(const Conv2d& g, const float* x, int64_t n, int64_t p0, int64_t np, float* cols) {
-  const int64_t rows = g.C * g.R * g.S;
-#pragma omp parallel for schedule(static) if (rows * np > (1 << 16))
-  for (int64_t row = 0; row < rows; ++row) {
-    const int64_t c = row / (g.R * g.S), r = row / g.S % g.R, s = row % g.S;
-    const float* plane = x + (n * g.C + c) * g.H * g.W;
-    const int64_t shift = s * g.dilW - g.padLeft;
-    int64_t lo, hi;
-    insideColumns(g, shift, lo, hi);
-    float* out = cols + row * np;
-    for (int64_t p = p0; p < p0 + np;) {
-      const int64_t oh = p / g.OW, ow0 = p % g.OW, ow1 = std::min(g.OW, ow0 + (p0 + np - p));
-      const int64_t ih = oh * g.strideH - g.padTop + r * g.dilH;
-      float* o = out + (p - p0);  // o[k] is pixel (oh, ow0 + k)
-      if (ih < 0 || ih >= g.H) {
-        std::fill(o, o + (ow1 - ow0), 0.f);
+void gatherColumnRow(const Conv2d& g, const float* image, int64_t row, int64_t p0, int64_t np, float* out) {
+  const int64_t c = row / (g.R * g.S), r = row / g.S % g.R, s = row % g.S;
+  const float* plane = image + c * g.H * g.W;
+  const int64_t shift = s * g.dilW - g.padLeft;
+  int64_t lo, hi;
+  insideColumns(g, shift, lo, hi);
+  for (int64_t p = p0; p < p0 + np;) {
+    const int64_t oh = p / g.OW, ow0 = p % g.OW, ow1 = std::min(g.OW, ow0 + (p0 + np - p));
+    const int64_t ih = oh * g.strideH - g.padTop + r * g.dilH;
+    float* o = out + (p - p0);  // o[k] is pixel (oh, ow0 + k)
+    if (ih < 0 || ih >= g.H) {
+      std::fill(o, o + (ow1 - ow0), 0.f);
+    } else {
+      const float* src = plane + ih * g.W + shift;  // src[ow * strideW] is the input under (oh, ow)
+      const int64_t a = std::clamp(lo, ow0, ow1), b = std::clamp(hi, a, ow1);
+      std::fill(o, o + (a - ow0), 0.f);
+      if (g.strideW == 1) {
+        std::copy(src + a, src + b, o + (a - ow0));
       } else {
-        const float* src = plane + ih * g.W + shift;  // src[ow * strideW] is the input under (oh, ow)
-        const int64_t a = std::clamp(lo, ow0, ow1), b = std::clamp(hi, a, ow1);
-        std::fill(o, o + (a - ow0), 0.f);
-        if (g.strideW == 1) {
-          std::copy(src + a, src + b, o + (a - ow0));
-        } else {
-          for (int64_t ow = a; ow < b; ++ow) o[ow - ow0] = src[ow * g.strideW];
-        }
-        std::fill(o + (b - ow0), o + (ow1 - ow0), 0.f);
+        for (int64_t ow = a; ow < b; ++ow) o[ow - ow0] = src[ow * g.strideW];
       }
-      p += ow1 - ow0;
+      std::fill(o + (b - ow0), o + (ow1 - ow0), 0.f);
     }
+    p += ow1 - ow0;
   }
 }
+
+// The SGEMM's B panels of an NCHW convolution of one image (GemmPanelSource):
+// each im2col row's pixels gathered into a stack row, then dealt to the
+// nr-wide panels, so the gathered matrix exists only a task's block at a time.
+struct Im2colPanels {
+  const Conv2d& g;
+  const float* image;
+  static void pack(const void* ctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, float* out) {
+    const auto& [g, image] = *static_cast<const Im2colPanels*>(ctx);
+    constexpr int64_t kChunk = 1024;  // pixels a gather; a multiple of every nr
+    alignas(64) float row[kChunk];
+    for (int64_t c0 = 0; c0 < nc; c0 += kChunk) {
+      const int64_t np = std::min(kChunk, nc - c0);
+      for (int64_t k = 0; k < kc; ++k) {
+        gatherColumnRow(g, image, k0 + k, j0 + c0, np, row);
+        for (int64_t q0 = 0; q0 < np; q0 += nr) {
+          float* panel = out + ((c0 + q0) / nr * kc + k) * nr;
+          const int64_t cols = std::min(nr, np - q0);
+          std::copy(row + q0, row + q0 + cols, panel);
+          std::fill(panel + cols, panel + nr, 0.f);
+        }
+      }
+    }
+  }
+};
 
 // The NCHW GEMM's epilogue: rows are output channels, so the bias is one
 // number per row; `residual` is laid out like C (same leading dimension).
@@ -387,27 +407,20 @@ void convNchw(const Conv2d& g, const float* x, const float* w, const ConvEpilogu
   // took half of RegNetX-400MF's time with every pass off).
   if (g.group > 1) return convDirect(g, x, w, e, y, /*planar=*/true);
   const int64_t depth = g.C * g.R * g.S, pixels = g.OH * g.OW;
-  // Per image: y [K, pixels] = W [K, depth] * im2col [depth, pixels].
-  auto gemm = [&](int64_t n, int64_t p0, int64_t np, const float* b, int64_t ldb) {
-    const int64_t offset = n * g.K * pixels + p0;
-    ConvEpilogue ge = shifted(e, offset);
+  // Per image: y [K, pixels] = W [K, depth] * im2col [depth, pixels]; a 1x1 window's im2col is the image.
+  for (int64_t n = 0; n < g.N; ++n) {
+    ConvEpilogue ge = shifted(e, n * g.K * pixels);
     GemmEpilogue ep{&gemmEpilogueNchw, &ge};
-    sgemm(false, false, g.K, np, depth, 1.f, w, depth, b, ldb, 0.f, y + offset, pixels, anyEpilogue(e) ? &ep : nullptr);
-  };
-  if (g.unitWindow()) {
-    for (int64_t n = 0; n < g.N; ++n) gemm(n, 0, pixels, x + n * g.C * pixels, pixels);
-    return;
-  }
-  // im2col in bands of output pixels, so the gathered matrix stays bounded.
-  const int64_t band =
-      std::max<int64_t>(1, std::min<int64_t>(pixels, (int64_t(1) << 22) / std::max<int64_t>(depth, 1)));
-  std::unique_ptr<float[]> cols(new float[size_t(band * depth)]);
-  for (int64_t n = 0; n < g.N; ++n)
-    for (int64_t p0 = 0; p0 < pixels; p0 += band) {
-      const int64_t np = std::min(band, pixels - p0);
-      gatherColumns(g, x, n, p0, np, cols.get());
-      gemm(n, p0, np, cols.get(), np);
+    const GemmEpilogue* epilogue = anyEpilogue(e) ? &ep : nullptr;
+    float* out = y + n * g.K * pixels;
+    if (g.unitWindow()) {
+      sgemm(false, false, g.K, pixels, depth, 1.f, w, depth, x + n * g.C * pixels, pixels, 0.f, out, pixels, epilogue);
+    } else {
+      // Implicit im2col: each SGEMM task gathers its own block of the matrix into its packed panels.
+      const Im2colPanels panels{g, x + n * g.C * g.H * g.W};
+      sgemmFromPanels(g.K, pixels, depth, w, depth, {&Im2colPanels::pack, &panels}, out, pixels, epilogue);
     }
+  }
 }
 
 void poolNhwc(const Conv2d& g, PoolKind kind, const float* x, float* y) {
@@ -444,31 +457,73 @@ void globalAveragePoolNhwc(int64_t N, int64_t HW, int64_t C, const float* x, flo
   }
 }
 
+// One output row at a time, separably: the window's inside input rows are
+// folded into one row first (contiguous, vectorized), then each window column
+// s is a strided run of that row over the output columns whose input lies
+// inside, so no loop tests bounds (a test per cell and per output took
+// SqueezeNet's first all-off MaxPool 2.5 ms). A window's inside cells are the
+// product of its inside rows and columns, which gives Average its divisor.
+template <int Stride>
+void poolColumnsNchw(PoolKind kind, const float* src, int64_t stride, int64_t lo, int64_t hi, float* out) {
+  const int64_t st = Stride > 0 ? Stride : stride;
+  if (kind == PoolKind::Max) {
+    for (int64_t ow = lo; ow < hi; ++ow) out[ow] = std::max(out[ow], src[ow * st]);
+  } else {
+    for (int64_t ow = lo; ow < hi; ++ow) out[ow] += src[ow * st];
+  }
+}
+
 void poolNchw(const Conv2d& g, PoolKind kind, const float* x, float* y) {
-#pragma omp parallel for collapse(2) schedule(static) if (windowWork(g, g.C) > kParallelWork)
-  for (int64_t n = 0; n < g.N; ++n)
-    for (int64_t c = 0; c < g.C; ++c) {
-      const float* in = x + (n * g.C + c) * g.H * g.W;
-      float* out = y + (n * g.C + c) * g.OH * g.OW;
-      for (int64_t oh = 0; oh < g.OH; ++oh)
-        for (int64_t ow = 0; ow < g.OW; ++ow) {
-          float acc = kind == PoolKind::Max ? -std::numeric_limits<float>::infinity() : 0.f;
-          int64_t cells = 0;
-          for (int64_t r = 0; r < g.R; ++r) {
-            const int64_t ih = oh * g.strideH - g.padTop + r * g.dilH;
-            if (ih < 0 || ih >= g.H) continue;
-            for (int64_t s = 0; s < g.S; ++s) {
-              const int64_t iw = ow * g.strideW - g.padLeft + s * g.dilW;
-              if (iw < 0 || iw >= g.W) continue;
-              const float v = in[ih * g.W + iw];
-              acc = kind == PoolKind::Max ? std::max(acc, v) : acc + v;
-              ++cells;
+  // Per window column s: its shift in the input row and the output columns [lo, hi) whose input is inside.
+  struct Column {
+    int64_t shift, lo, hi;
+  };
+  std::vector<Column> columns(size_t(g.S));
+  std::vector<float> colsInside(size_t(g.OW), 0.f);
+  for (int64_t s = 0; s < g.S; ++s) {
+    Column& col = columns[size_t(s)];
+    col.shift = s * g.dilW - g.padLeft;
+    insideColumns(g, col.shift, col.lo, col.hi);
+    for (int64_t ow = col.lo; ow < col.hi; ++ow) colsInside[size_t(ow)] += 1.f;
+  }
+  const bool isMax = kind == PoolKind::Max;
+  const float init = isMax ? -std::numeric_limits<float>::infinity() : 0.f;
+  auto columnsOf = g.strideW == 1 ? &poolColumnsNchw<1> : g.strideW == 2 ? &poolColumnsNchw<2> : &poolColumnsNchw<0>;
+#pragma omp parallel if (windowWork(g, g.C) > kParallelWork)
+  {
+    std::vector<float> folded(size_t(g.W));  // the window's inside rows, folded
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t c = 0; c < g.C; ++c) {
+        const float* in = x + (n * g.C + c) * g.H * g.W;
+        float* plane = y + (n * g.C + c) * g.OH * g.OW;
+        for (int64_t oh = 0; oh < g.OH; ++oh) {
+          float* out = plane + oh * g.OW;
+          float* fold = folded.data();
+          std::fill(fold, fold + g.W, init);
+          const auto [r0, r1] = insideWindowRows(g, oh);
+          for (int64_t r = r0; r < r1; ++r) {
+            const float* row = in + (oh * g.strideH - g.padTop + r * g.dilH) * g.W;
+            if (isMax) {
+#pragma omp simd
+              for (int64_t iw = 0; iw < g.W; ++iw) fold[iw] = std::max(fold[iw], row[iw]);
+            } else {
+#pragma omp simd
+              for (int64_t iw = 0; iw < g.W; ++iw) fold[iw] += row[iw];
             }
           }
-          if (kind != PoolKind::Max) acc /= float(kind == PoolKind::Average ? std::max<int64_t>(cells, 1) : g.R * g.S);
-          out[oh * g.OW + ow] = acc;
+          std::fill(out, out + g.OW, init);
+          for (const Column& col : columns) columnsOf(kind, fold + col.shift, g.strideW, col.lo, col.hi, out);
+          if (isMax) continue;
+          if (kind == PoolKind::AverageCountPad) {
+            for (int64_t ow = 0; ow < g.OW; ++ow) out[ow] /= float(g.R * g.S);
+          } else {
+            const float rows = float(std::max<int64_t>(r1 - r0, 0));
+            for (int64_t ow = 0; ow < g.OW; ++ow) out[ow] /= std::max(rows * colsInside[size_t(ow)], 1.f);
+          }
         }
-    }
+      }
+  }
 }
 
 void globalAveragePoolNchw(int64_t N, int64_t C, int64_t HW, const float* x, float* y) {

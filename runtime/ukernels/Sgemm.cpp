@@ -11,15 +11,16 @@
 namespace friction::ukernels {
 
 void sgemmAvx512(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float,
-                 float*, int64_t, const GemmEpilogue*, int);
+                 float*, int64_t, const GemmEpilogue*, int, const GemmPanelSource*);
 void sgemmAvx2(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float,
-               float*, int64_t, const GemmEpilogue*, int);
+               float*, int64_t, const GemmEpilogue*, int, const GemmPanelSource*);
 
 namespace {
 typedef float v4f __attribute__((vector_size(16)));
 void sgemmGeneric(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-                  const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const GemmEpilogue* e, int threads) {
-  sgemmBlocked<v4f, 4, 2>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, e, threads);
+                  const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const GemmEpilogue* e, int threads,
+                  const GemmPanelSource* source) {
+  sgemmBlocked<v4f, 4, 2>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, e, threads, source);
 }
 
 using SgemmFn = decltype(&sgemmGeneric);
@@ -46,7 +47,12 @@ const Choice& chosen() {
 
 void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
            const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const GemmEpilogue* epilogue, int threads) {
-  chosen().fn(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epilogue, threads);
+  chosen().fn(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epilogue, threads, nullptr);
+}
+
+void sgemmFromPanels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const GemmPanelSource& source,
+                     float* C, int64_t ldc, const GemmEpilogue* epilogue, int threads) {
+  chosen().fn(false, false, M, N, K, 1.f, A, lda, nullptr, 0, 0.f, C, ldc, epilogue, threads, &source);
 }
 
 const char* sgemmIsa() { return chosen().isa; }

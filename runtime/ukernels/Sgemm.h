@@ -30,6 +30,21 @@ void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alph
            const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const GemmEpilogue* epilogue = nullptr,
            int threads = 0);
 
+// A B operand made panel by panel instead of read from a matrix: an NCHW
+// convolution's im2col, gathered straight into the panels the SGEMM packs,
+// so the whole gathered matrix is never written and read back (ResNet-18's
+// first 3x3 layers: 7 MB each way).
+struct GemmPanelSource {
+  // Writes B[k0, k0 + kc) x [j0, j0 + nc) as nr-wide panels: panel q at
+  // out + q * kc * nr holds row k at + k * nr; columns past nc are zero.
+  void (*pack)(const void* ctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, float* out) = nullptr;
+  const void* ctx = nullptr;
+};
+
+// C[M,N] = A[M,K] * B[K,N] with B from `source` (as sgemm, alpha 1, beta 0).
+void sgemmFromPanels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const GemmPanelSource& source,
+                     float* C, int64_t ldc, const GemmEpilogue* epilogue = nullptr, int threads = 0);
+
 // Declares [data, data + bytes) immutable until unregistered (a model's
 // weights): a B operand lying there is packed into panels once, on first
 // use, and every later GEMM on it skips packing. Registrations nest by start

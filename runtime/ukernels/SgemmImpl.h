@@ -178,7 +178,7 @@ void packB(bool transB, const float* B, int64_t ldb, int64_t k0, int64_t kc, int
 template <typename V, int MR, int NV>
 void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
-                  const GemmEpilogue* epilogue, int threads) {
+                  const GemmEpilogue* epilogue, int threads, const GemmPanelSource* source) {
   using T = Tile<V, MR, NV>;
   constexpr int64_t NR = T::NR, KC = Blocks<MR, NR>::KC, MC = Blocks<MR, NR>::MC, NC = Blocks<MR, NR>::NC;
   if (M <= 0 || N <= 0) return;
@@ -219,13 +219,27 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
   // A constant B is packed once, all (column block, K block) panels in the order used below.
   PackedKey key{B, transB, K, N, ldb, MR * 1000000 + NR * 1000 + KC};
   using Bk = Blocks<MR, T::NR>;  // named through the type: the lambda below captures nothing
-  const float* constB = constantPanels(key, size_t(nBlocks * kBlocks * KC * NC), [](const PackedKey& k, float* out) {
+  auto packConstant = [](const PackedKey& k, float* out) {
     int64_t kBlocks = (k.K + Bk::KC - 1) / Bk::KC;
     for (int64_t jb = 0; jb * Bk::NC < k.N; ++jb)
       for (int64_t k0 = 0; k0 < k.K; k0 += Bk::KC)
         packB<T::NR>(k.transB, k.B, k.ldb, k0, std::min<int64_t>(Bk::KC, k.K - k0), jb * Bk::NC,
                      std::min<int64_t>(Bk::NC, k.N - jb * Bk::NC), out + (jb * kBlocks + k0 / Bk::KC) * Bk::KC * Bk::NC);
-  });
+  };
+  const float* constB = source ? nullptr : constantPanels(key, size_t(nBlocks * kBlocks * KC * NC), packConstant);
+  // B from a source that several row blocks would each make again (an NCHW conv's im2col with many output
+  // channels) is made once, whole, in the constant's layout: ResNet-18's last 3x3 convs ran 2x slower
+  // gathering their 7x7 images once per row block.
+  AlignedFloats sourced;
+  if (source && mBlocks > 1) {
+    sourced = alignedFloats(size_t(nBlocks * kBlocks * KC * NC));
+    affineFor(nBlocks * kBlocks, nt, [&](int64_t t) {
+      const int64_t jb = t / kBlocks, k0 = t % kBlocks * KC;
+      source->pack(source->ctx, k0, std::min(KC, K - k0), jb * NC, std::min(NC, N - jb * NC), NR,
+                   sourced.get() + t * KC * NC);
+    });
+    constB = sourced.get();
+  }
   // Row blocks outermost: each thread's share of the tasks is a band of C's rows (output pixels in NHWC), the
   // band the kernels before and after it split alike (Parallel.h).
   affineFor(tasks, nt, [&](int64_t t) {
@@ -252,11 +266,13 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
     int64_t mPanels = (mc + MR - 1) / MR;
     for (int64_t k0 = 0; k0 < K; k0 += KC) {
       int64_t kc = std::min(KC, K - k0);
-      // Pack op(B) columns into NR-wide panels (or take the constant's packed copy)
-      // and op(A) rows into MR-tall panels, zero-padded.
+      // Pack op(B) columns into NR-wide panels (or take the constant's packed copy, or have the source make
+      // them) and op(A) rows into MR-tall panels, zero-padded.
       const float* bpk = bp;
       if (constB)
         bpk = constB + (jb * kBlocks + k0 / KC) * KC * NC + q0 * kc * NR;
+      else if (source)
+        source->pack(source->ctx, k0, kc, j0, nc, NR, bp);
       else
         packB<NR>(transB, B, ldb, k0, kc, j0, nc, bp);
       for (int64_t p = 0; p < mPanels; ++p) {

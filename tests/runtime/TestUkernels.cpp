@@ -97,6 +97,36 @@ TEST(Sgemm, EpilogueSeesEveryElementOnceAfterTheLastKStep) {
   for (size_t i = 0; i < C.size(); ++i) ASSERT_EQ(C[i], -plain[i]) << i;
 }
 
+// B made by a GemmPanelSource gives what the same B read from memory gives, bit for bit: one row block (each
+// task makes its own panels) and several (the source made once, whole, up front), over the tiles' column edges,
+// K blocks and the panel chunks of a task; the source is asked only for columns inside B.
+TEST(Sgemm, PanelSourceGivesWhatTheMatrixGives) {
+  struct Matrix {
+    const float* B;
+    int64_t N;
+  };
+  auto pack = [](const void* ctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, float* out) {
+    const auto& m = *static_cast<const Matrix*>(ctx);
+    EXPECT_TRUE(j0 >= 0 && nc > 0 && j0 + nc <= m.N) << "columns " << j0 << " + " << nc;
+    for (int64_t q = 0; q * nr < nc; ++q)
+      for (int64_t k = 0; k < kc; ++k)
+        for (int64_t l = 0; l < nr; ++l) {
+          const int64_t j = j0 + q * nr + l;
+          out[(q * kc + k) * nr + l] = j < j0 + nc ? m.B[(k0 + k) * m.N + j] : 0.f;
+        }
+  };
+  for (int64_t M : {5, 40, 300})
+    for (int64_t N : {17, 70, 600})
+      for (int64_t K : {9, 385}) {
+        auto A = randoms(size_t(M * K), 11), B = randoms(size_t(K * N), 12);
+        std::vector<float> fromMemory(size_t(M * N)), fromSource(size_t(M * N));
+        sgemm(false, false, M, N, K, 1.f, A.data(), K, B.data(), N, 0.f, fromMemory.data(), N);
+        const Matrix m{B.data(), N};
+        sgemmFromPanels(M, N, K, A.data(), K, GemmPanelSource{pack, &m}, fromSource.data(), N);
+        ASSERT_EQ(fromSource, fromMemory) << "M " << M << " N " << N << " K " << K;
+      }
+}
+
 // Naive convolution with the epilogue, in double, NHWC or NCHW.
 std::vector<double> naiveConv(const Conv2d& g, const std::vector<float>& x, const std::vector<float>& oihw,
                               const ConvEpilogue& e, bool nchw = false) {
@@ -280,16 +310,82 @@ TEST(Conv, DepthwiseRowsOfEveryBlockWidthStrideAndWindow) {
   }
 }
 
-// A deep NCHW convolution gathers its im2col matrix in bands of pixels
-// (4M floats): with 9216-deep columns a band is 455 pixels, which splits the
-// 24-pixel output rows, so bands start and end mid-row.
-TEST(Conv, NchwIm2colInBandsThatSplitOutputRows) {
-  Conv2d g;
-  g.N = 1, g.C = 1024, g.K = 3, g.H = g.W = 24, g.R = g.S = 3, g.padTop = g.padLeft = 1, g.OH = g.OW = 24;
-  auto x = randoms(size_t(g.C * g.H * g.W), 16), w = randoms(size_t(g.K * g.C * 9), 17);
-  std::vector<float> y(size_t(g.K * g.OH * g.OW));
-  convNchw(g, x.data(), w.data(), ConvEpilogue{}, y.data());
-  expectNear(y, naiveConv(g, x, w, ConvEpilogue{}, /*nchw=*/true), 1e-4, "banded nchw im2col");
+// An NCHW convolution's implicit im2col: columns over several K blocks (9216 and 864 deep), 24-pixel output
+// rows that the SGEMM's panels straddle; with 3 output channels each task gathers its own panels, with 200
+// (several row blocks) they are gathered once, up front.
+TEST(Conv, NchwImplicitIm2colOverKBlocksRowsAndRowBlocks) {
+  for (auto [C, K] : {std::pair<int64_t, int64_t>{1024, 3}, {96, 200}}) {
+    Conv2d g;
+    g.N = 1, g.C = C, g.K = K, g.H = g.W = 24, g.R = g.S = 3, g.padTop = g.padLeft = 1, g.OH = g.OW = 24;
+    auto x = randoms(size_t(g.C * g.H * g.W), 16), w = randoms(size_t(g.K * g.C * 9), 17);
+    std::vector<float> y(size_t(g.K * g.OH * g.OW));
+    convNchw(g, x.data(), w.data(), ConvEpilogue{}, y.data());
+    expectNear(y, naiveConv(g, x, w, ConvEpilogue{}, /*nchw=*/true), 1e-4, "nchw im2col, K " + std::to_string(K));
+  }
+}
+
+// Naive pooling in double, NCHW: the window cells inside the input only; Average divides by their count,
+// AverageCountPad by the whole window.
+std::vector<double> naivePoolNchw(const Conv2d& g, PoolKind kind, const std::vector<float>& x) {
+  std::vector<double> y(size_t(g.N * g.C * g.OH * g.OW));
+  for (int64_t nc = 0; nc < g.N * g.C; ++nc)
+    for (int64_t oh = 0; oh < g.OH; ++oh)
+      for (int64_t ow = 0; ow < g.OW; ++ow) {
+        double acc = kind == PoolKind::Max ? -INFINITY : 0.0;
+        int64_t cells = 0;
+        for (int64_t r = 0; r < g.R; ++r)
+          for (int64_t s = 0; s < g.S; ++s) {
+            int64_t ih = oh * g.strideH - g.padTop + r * g.dilH, iw = ow * g.strideW - g.padLeft + s * g.dilW;
+            if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
+            const double v = x[size_t((nc * g.H + ih) * g.W + iw)];
+            acc = kind == PoolKind::Max ? std::max(acc, v) : acc + v;
+            ++cells;
+          }
+        if (kind == PoolKind::Average) acc /= double(std::max<int64_t>(cells, 1));
+        if (kind == PoolKind::AverageCountPad) acc /= double(g.R * g.S);
+        y[size_t((nc * g.OH + oh) * g.OW + ow)] = acc;
+      }
+  return y;
+}
+
+// Pooling in both layouts against naivePoolNchw, every kind: strides 1, 2 and 3 (the NCHW rows' fixed and
+// runtime strides), pads, a ceil-mode extent whose last windows hang past the input, a 3x5 window with strides
+// 2/1, pads 0/2 and dilations 1/2, a window wider than the image.
+TEST(Pool, BothLayoutsMatchNaiveForEveryKindStrideAndPad) {
+  struct Geometry {
+    int64_t H, W, R, S, strideH, strideW, padTop, padLeft, dilH, dilW, OH, OW;
+  };
+  for (const Geometry& q : std::vector<Geometry>{{10, 11, 3, 3, 2, 2, 0, 0, 1, 1, 5, 5},
+                                                 {9, 13, 3, 3, 1, 1, 1, 1, 1, 1, 9, 13},
+                                                 {8, 8, 2, 2, 2, 2, 0, 0, 1, 1, 4, 4},
+                                                 {9, 13, 3, 5, 2, 1, 0, 2, 1, 2, 4, 13},
+                                                 {11, 12, 3, 3, 3, 3, 1, 1, 1, 1, 4, 4},
+                                                 {3, 3, 5, 5, 1, 1, 2, 2, 1, 1, 3, 3}})
+    for (PoolKind kind : {PoolKind::Max, PoolKind::Average, PoolKind::AverageCountPad}) {
+      Conv2d g;
+      g.N = 2, g.C = g.K = 5, g.H = q.H, g.W = q.W, g.R = q.R, g.S = q.S, g.strideH = q.strideH;
+      g.strideW = q.strideW, g.padTop = q.padTop, g.padLeft = q.padLeft, g.dilH = q.dilH, g.dilW = q.dilW;
+      g.OH = q.OH, g.OW = q.OW;
+      const auto x = randoms(size_t(g.N * g.C * g.H * g.W), 21);
+      const std::string what = std::to_string(q.H) + "x" + std::to_string(q.W) + " window " + std::to_string(q.R) +
+                               "x" + std::to_string(q.S) + " stride " + std::to_string(q.strideH) + "/" +
+                               std::to_string(q.strideW) + " kind " + std::to_string(int(kind));
+      const std::vector<double> want = naivePoolNchw(g, kind, x);
+      std::vector<float> y(want.size());
+      poolNchw(g, kind, x.data(), y.data());
+      expectNear(y, want, 1e-6, "nchw " + what);
+      // NHWC: the same values transposed in and out.
+      std::vector<float> xt(x.size()), yt(y.size()), back(y.size());
+      const int64_t hw = g.H * g.W, ohw = g.OH * g.OW;
+      for (int64_t n = 0; n < g.N; ++n)
+        for (int64_t c = 0; c < g.C; ++c)
+          for (int64_t p = 0; p < hw; ++p) xt[size_t((n * hw + p) * g.C + c)] = x[size_t((n * g.C + c) * hw + p)];
+      poolNhwc(g, kind, xt.data(), yt.data());
+      for (int64_t n = 0; n < g.N; ++n)
+        for (int64_t c = 0; c < g.C; ++c)
+          for (int64_t p = 0; p < ohw; ++p) back[size_t((n * g.C + c) * ohw + p)] = yt[size_t((n * ohw + p) * g.C + c)];
+      expectNear(back, want, 1e-6, "nhwc " + what);
+    }
 }
 
 TEST(SoftmaxRows, MatchesDoubleExpIncludingMaskedAndUnderflowingEntries) {
