@@ -28,7 +28,8 @@ inline std::pair<int64_t, int64_t> interiorColumns(const Conv2d& g) {
 }
 
 // Whether convNhwc computes g direct: grouped and depthwise convolutions, and
-// dense ones over at most 4 input channels.
+// dense ones over at most 4 input channels (RGB stems) on AVX-512, or into at
+// most 16 output channels.
 bool runsDirect(const Conv2d& g);
 
 // The direct kernels' weights for a grouped or dense g: per block of 16

@@ -18,8 +18,13 @@ int machineLanes() {
 }
 }  // namespace
 
-int nativeFloatLanes() {
+int machineFloatLanes() {
   static const int machine = machineLanes();
+  return machine;
+}
+
+int nativeFloatLanes() {
+  const int machine = machineFloatLanes();
   const int cap = lanesCap.load(std::memory_order_relaxed);
   return cap <= 0 || cap >= machine ? machine : cap >= 8 ? 8 : 4;
 }

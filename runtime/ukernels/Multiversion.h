@@ -112,6 +112,10 @@ using PackOf = Pack<std::min(L, NW), L / std::min(L, NW)>;
 // x86-64-v4), 8 (AVX2 with FMA: x86-64-v3) or 4 (anything else, including
 // non-x86 builds), at most the cap below. The SGEMM's choice of ISA too.
 int nativeFloatLanes();
+// The machine's own width, whatever the cap below: for choices that must not
+// change while a program runs (which kernel computes a convolution decides how
+// its weights are packed).
+int machineFloatLanes();
 // Tests run the narrower copies too: caps nativeFloatLanes() at 4, 8 or 16
 // (rounded down; 0: no cap) and returns the cap it replaces.
 int limitVectorLanes(int lanes);
