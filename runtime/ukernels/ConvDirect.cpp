@@ -385,17 +385,17 @@ FRICTION_INLINE void directRowOf(const DirectConv& d, int64_t n, int64_t oh, Row
 
 }  // namespace
 
-// Grouped and depthwise convolutions run direct, and so do dense ones over at
-// most 4 input channels (a network's first conv on an RGB image: im2col there
-// makes a GEMM of depth 27-147; direct, in the models' profiles, MobileNetV3's
-// 3x3 to 16 channels 0.30 -> 0.11 ms, EfficientNet's to 32 0.37 -> 0.21 ms,
-// ResNet's 7x7 to 64 1.9 -> 1.45 ms). Wider dense convolutions keep im2col +
-// GEMM: with few output channels they gain 1.1-1.9x in isolation, but nothing
-// measurable on DenseNet-121 or ResNet-18.
-// Dense convolutions over at most 4 input channels (RGB stems) run direct where that measured faster than
-// im2col + SGEMM: on AVX-512 (ResNet-50's stem 1.9 -> 1.45 ms, MobileNetV3-small's 0.30 -> 0.11), and for one
-// block of 16 output channels. On an AVX2 EPYC the direct kernel's 4-pixel tiles lost from 40 output channels
-// up (7x7 -> 64: 2.4 vs 2.0 ms; 3x3 -> 64: 0.70-0.85 vs 0.48-0.59), tied at 24 and 32, won at 16.
+// Grouped and depthwise convolutions run direct. So do dense ones over at most
+// 4 input channels (a network's first conv on an RGB image: im2col there makes
+// a GEMM of depth 27-147) where that measured faster: on AVX-512 (in the
+// models' profiles MobileNetV3's 3x3 to 16 channels 0.30 -> 0.11 ms,
+// EfficientNet's to 32 0.37 -> 0.21 ms, ResNet's 7x7 to 64 1.9 -> 1.45 ms), and
+// into one block of 16 output channels. On an AVX2 EPYC the direct kernel's
+// 4-pixel tiles lost to im2col + SGEMM from 40 output channels up (7x7 to 64:
+// 2.4 vs 2.0 ms; 3x3 to 64: 0.70-0.88 vs 0.48-0.59), tied at 24 and 32, won at
+// 16. Wider dense convolutions keep im2col + GEMM: with few output channels
+// they gain 1.1-1.9x in isolation, but nothing measurable on DenseNet-121 or
+// ResNet-18.
 bool runsDirect(const Conv2d& g) { return g.group > 1 || (g.C <= 4 && (machineFloatLanes() >= 16 || g.K <= 16)); }
 
 std::vector<float> packBlockWeights(const Conv2d& g, const float* oihw) {

@@ -228,10 +228,10 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
   };
   const float* constB = source ? nullptr : constantPanels(key, size_t(nBlocks * kBlocks * KC * NC), packConstant);
   // B from a source that several row blocks would each make again (an NCHW conv's im2col with many output
-  // channels) is made once, whole, in the constant's layout: ResNet-18's last 3x3 convs ran 2x slower
-  // gathering their 7x7 images once per row block.
+  // channels) is made once, whole, in the constant's layout, up to 16 MB: ResNet-18's last 3x3 convs ran 2x
+  // slower gathering their 7x7 images once per row block.
   AlignedFloats sourced;
-  if (source && mBlocks > 1) {
+  if (source && mBlocks > 1 && nBlocks * kBlocks * KC * NC <= (int64_t(1) << 22)) {
     sourced = alignedFloats(size_t(nBlocks * kBlocks * KC * NC));
     affineFor(nBlocks * kBlocks, nt, [&](int64_t t) {
       const int64_t jb = t / kBlocks, k0 = t % kBlocks * KC;

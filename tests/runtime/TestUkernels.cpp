@@ -98,8 +98,9 @@ TEST(Sgemm, EpilogueSeesEveryElementOnceAfterTheLastKStep) {
 }
 
 // B made by a GemmPanelSource gives what the same B read from memory gives, bit for bit: one row block (each
-// task makes its own panels) and several (the source made once, whole, up front), over the tiles' column edges,
-// K blocks and the panel chunks of a task; the source is asked only for columns inside B.
+// task makes its own panels), several (the source made once, whole, up front) and several with a B past the
+// up-front bound (made per task again), over the tiles' column edges, K blocks and the panel chunks of a task;
+// the source is asked only for columns inside B.
 TEST(Sgemm, PanelSourceGivesWhatTheMatrixGives) {
   struct Matrix {
     const float* B;
@@ -115,16 +116,18 @@ TEST(Sgemm, PanelSourceGivesWhatTheMatrixGives) {
           out[(q * kc + k) * nr + l] = j < j0 + nc ? m.B[(k0 + k) * m.N + j] : 0.f;
         }
   };
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> shapes = {{200, 4200, 4000}};  // past 16 MB: made per task
   for (int64_t M : {5, 40, 300})
     for (int64_t N : {17, 70, 600})
-      for (int64_t K : {9, 385}) {
-        auto A = randoms(size_t(M * K), 11), B = randoms(size_t(K * N), 12);
-        std::vector<float> fromMemory(size_t(M * N)), fromSource(size_t(M * N));
-        sgemm(false, false, M, N, K, 1.f, A.data(), K, B.data(), N, 0.f, fromMemory.data(), N);
-        const Matrix m{B.data(), N};
-        sgemmFromPanels(M, N, K, A.data(), K, GemmPanelSource{pack, &m}, fromSource.data(), N);
-        ASSERT_EQ(fromSource, fromMemory) << "M " << M << " N " << N << " K " << K;
-      }
+      for (int64_t K : {9, 385}) shapes.emplace_back(M, N, K);
+  for (auto [M, N, K] : shapes) {
+    auto A = randoms(size_t(M * K), 11), B = randoms(size_t(K * N), 12);
+    std::vector<float> fromMemory(size_t(M * N)), fromSource(size_t(M * N));
+    sgemm(false, false, M, N, K, 1.f, A.data(), K, B.data(), N, 0.f, fromMemory.data(), N);
+    const Matrix m{B.data(), N};
+    sgemmFromPanels(M, N, K, A.data(), K, GemmPanelSource{pack, &m}, fromSource.data(), N);
+    ASSERT_EQ(fromSource, fromMemory) << "M " << M << " N " << N << " K " << K;
+  }
 }
 
 // Naive convolution with the epilogue, in double, NHWC or NCHW.
