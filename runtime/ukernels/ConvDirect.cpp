@@ -18,7 +18,8 @@ namespace {
 // (accumulators in vector registers, no bounds checks), the border pixels one by one. Grouped
 // convolutions and dense ones over at most 4 input channels, in either layout, run DirectRow below;
 // depthwise NHWC ones their own row kernel (depthwiseRow), whose inner loop reuses each loaded input
-// across the window. Outputs start from the bias and leave with the residual added, clamped to [lo, hi]
+// across the window, and which computes a row's blocks of one width pixel by pixel, so that it reads the row
+// in order. Outputs start from the bias and leave with the residual added, clamped to [lo, hi]
 // (a fused Relu/Clip) and activated (HardSigmoid/HardSwish), so each is written once.
 // A block of L channels is a Pack of native vectors (one zmm, two ymm or four
 // xmm for 16 channels); the code is written once over the native width NW and
@@ -144,6 +145,7 @@ struct DirectRow {
 // Output channels [k0, k0 + lanes), computed together.
 struct Block {
   int64_t k0, lanes;
+  int64_t count = 1;  // depthwise: this many blocks of `lanes` from k0, computed together pixel by pixel
 };
 // Grouped: blocks of 16 (the packed weights' blocks; the last may be partial).
 // Depthwise: blocks of 16, then of 8, 4 and 1 for the rest, each one whole
@@ -197,21 +199,30 @@ template <class P>
 struct DepthwiseRowArgs {
   const float* x0;  // the first inside window row, at input column -padLeft: pixel ow's window at x0 + ow * pixelStep
   const float* w0;  // that window row's weights
+  const float* bias;  // at the block's first channel, or null
   const float* res;  // residual at output (n, oh, 0) of the block's first channel, or null
   float* y;
+  int64_t blocks;  // consecutive blocks of P's width, computed together pixel by pixel
   int64_t windowRows, S, C, K, rowStep, cellStep, pixelStep, inW, strideW, dilW, padLeft;
-  P bias, lo, hi;
+  P lo, hi;
   Activation activation;
   float alpha, beta;
 };
 
-// Bias already in v: the residual, the clamp and the activation, then the store of output pixel ow.
+// The bias of channels [k, k + P's width) past the first block's, or zeros.
 template <class P>
-FRICTION_INLINE void depthwiseFinish(const DepthwiseRowArgs<P>& a, P v, int64_t ow) {
-  if (a.res) v.add(P::load(a.res + ow * a.K));
+FRICTION_INLINE P depthwiseBias(const DepthwiseRowArgs<P>& a, int64_t k) {
+  return a.bias ? P::load(a.bias + k) : P::splat(0.f);
+}
+
+// Bias already in v: the residual, the clamp and the activation, then the store of output pixel ow's
+// channels [k, k + P's width) past the first block's.
+template <class P>
+FRICTION_INLINE void depthwiseFinish(const DepthwiseRowArgs<P>& a, P v, int64_t ow, int64_t k) {
+  if (a.res) v.add(P::load(a.res + ow * a.K + k));
   v.clamp(a.lo, a.hi);
   if (a.activation != Activation::None) v.hardSigmoid(a.alpha, a.beta, a.activation == Activation::HardSwish);
-  v.store(a.y + ow * a.K);
+  v.store(a.y + ow * a.K + k);
 }
 
 // p advanced by `step` floats, opaque to the optimizer: a walk along the row stays one pointer and one add per
@@ -238,47 +249,49 @@ FRICTION_INLINE int64_t depthwiseTiles(const DepthwiseRowArgs<P> a, int64_t ow, 
     std::memcpy(&v, p, sizeof(V));
     return v;
   };
-  for (; ow + T <= end; ow += T) {
-    V acc[T][N];
+  for (; ow + T <= end; ow += T)
+    for (int64_t k = 0; k < a.blocks * P::kWidth; k += P::kWidth) {
+      V acc[T][N];
+      const P bias = depthwiseBias(a, k);
 #pragma GCC unroll 8
-    for (int p = 0; p < T; ++p)
+      for (int p = 0; p < T; ++p)
 #pragma GCC unroll 8
-      for (int i = 0; i < N; ++i) acc[p][i] = a.bias.v[i];
-    const float *x = a.x0 + ow * a.pixelStep, *w = a.w0;
-    for (int64_t r = 0; r < a.windowRows; ++r, x += a.rowStep, w += a.S * a.C) {
-      if constexpr (KS > 0 && Stride > 0) {
-        const float* xj = x;
+        for (int i = 0; i < N; ++i) acc[p][i] = bias.v[i];
+      const float *x = a.x0 + ow * a.pixelStep + k, *w = a.w0 + k;
+      for (int64_t r = 0; r < a.windowRows; ++r, x += a.rowStep, w += a.S * a.C) {
+        if constexpr (KS > 0 && Stride > 0) {
+          const float* xj = x;
 #pragma GCC unroll 32
-        for (int j = 0; j < (T - 1) * Stride + KS; ++j, xj = advance(xj, a.C)) {
-          V xv[N];
+          for (int j = 0; j < (T - 1) * Stride + KS; ++j, xj = advance(xj, a.C)) {
+            V xv[N];
 #pragma GCC unroll 8
-          for (int i = 0; i < N; ++i) xv[i] = load(xj + i * lanes);
+            for (int i = 0; i < N; ++i) xv[i] = load(xj + i * lanes);
 #pragma GCC unroll 8
-          for (int s = 0; s < KS; ++s)  // input pixel j is cell s of output pixel (j - s) / Stride
-            if (j >= s && (j - s) % Stride == 0 && (j - s) / Stride < T)
+            for (int s = 0; s < KS; ++s)  // input pixel j is cell s of output pixel (j - s) / Stride
+              if (j >= s && (j - s) % Stride == 0 && (j - s) / Stride < T)
 #pragma GCC unroll 8
-              for (int i = 0; i < N; ++i) acc[(j - s) / Stride][i] += xv[i] * load(w + s * a.C + i * lanes);
-        }
-      } else {
-        for (int64_t s = 0; s < (KS ? KS : a.S); ++s) {
-          V wv[N];
+                for (int i = 0; i < N; ++i) acc[(j - s) / Stride][i] += xv[i] * load(w + s * a.C + i * lanes);
+          }
+        } else {
+          for (int64_t s = 0; s < (KS ? KS : a.S); ++s) {
+            V wv[N];
 #pragma GCC unroll 8
-          for (int i = 0; i < N; ++i) wv[i] = load(w + s * a.C + i * lanes);
+            for (int i = 0; i < N; ++i) wv[i] = load(w + s * a.C + i * lanes);
 #pragma GCC unroll 8
-          for (int p = 0; p < T; ++p)
+            for (int p = 0; p < T; ++p)
 #pragma GCC unroll 8
-            for (int i = 0; i < N; ++i) acc[p][i] += load(x + s * a.cellStep + p * a.pixelStep + i * lanes) * wv[i];
+              for (int i = 0; i < N; ++i) acc[p][i] += load(x + s * a.cellStep + p * a.pixelStep + i * lanes) * wv[i];
+          }
         }
       }
-    }
 #pragma GCC unroll 8
-    for (int p = 0; p < T; ++p) {
-      P v;
+      for (int p = 0; p < T; ++p) {
+        P v;
 #pragma GCC unroll 8
-      for (int i = 0; i < N; ++i) v.v[i] = acc[p][i];
-      depthwiseFinish(a, v, ow + p);
+        for (int i = 0; i < N; ++i) v.v[i] = acc[p][i];
+        depthwiseFinish(a, v, ow + p, k);
+      }
     }
-  }
   return ow;
 }
 
@@ -286,27 +299,28 @@ FRICTION_INLINE int64_t depthwiseTiles(const DepthwiseRowArgs<P> a, int64_t ow, 
 template <class P>
 FRICTION_INLINE void depthwiseBorder(const DepthwiseRowArgs<P>& a, int64_t ow) {
   const auto [sLo, sHi] = insideOutputs(ow * a.strideW - a.padLeft, a.dilW, a.inW, a.S);
-  P acc = a.bias;
-  const float *x = a.x0 + ow * a.pixelStep, *w = a.w0;
-  for (int64_t r = 0; r < a.windowRows; ++r, x += a.rowStep, w += a.S * a.C)
-    for (int64_t s = sLo; s < sHi; ++s) acc.multiplyAdd(P::load(x + s * a.cellStep), P::load(w + s * a.C));
-  depthwiseFinish(a, acc, ow);
+  for (int64_t k = 0; k < a.blocks * P::kWidth; k += P::kWidth) {
+    P acc = depthwiseBias(a, k);
+    const float *x = a.x0 + ow * a.pixelStep + k, *w = a.w0 + k;
+    for (int64_t r = 0; r < a.windowRows; ++r, x += a.rowStep, w += a.S * a.C)
+      for (int64_t s = sLo; s < sHi; ++s) acc.multiplyAdd(P::load(x + s * a.cellStep), P::load(w + s * a.C));
+    depthwiseFinish(a, acc, ow, k);
+  }
 }
 
-// One output row (n, oh) of a depthwise block of L channels: x at image n's channel k0, w the [R*S, C]
-// weights at k0, res and y at output (n, oh, 0) of channel k0.
+// One output row (n, oh) of `blocks` consecutive depthwise blocks of L channels: x at image n's channel k0,
+// w the [R*S, C] weights at k0, bias at k0, res and y at output (n, oh, 0) of channel k0.
 template <int L, int NW, int KS>
-FRICTION_INLINE void depthwiseRow(const Conv2d& g, const float* x, const float* w, const float* bias,
+FRICTION_INLINE void depthwiseRow(const Conv2d& g, const float* x, const float* w, const float* bias, int64_t blocks,
                                   const ConvEpilogue& e, int64_t oh, RowSpan span, const float* res, float* y) {
   using P = PackOf<L, NW>;
   constexpr int T = std::max(1, 8 / int(sizeof(P) / sizeof(typename P::V)));  // 8 vector accumulators
   const auto [rLo, rHi, owA, owB] = span;
   const int64_t C = g.C, S = g.S;
   const DepthwiseRowArgs<P> a{x + ((oh * g.strideH - g.padTop + rLo * g.dilH) * g.W - g.padLeft) * C,
-                              w + rLo * S * C, res, y, rHi - rLo, S, C, g.K, g.dilH * g.W * C, g.dilW * C,
-                              g.strideW * C, g.W, g.strideW, g.dilW, g.padLeft,
-                              bias ? P::load(bias) : P::splat(0.f), P::splat(e.lo), P::splat(e.hi), e.activation,
-                              e.alpha, e.beta};
+                              w + rLo * S * C, bias, res, y, blocks, rHi - rLo, S, C, g.K, g.dilH * g.W * C,
+                              g.dilW * C, g.strideW * C, g.W, g.strideW, g.dilW, g.padLeft, P::splat(e.lo),
+                              P::splat(e.hi), e.activation, e.alpha, e.beta};
   int64_t ow = 0;
   for (; ow < owA; ++ow) depthwiseBorder(a, ow);
   // The interior in tiles of T pixels (in a function of its own: see callAtWidth), then of T/2 and 1.
@@ -332,10 +346,11 @@ FRICTION_INLINE void depthwiseRow(const Conv2d& g, const float* x, const float* 
 // the loop over a window row unrolls.
 template <int L, int NW>
 FRICTION_INLINE void depthwiseRowOf(const Conv2d& g, const float* x, const float* w, const float* bias,
-                                    const ConvEpilogue& e, int64_t oh, RowSpan span, const float* res, float* y) {
-  if (g.S == 3) return depthwiseRow<L, NW, 3>(g, x, w, bias, e, oh, span, res, y);
-  if (g.S == 5) return depthwiseRow<L, NW, 5>(g, x, w, bias, e, oh, span, res, y);
-  depthwiseRow<L, NW, 0>(g, x, w, bias, e, oh, span, res, y);
+                                    int64_t blocks, const ConvEpilogue& e, int64_t oh, RowSpan span, const float* res,
+                                    float* y) {
+  if (g.S == 3) return depthwiseRow<L, NW, 3>(g, x, w, bias, blocks, e, oh, span, res, y);
+  if (g.S == 5) return depthwiseRow<L, NW, 5>(g, x, w, bias, blocks, e, oh, span, res, y);
+  depthwiseRow<L, NW, 0>(g, x, w, bias, blocks, e, oh, span, res, y);
 }
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -363,10 +378,10 @@ FRICTION_INLINE void directRowOf(const DirectConv& d, int64_t n, int64_t oh, Row
   if (g.depthwise()) {
     const float *xk = xn + blk.k0, *wk = d.packed + blk.k0, *bias = d.e.bias ? d.e.bias + blk.k0 : nullptr;
     switch (blk.lanes) {
-      case 16: return depthwiseRowOf<16, NW>(g, xk, wk, bias, d.e, oh, span, res, d.y + out);
-      case 8: return depthwiseRowOf<8, NW>(g, xk, wk, bias, d.e, oh, span, res, d.y + out);
-      case 4: return depthwiseRowOf<4, NW>(g, xk, wk, bias, d.e, oh, span, res, d.y + out);
-      case 1: return depthwiseRowOf<1, NW>(g, xk, wk, bias, d.e, oh, span, res, d.y + out);
+      case 16: return depthwiseRowOf<16, NW>(g, xk, wk, bias, blk.count, d.e, oh, span, res, d.y + out);
+      case 8: return depthwiseRowOf<8, NW>(g, xk, wk, bias, blk.count, d.e, oh, span, res, d.y + out);
+      case 4: return depthwiseRowOf<4, NW>(g, xk, wk, bias, blk.count, d.e, oh, span, res, d.y + out);
+      case 1: return depthwiseRowOf<1, NW>(g, xk, wk, bias, blk.count, d.e, oh, span, res, d.y + out);
       default: assert(false && "blocksOf makes depthwise blocks of 16, 8, 4 or 1 channels"); return;
     }
   }
@@ -436,9 +451,15 @@ void convDirect(const Conv2d& g, const float* x, const float* packed, const Conv
     // One dispatch a chunk for depthwise rows (whose tile loop is a function of its own: 1.4x faster on
     // 7x7 images of 960 channels than one a block), one a block for DirectRow (inlined into a loop over
     // blocks, the RGB stem ran 1.1-1.2x slower with the same instructions).
+    // A chunk's depthwise blocks of one width go as one run: block by block, each pass over the row read one
+    // cache line of every C/16 at a stride the prefetchers did not follow (144 channels, batch 8: 1.7x the time).
     if (g.depthwise())
       withNativeWidth([&]<int W>() FRICTION_LAMBDA_INLINE {
-        for (int64_t b = c * perChunk; b < b1; ++b) directRowOf<W>(d, n, oh, span, blocks[size_t(b)]);
+        for (int64_t b = c * perChunk; b < b1;) {
+          Block run = blocks[size_t(b)];
+          for (++b; b < b1 && blocks[size_t(b)].lanes == run.lanes; ++b) ++run.count;
+          directRowOf<W>(d, n, oh, span, run);
+        }
       });
     else
       for (int64_t b = c * perChunk; b < b1; ++b)

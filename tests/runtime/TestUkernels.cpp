@@ -288,8 +288,10 @@ TEST(Conv, AsymmetricWindowsWideRowsAndWindowsWiderThanTheImage) {
 // 4 and 1 lanes); rows wide enough for whole 8-pixel tiles at stride 2 with
 // 3x3 and 5x5 windows (the input-reuse loop at its longest); a 7x7 and a 1x7
 // window (width not fixed at compile time), a 3x3 at stride 3 (fixed width,
-// stride not); 72 channels over 4 output rows and 29 over one (a row split
-// into chunks of blocks). With pad 3, the 1x7 window has output rows whose
+// stride not); 72 channels over 4 output rows (a run of four 16-lane blocks,
+// computed pixel by pixel, then one of 8), 35 (a run of three 1-lane blocks),
+// 200 over 2 rows and 29 over one (a row split into chunks of blocks, the runs
+// cut at the chunks' ends). With pad 3, the 1x7 window has output rows whose
 // window lies wholly in the padding.
 TEST(Conv, DepthwiseRowsOfEveryBlockWidthStrideAndWindow) {
   struct Case {
@@ -302,6 +304,8 @@ TEST(Conv, DepthwiseRowsOfEveryBlockWidthStrideAndWindow) {
                                          {1, 3, 33, 29, 1, 7, 2, 3},
                                          {2, 5, 31, 29, 3, 3, 3, 1},
                                          {1, 4, 16, 72, 3, 3, 1, 1},
+                                         {1, 6, 20, 35, 3, 3, 1, 1},
+                                         {1, 2, 9, 200, 3, 3, 1, 1},
                                          {1, 1, 1, 29, 3, 3, 1, 1}}) {
     Conv2d g;
     g.N = c.N, g.H = c.H, g.W = c.W, g.C = g.K = g.group = c.C, g.R = c.R, g.S = c.S;
