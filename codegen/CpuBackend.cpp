@@ -51,8 +51,11 @@ std::string compileTable(const std::vector<KernelCompileStat>& kernels) {
 
 class CpuModel : public CompiledModel {
  public:
-  CpuModel(std::unique_ptr<Program> p, ProgramStats stats, std::string description)
-      : program_(std::move(p)), stats_(std::move(stats)), description_(std::move(description)) {
+  CpuModel(std::unique_ptr<Program> p, ProgramStats stats, std::string description, int profileSlowest = 12)
+      : program_(std::move(p)),
+        stats_(std::move(stats)),
+        description_(std::move(description)),
+        profileSlowest_(profileSlowest) {
     // The model's constants are immutable for its lifetime: GEMMs pack constant weights once (Sgemm.h).
     forEachConstant(*program_, [](const Tensor& t) {
       if (t.dtype() == DType::F32) ukernels::registerConstant(t.rawData(), t.byteSize());
@@ -74,7 +77,7 @@ class CpuModel : public CompiledModel {
     if (program_->profiling) {
       std::vector<StepTime> steps;
       collectProfile(*program_, steps);
-      out = profileReport(steps, runs_);
+      out = profileReport(steps, runs_, profileSlowest_);
     }
     return out + compileTable(stats_.kernels);
   }
@@ -86,6 +89,7 @@ class CpuModel : public CompiledModel {
   std::unique_ptr<Program> program_;
   ProgramStats stats_;
   std::string description_;
+  int profileSlowest_;
   long runs_ = 0;
 };
 
@@ -111,7 +115,7 @@ class CpuBackend : public Backend {
                   stats.phases.jitMs);
     d += buf;
     if (!builder.lastError().empty()) d += "; last codegen error: " + builder.lastError().substr(0, 300);
-    return std::make_unique<CpuModel>(std::move(program), std::move(stats), std::move(d));
+    return std::make_unique<CpuModel>(std::move(program), std::move(stats), std::move(d), options_.profileSlowest);
   }
 
  private:

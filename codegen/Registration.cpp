@@ -1,5 +1,6 @@
 #include "codegen/Registration.h"
 
+#include <limits>
 #include <map>
 
 #include "codegen/CpuBackend.h"
@@ -20,7 +21,7 @@ std::string optionList() {
   std::string stages;
   for (const CodegenStage& s : codegenStages())
     if (s.switchable) stages += std::string(s.name) + "=on|off, ";
-  return stages + "profile=on|off, compile=batch|each, dump=on|off, target=cpu|cuda-nests, gpu-block=N, aot=FILE";
+  return stages + "profile=on|off|all, compile=batch|each, dump=on|off, target=cpu|cuda-nests, gpu-block=N, aot=FILE";
 }
 
 std::unique_ptr<Backend> makeCpuBackend(const std::map<std::string, std::string>& options) {
@@ -35,7 +36,10 @@ std::unique_ptr<Backend> makeCpuBackend(const std::map<std::string, std::string>
                      "backend cpu: compile must be batch or each, got '" + value + "'");
       cpu.compileEach = value == "each";
     } else if (key == "profile") {
-      cpu.profile = onOff(key, value);
+      FRICTION_CHECK(value == "on" || value == "off" || value == "all",
+                     "backend cpu: profile must be on, off or all, got '" + value + "'");
+      cpu.profile = value != "off";
+      if (value == "all") cpu.profileSlowest = std::numeric_limits<int>::max();
     } else if (key == "target") {
       FRICTION_CHECK(value == "cpu" || value == "cuda-nests",
                      "backend cpu: target must be cpu or cuda-nests, got '" + value + "'");

@@ -609,6 +609,27 @@ TEST_F(CpuBackendTest, ProfileTimesEveryStepByKind) {
   EXPECT_THROW(createBackend("cpu?profile=maybe"), friction::Error);
 }
 
+TEST_F(CpuBackendTest, ProfileAllNamesEveryStep) {
+  // profile=on names the 12 slowest steps; profile=all every one of a chain of 14 MatMuls.
+  Graph g;
+  GraphBuilder b(g);
+  Value* h = b.input("x", {DType::F32, {4, 8}});
+  for (int i = 0; i < 14; ++i) h = b.op("MatMul", {h, b.constant(randomTensor({8, 8}, 80 + i))});
+  b.output(h);
+  std::vector<Tensor> in = {randomTensor({4, 8}, 79)};
+  for (auto [spec, named] : {std::pair{"cpu?profile=on", 12}, std::pair{"cpu?profile=all", 14}}) {
+    auto model = createBackend(spec)->compile(g);
+    expectClose(model->run(in)[0], interp::run(g, in)[0], 1e-4, spec);
+    const std::string p = model->profile();
+    const size_t slowest = p.find("slowest steps:");
+    ASSERT_NE(slowest, std::string::npos) << p;
+    int lines = 0;
+    for (size_t at = p.find('\n', slowest); at != std::string::npos && at + 1 < p.size(); at = p.find('\n', at + 1))
+      lines += p.compare(at + 1, 8, "        ") == 0;  // a step's line, indented under the heading
+    EXPECT_EQ(lines, named) << spec << "\n" << p;
+  }
+}
+
 TEST_F(CpuBackendTest, CompileEachMeasuresEveryKernel) {
   // cpu?compile=each: one module per distinct kernel, whose phases are its own; the calls add up.
   Graph g;
