@@ -29,6 +29,11 @@ namespace {
 #pragma GCC diagnostic ignored "-Wpsabi"
 constexpr int64_t kLanes = 16;
 
+// The input channels a grouped block's output channels [k0, k0 + 16) read: [first, first + count).
+struct BlockInputs {
+  int64_t first, count;
+};
+
 // Grouped: the block's 16 output channels read the input channels of their
 // groups (`inputs` of them from the block's first); each is broadcast and
 // multiplied by a 16-lane weight vector that is zero in the lanes of other
@@ -36,13 +41,46 @@ constexpr int64_t kLanes = 16;
 // Group widths below 16 waste lanes (8: half), which still beats a GEMM per
 // group whose 8 columns waste as many and pay an im2col besides. The
 // broadcast input need not be channels-last, so NCHW runs the same cells.
+//
+// Where the block is several native vectors (AVX2: two) whose lanes' groups
+// read disjoint inputs (groups of at most 8 channels), each vector multiplies
+// its own inputs only, not the zeros of the others' (RegNetY's groups of 8:
+// half the multiplies).
 template <class P>
 struct GroupedCells {
   using Block = P;
+  using V = typename P::V;
+  static constexpr int N = int(sizeof(P) / sizeof(V)), W = P::kWidth / N;
   int64_t inputs;
   int64_t channelStride;  // floats between input channels: 1 (NHWC) or H * W (NCHW)
+  int64_t from[N], to[N];  // vector i's inputs [from[i], to[i]), when `split`
+  bool split;
+
+  // The cells of the block of output channels [k0, k0 + 16) over the input channels `in` reads.
+  FRICTION_INLINE GroupedCells(const Conv2d& g, int64_t k0, BlockInputs in, int64_t channelStride)
+      : inputs(in.count), channelStride(channelStride), split(N > 1) {
+    const int64_t cg = g.C / g.group, kg = g.K / g.group;
+    int64_t read = 0;
+    for (int i = 0; i < N; ++i) {
+      const int64_t k1 = std::min(g.K, k0 + i * W), k2 = std::min(g.K, k0 + (i + 1) * W);
+      from[i] = k1 / kg * cg - in.first, to[i] = k2 > k1 ? ((k2 - 1) / kg + 1) * cg - in.first : from[i];
+      read += to[i] - from[i];
+    }
+    split = split && read <= inputs;  // no input read by two vectors
+  }
   template <int T>
   FRICTION_INLINE void accumulate(P* acc, const float* x, int64_t pixelStride, const float* w) const {
+    if (split) {
+#pragma GCC unroll 4
+      for (int i = 0; i < N; ++i)
+        for (int64_t ci = from[i]; ci < to[i]; ++ci) {
+          V wv;
+          std::memcpy(&wv, w + ci * kLanes + i * W, sizeof(V));
+#pragma GCC unroll 8
+          for (int p = 0; p < T; ++p) acc[p].v[i] += x[p * pixelStride + ci * channelStride] * wv;
+        }
+      return;
+    }
     for (int64_t ci = 0; ci < inputs; ++ci) {
       const P wv = P::load(w + ci * kLanes);
 #pragma GCC unroll 8
@@ -161,10 +199,6 @@ std::vector<Block> blocksOf(const Conv2d& g) {
   return blocks;
 }
 
-// The input channels a grouped block's output channels [k0, k0 + 16) read: [first, first + count).
-struct BlockInputs {
-  int64_t first, count;
-};
 BlockInputs blockInputs(const Conv2d& g, int64_t k0) {
   const int64_t cg = g.C / g.group, kg = g.K / g.group, k1 = std::min(g.K, k0 + kLanes);
   return {k0 / kg * cg, ((k1 - 1) / kg - k0 / kg + 1) * cg};
@@ -391,10 +425,10 @@ FRICTION_INLINE void directRowOf(const DirectConv& d, int64_t n, int64_t oh, Row
   const float* w = d.packed + blk.k0 / kLanes * g.R * g.S * d.cellStride;
   const P lo = P::splat(d.e.lo), hi = P::splat(d.e.hi);
   if (d.planar)
-    runRow<GroupedCells<P>, true>(res, g, GroupedCells<P>{in.count, g.H * g.W}, xn + in.first * g.H * g.W, w,
+    runRow<GroupedCells<P>, true>(res, g, GroupedCells<P>(g, blk.k0, in, g.H * g.W), xn + in.first * g.H * g.W, w,
                                   d.cellStride, oh, rLo, rHi, bias, lo, hi, res, d.y + out, blk.lanes, d.e);
   else
-    runRow<GroupedCells<P>>(res, g, GroupedCells<P>{in.count, 1}, xn + in.first, w, d.cellStride, oh, rLo, rHi, bias,
+    runRow<GroupedCells<P>>(res, g, GroupedCells<P>(g, blk.k0, in, 1), xn + in.first, w, d.cellStride, oh, rLo, rHi, bias,
                             lo, hi, res, d.y + out, blk.lanes, d.e);
 }
 
