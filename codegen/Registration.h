@@ -4,7 +4,7 @@
 
 namespace friction::codegen {
 
-// Spec options (docs/codegen.md): profile=on|off, compile=batch|each,
+// Spec options (docs/codegen.md): profile=on|off|all, compile=batch|each,
 // dump=on|off, one on|off switch per switchable codegen stage
 // (codegen/CodegenStages.def: interchange, ukernels, approximate),
 // target=cuda-nests with gpu-block=N (the cuda pipeline's tiled loop nests
