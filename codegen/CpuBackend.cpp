@@ -51,7 +51,8 @@ std::string compileTable(const std::vector<KernelCompileStat>& kernels) {
 
 class CpuModel : public CompiledModel {
  public:
-  CpuModel(std::unique_ptr<Program> p, ProgramStats stats, std::string description, int profileSlowest = 12)
+  CpuModel(std::unique_ptr<Program> p, ProgramStats stats, std::string description,
+           int profileSlowest = kSlowestStepsNamed)
       : program_(std::move(p)),
         stats_(std::move(stats)),
         description_(std::move(description)),

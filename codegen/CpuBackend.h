@@ -12,6 +12,7 @@
 #include "codegen/KernelSource.h"
 #include "codegen/Program.h"
 #include "runtime/Backend.h"
+#include "runtime/StepProfile.h"
 
 namespace friction::codegen {
 
@@ -23,7 +24,7 @@ struct CpuBackendOptions {
   std::string name = "cpu";  // the backend's name (halide: the same program, Halide's kernels)
   CodegenOptions codegen;
   bool profile = false;      // profile=on: time every step (CompiledModel::profile())
-  int profileSlowest = 12;   // steps the profile lists by name, slowest first (profile=all: every one)
+  int profileSlowest = kSlowestStepsNamed;  // steps the profile lists by name, slowest first (profile=all: every one)
   bool compileEach = false;  // compile=each: one module per kernel, so per-kernel compile phases are measured
 };
 

@@ -15,8 +15,11 @@ struct StepTime {
   long calls = 0;
 };
 
+// Steps a profile names, slowest first, unless asked for more (cpu?profile=all).
+constexpr int kSlowestStepsNamed = 12;
+
 // The table: per label (calls per run, ms per run, share of the total) and
 // the `top` slowest steps. Empty when `runs` is 0.
-std::string profileReport(const std::vector<StepTime>& steps, long runs, int top = 12);
+std::string profileReport(const std::vector<StepTime>& steps, long runs, int top = kSlowestStepsNamed);
 
 }  // namespace friction
