@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "codegen/ProgramBuilder.h"
+#include "codegen/cuda/GpuPlanBuilder.h"
 #include "codegen/mlir/Codegen.h"
 #include "ir/Error.h"
 #include "ir/Shell.h"
@@ -61,9 +62,11 @@ GpuCompileReport compileForGpu(const Graph& g, CodegenOptions options) {
   auto program = builder.build(g);
   std::unordered_map<const KernelEntry*, int64_t> calls;
   walkSteps(*program, calls, r);
+  std::unordered_map<const KernelEntry*, int> kernelOf;
   for (const auto& [key, node] : builder.pending()) {
     GpuCompiledKernel k;
     const KernelEntry* entry = cache.at(key).get();
+    kernelOf[entry] = int(r.kernels.size());
     k.label = entry->label;
     k.calls = calls[entry];
     k.file = fileName(r.kernels.size(), k.label);
@@ -75,6 +78,18 @@ GpuCompileReport compileForGpu(const Graph& g, CodegenOptions options) {
     r.kernelCalls += k.calls;
     r.launches += k.calls * int64_t(k.code.launches.size());
     r.kernels.push_back(std::move(k));
+  }
+  r.plan.chip = r.chip;
+  for (const GpuCompiledKernel& k : r.kernels) {
+    r.plan.kernels.push_back(k.code);
+    r.plan.kernelLabels.push_back(k.label);
+  }
+  try {
+    FRICTION_CHECK(r.failed() == 0, "cuda: " + std::to_string(r.failed()) + " kernels failed to compile");
+    planGpuCalls(*program, g, kernelOf, r.plan);
+  } catch (const Error& e) {
+    r.planError = e.what();
+    r.plan = {};
   }
   return r;
 }
@@ -93,9 +108,9 @@ void writePtxFolder(const GpuCompileReport& r, const std::string& dir) {
       j["buffers"] = k.code.buffers;
       if (!k.code.scratch.empty()) j["scratch"] = k.code.scratch;
       writeFile(fs::path(dir) / (k.file + ".ptx"), k.code.ptx);
-      for (const GpuLaunch& l : k.code.launches) {
+      for (const gpu::GpuLaunch& l : k.code.launches) {
         nlohmann::json args = nlohmann::json::array();
-        for (const GpuLaunchArg& a : l.args)
+        for (const gpu::GpuLaunchArg& a : l.args)
           args.push_back(a.buffer >= 0 ? nlohmann::json{{"buffer", a.buffer}}
                                        : a.isFloat ? nlohmann::json{{"f32", a.real}} : nlohmann::json{{"index", a.integer}});
         j["launches"].push_back({{"function", l.function},

@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "codegen/CodegenOptions.h"
-#include "codegen/GpuKernel.h"
+#include "codegen/CudaToolkit.h"
+#include "runtime/cuda/GpuPlan.h"
 #include "codegen/KernelSource.h"
 #include "ir/Graph.h"
 
@@ -21,7 +22,7 @@ struct GpuCompiledKernel {
   std::string label;  // what it computes: op or region kind -> output type (as the cpu profile names kernels)
   std::string file;   // its PTX file's name in an --emit-ptx folder
   int64_t calls = 0;  // steps of the model that run it
-  GpuKernel code;     // empty ptx when it failed (error says why)
+  gpu::GpuKernel code;     // empty ptx when it failed (error says why)
   std::string error;
 };
 
@@ -32,6 +33,10 @@ struct GpuCompileReport {
   std::map<std::string, int64_t> hostSteps;  // steps without a GPU kernel yet: what runs them -> count
   int64_t views = 0;                          // zero-copy views (no kernel on any target)
   CompileTimes times;
+  // What the cuda backend runs (GpuPlanBuilder.h), when every step has a GPU
+  // kernel; else planError says which step does not.
+  gpu::GpuPlan plan;
+  std::string planError;
   int64_t failed() const;
 };
 

@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "codegen/CodegenOptions.h"
-#include "codegen/GpuKernel.h"
+#include "codegen/CudaToolkit.h"
+#include "runtime/cuda/GpuPlan.h"
 #include "codegen/KernelSource.h"
 #include "ir/Graph.h"
 
@@ -42,7 +43,7 @@ CompileTimes emitKernelObject(const std::vector<const Node*>& nodes, const std::
 // `options`, whose target must be Target::Cuda) through the Cuda pipeline of
 // codegen/CodegenStages.def, adding its phases to `times`. Throws Error with
 // MLIR's diagnostics when a stage fails.
-GpuKernel compileGpuKernel(const Node& node, const CodegenOptions& options, CompileTimes& times);
+gpu::GpuKernel compileGpuKernel(const Node& node, const CodegenOptions& options, CompileTimes& times);
 // The CUDA toolkit whose libdevice the cuda target links (CUDA_HOME,
 // CUDA_ROOT, CUDA_PATH, /usr/local/cuda: the first holding
 // nvvm/libdevice/libdevice.10.bc), or "" when there is none.

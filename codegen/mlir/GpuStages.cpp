@@ -221,7 +221,7 @@ void lowerToPtx(mlir::ModuleOp module, const CodegenOptions& options) {
   });
 }
 
-GpuKernel compileGpuKernel(const Node& node, const CodegenOptions& options, CompileTimes& times) {
+gpu::GpuKernel compileGpuKernel(const Node& node, const CodegenOptions& options, CompileTimes& times) {
   FRICTION_CHECK(options.target == Target::Cuda, "codegen: compileGpuKernel needs the cuda target");
   MlirContext& mc = MlirContext::get();
   std::lock_guard<std::mutex> lock(mc.mu);
@@ -230,16 +230,17 @@ GpuKernel compileGpuKernel(const Node& node, const CodegenOptions& options, Comp
   times.buildMs += msSince(t0);
   t0 = Clock::now();
   // The launches are read before nvvm turns the gpu.modules into binaries.
-  GpuKernel kernel;
+  gpu::GpuKernel kernel;
   auto view = analyzeKernel(node, options);
   FRICTION_CHECK(view, "codegen: " + node.describe() + " is not a kernel");
   kernel.buffers = int(view->inputs.size() + view->outputs.size());
+  kernel.inputs = int(view->inputs.size());
   kernel.scratch = view->scratch;
   runStages(*module, options, [&](const std::string& stage, mlir::ModuleOp m) {
     if (stage != "gpu-outline") return;
     auto fn = *m.getOps<mlir::func::FuncOp>().begin();
     fn.walk([&](mlir::gpu::LaunchFuncOp launch) {
-      GpuLaunch l;
+      gpu::GpuLaunch l;
       l.function = launch.getKernelName().str();
       mlir::Value sizes[6] = {launch.getGridSizeX(),  launch.getGridSizeY(),  launch.getGridSizeZ(),
                               launch.getBlockSizeX(), launch.getBlockSizeY(), launch.getBlockSizeZ()};
@@ -249,11 +250,12 @@ GpuKernel compileGpuKernel(const Node& node, const CodegenOptions& options, Comp
         (i < 3 ? l.grid : l.block)[i % 3] = *c;
       }
       for (mlir::Value v : launch.getKernelOperands()) {
-        GpuLaunchArg a;
+        gpu::GpuLaunchArg a;
         if (auto arg = mlir::dyn_cast<mlir::BlockArgument>(v); arg && arg.getOwner()->getParentOp() == fn) {
           a.buffer = int(arg.getArgNumber());
         } else if (auto i = mlir::getConstantIntValue(v)) {
           a.integer = *i;
+          a.bits = v.getType().isIndex() ? 64 : int(v.getType().getIntOrFloatBitWidth());
         } else if (auto f = v.getDefiningOp<mlir::arith::ConstantFloatOp>()) {
           a.isFloat = true;
           a.real = f.value().convertToDouble();

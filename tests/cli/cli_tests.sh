@@ -223,8 +223,25 @@ print('ok' if ok else 'bad manifest: %s' % m)" "$T/ptx"
 expect_ok cuda-compile-json '"failed_kernels": 0' -- "$F" compile "$AOT_M" --backend cuda --emit-ptx "$T/ptx90" --json
 expect_error cuda-run-no-driver "^friction: error: backend cuda: no CUDA driver on this machine \(" -- \
   env FRICTION_LIBCUDA=/nonexistent/libcuda.so.1 "$F" run zoo:mlp --backend cuda
-expect_error cuda-compile-artifact "writes no loadable artifact yet" -- "$F" compile "$AOT_M" --backend cuda -o "$T/c.so"
-expect_error cuda-compile-no-dir "needs --emit-ptx DIR" -- "$F" compile "$AOT_M" --backend cuda
+# The plan the cuda backend runs, with seeded inputs and the interpreter's outputs; friction-cuda-run loads
+# it and, without a driver, says so in one line.
+expect_ok cuda-plan "plan: arena [0-9.]+ MB .* moved between kernels a run" -- \
+  "$F" compile "$AOT_M" --backend cuda --disable convert-layout -o "$T/plan" --reference
+expect_ok cuda-plan-files "^ok$" -- python3 -c "
+import json, os, sys
+d = sys.argv[1]; p = json.load(open(d + '/plan.json'))
+assert p['format'] == 'friction-cuda-plan 1' and p['calls'] and p['inputs'] and p['outputs'], p.keys()
+for k in p['kernels']: assert os.path.getsize(d + '/' + k['ptx']) > 0
+assert os.path.getsize(d + '/input_0.bin') == p['inputs'][0]['bytes']
+assert os.path.getsize(d + '/expected_0.bin') == p['outputs'][0]['bytes']
+print('ok')" "$T/plan"
+expect_error cuda-run-plan-no-driver "^friction-cuda-run: backend cuda: no CUDA driver on this machine \(" -- \
+  env FRICTION_LIBCUDA=/nonexistent/libcuda.so.1 "$(dirname "$F")/friction-cuda-run" "$T/plan"
+expect_error cuda-run-not-a-plan "is not a folder" -- "$(dirname "$F")/friction-cuda-run" "$T/nowhere"
+expect_error cuda-plan-host-step "runs on the host .*--disable convert-layout" -- \
+  "$F" compile "$AOT_M" --backend cuda -o "$T/plan2"
+expect_error cuda-compile-no-dir "needs -o DIR .* or --emit-ptx DIR" -- "$F" compile "$AOT_M" --backend cuda
+expect_error reference-on-cpu "--reference needs --backend cuda" -- "$F" compile "$AOT_M" -o "$T/c.so" --reference
 expect_error emit-ptx-on-cpu "--emit-ptx needs --backend cuda" -- "$F" compile "$AOT_M" -o "$T/c.so" --emit-ptx "$T/x"
 expect_error cpu-bad-target "target must be cpu or cuda-nests" -- "$F" run zoo:mlp --backend 'cpu?target=rocm'
 expect_error cpu-bad-gpu-block "gpu-block must be a thread count from 1 to 1024" -- "$F" run zoo:mlp --backend 'cpu?target=cuda-nests&gpu-block=0'

@@ -23,6 +23,7 @@
 #include "runtime/Backend.h"
 #include "runtime/Inputs.h"
 #include "runtime/interp/Interpreter.h"
+#include "tests/codegen/CudaPlanCheck.h"
 #include "tests/common/BackendTestUtil.h"
 
 namespace friction {
@@ -40,7 +41,7 @@ codegen::CodegenOptions cudaOptions(const std::string& chip = "sm_90") {
 }
 
 // The only node of `g` (after `passes`) compiled for the GPU.
-codegen::GpuKernel compileOnlyNode(Graph& g, const std::vector<std::string>& passes = {},
+gpu::GpuKernel compileOnlyNode(Graph& g, const std::vector<std::string>& passes = {},
                                    const codegen::CodegenOptions& options = cudaOptions()) {
   if (!passes.empty()) {
     PipelineOptions o;
@@ -90,9 +91,9 @@ TEST(CudaTarget, ElementwiseRegionIsOneLaunchOverFlatBlocks) {
   Value* x = b.input("x", {DType::F32, {8, 125}});
   Value* y = b.op("Mul", {b.op("Sigmoid", {x}), b.constant(randomTensor({125}, 1), "scale")});
   b.output(b.op("Tanh", {y}));
-  codegen::GpuKernel k = compileOnlyNode(g, {"fuse-elementwise"});
+  gpu::GpuKernel k = compileOnlyNode(g, {"fuse-elementwise"});
   ASSERT_EQ(k.launches.size(), 1u);
-  const codegen::GpuLaunch& l = k.launches[0];
+  const gpu::GpuLaunch& l = k.launches[0];
   EXPECT_EQ(l.grid[0], 4);
   EXPECT_EQ(l.block[0], 256);
   EXPECT_EQ(l.grid[1] * l.grid[2] * l.block[1] * l.block[2], 1);
@@ -109,7 +110,7 @@ TEST(CudaTarget, BlockSizeFollowsTheOptionAndSmallNests) {
   Graph g;
   GraphBuilder b(g);
   b.output(b.op("Relu", {b.input("x", {DType::F32, {1, 10}})}));
-  codegen::GpuKernel small = compileOnlyNode(g);
+  gpu::GpuKernel small = compileOnlyNode(g);
   ASSERT_EQ(small.launches.size(), 1u);
   EXPECT_EQ(small.launches[0].grid[0], 1);
   EXPECT_EQ(small.launches[0].block[0], 10);
@@ -118,7 +119,7 @@ TEST(CudaTarget, BlockSizeFollowsTheOptionAndSmallNests) {
   b2.output(b2.op("Relu", {b2.input("x", {DType::F32, {3, 100}})}));
   codegen::CodegenOptions o = cudaOptions();
   o.gpuBlockSize = 64;
-  codegen::GpuKernel k = compileOnlyNode(g2, {}, o);
+  gpu::GpuKernel k = compileOnlyNode(g2, {}, o);
   ASSERT_EQ(k.launches.size(), 1u);
   EXPECT_EQ(k.launches[0].grid[0], 5);  // ceil(300 / 64)
   EXPECT_EQ(k.launches[0].block[0], 64);
@@ -133,7 +134,7 @@ TEST(CudaTarget, GemmEpilogueIsThreeLaunchesOfOneModule) {
   Value* y = b.op("Gemm", {x, b.constant(randomTensor({16, 32}, 2), "w"), b.constant(randomTensor({16}, 3), "b")},
                   {{"transB", int64_t(1)}});
   b.output(b.op("Relu", {y}));
-  codegen::GpuKernel k = compileOnlyNode(g, {"fuse-epilogues"});
+  gpu::GpuKernel k = compileOnlyNode(g, {"fuse-epilogues"});
   ASSERT_EQ(k.launches.size(), 3u);
   EXPECT_EQ(countOf(k.ptx, ".entry "), 3);
   for (const auto& l : k.launches) {
@@ -151,7 +152,7 @@ TEST(CudaTarget, ConvolutionViewsMoveIntoTheKernels) {
   b.output(b.op("Conv", {x, b.constant(randomTensor({8, 2, 3, 3}, 4)), b.constant(randomTensor({8}, 5))},
                 {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"strides", std::vector<int64_t>{2, 2}},
                  {"group", int64_t(2)}}));
-  codegen::GpuKernel k = compileOnlyNode(g);
+  gpu::GpuKernel k = compileOnlyNode(g);
   EXPECT_EQ(k.launches.size(), 10u) << "the bias, then one contraction per window cell";
   int buffers = 0;
   for (const auto& l : k.launches)
@@ -165,7 +166,7 @@ TEST(CudaTarget, SoftmaxTakesTwoScratchBuffersOfStatistics) {
   Graph g;
   GraphBuilder b(g);
   b.output(b.op("Softmax", {b.input("x", {DType::F32, {6, 10}})}, {{"axis", int64_t(-1)}}));
-  codegen::GpuKernel k = compileOnlyNode(g);
+  gpu::GpuKernel k = compileOnlyNode(g);
   EXPECT_EQ(k.buffers, 2);
   ASSERT_EQ(k.scratch.size(), 2u);
   EXPECT_EQ(k.scratch[0], (std::vector<int64_t>{6, 1}));
@@ -337,6 +338,8 @@ TEST_P(CudaPtx, PtxasAcceptsEveryKernelOfTheZooAndTheTorchFixtures) {
     auto report = codegen::compileForGpu(*g, cudaOptions(chip));
     for (const auto& [what, count] : report.hostSteps)
       ADD_FAILURE() << name << ": " << count << " steps without a GPU kernel: " << what;
+    EXPECT_EQ(report.planError, "") << name;
+    test::expectConsistentPlan(report.plan, name);
     for (const auto& k : report.kernels) {
       EXPECT_EQ(k.error, "") << name << " " << k.label;
       if (!k.error.empty()) continue;
