@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Prepares what a GPU machine runs for the cuda backend (issue 16), on a machine
+# that has the compiler: friction-cuda-run and one plan folder per model
+# (`friction compile --backend cuda -o`), to carry and run there with
+# benchmarks/cuda_device.sh.
+#   numerics/<name>: with --reference (seeded inputs, the interpreter's outputs):
+#     the zoo archetypes at batch 1 and 2 (one with 7-thread blocks, so every
+#     nest ends in a partial block), the torch fixtures and MobileNetV2 full size.
+#   timing/<model>-b<N>: ResNet-50, MobileNetV2 and ViT-B/16 at batch 1 and 32,
+#     weights.bin left out (too large to carry; friction-cuda-run --fill-weights).
+# Usage: benchmarks/cuda_plans.sh OUT_DIR [CHIP]   (default sm_90)
+set -euo pipefail
+out=${1:?usage: cuda_plans.sh OUT_DIR [CHIP]}
+chip=${2:-sm_90}
+root=$(cd "$(dirname "$0")/.." && pwd)
+friction=$root/build/bin/friction
+families=$root/out/families
+mkdir -p "$out/numerics" "$out/timing"
+cp "$root/build/bin/friction-cuda-run" "$out/"
+# convert-layout's NHWC regions are cpu-only (their anchors run on the host).
+plan() { "$friction" compile "$1" --backend cuda --gpu-chip "$chip" --disable convert-layout -o "$2" "${@:3}" >/dev/null; }
+i=0
+for spec in "resnet?depth=2&width=8&resolution=16" "resnet?depth=4&width=8&resolution=32&block=bottleneck" \
+            "mobilenetv2?depth=3&width=8&resolution=16" "convnext?depth=2&width=8&resolution=16" \
+            "vit?depth=2&width=16&resolution=16&patch=8&heads=2" "mixer?depth=2&width=16&resolution=16&patch=8" "mlp?depth=3"; do
+  for b in 1 2; do plan "zoo:$spec" "$out/numerics/zoo$i-b$b" --batch "$b" --reference; done
+  i=$((i + 1))
+done
+plan "zoo:mobilenetv2?depth=3&width=8&resolution=16" "$out/numerics/zoo2-b2-block7" --batch 2 --gpu-block 7 --reference
+for m in "$root"/tests/models/torch/*/; do plan "$m/model.onnx" "$out/numerics/torch-$(basename "$m")" --reference; done
+if [[ -f $families/mobilenet_v2/model.onnx ]]; then
+  plan "$families/mobilenet_v2/model.onnx" "$out/numerics/mobilenet_v2-full" --reference
+fi
+for m in resnet50 mobilenet_v2 vit_b_16; do
+  [[ -f $families/$m/model.onnx ]] || { echo "skip $m: no $families/$m/model.onnx (see benchmarks/e2e_vs_ort.sh for the export)" >&2; continue; }
+  for b in 1 32; do
+    plan "$families/$m/model.onnx" "$out/timing/$m-b$b" --batch "$b"
+    rm "$out/timing/$m-b$b/weights.bin"
+  done
+done
+du -sh "$out"
