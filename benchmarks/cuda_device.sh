@@ -3,7 +3,8 @@
 # device check): every plan under DIR/numerics checked against the
 # interpreter's outputs at rtol 1e-4, then the plans under DIR/timing
 # interleaved in rounds with PyTorch eager on the same architectures
-# (benchmarks/cuda_vs_torch.py). Needs the driver and python3 with torch and
+# (benchmarks/cuda_vs_torch.py), then the pass configurations under
+# DIR/ablate against their default (benchmarks/cuda_ablate.py). Needs the driver and python3 with torch and
 # torchvision; nothing of the compiler.
 # Usage: benchmarks/cuda_device.sh DIR OUT_DIR [ROUNDS] [REPS]
 set -uo pipefail
@@ -31,3 +32,7 @@ echo "numerics: $pass plans pass, $fail fail or refused" | tee -a "$out/device.t
 "$dir/friction-cuda-run" "$dir/numerics/mobilenet_v2-full" --reps 10 --profile 12 2>&1 | tee "$out/profile-mobilenet_v2.txt"
 PYTHONUNBUFFERED=1 python3 "$here/cuda_vs_torch.py" "$dir/timing" --runner "$dir/friction-cuda-run" --rounds "$rounds" \
   --reps "$reps" 2>&1 | tee "$out/timing.txt"
+if [[ -d $dir/ablate ]]; then
+  PYTHONUNBUFFERED=1 python3 "$here/cuda_ablate.py" "$dir/ablate" --runner "$dir/friction-cuda-run" --rounds "$rounds" \
+    --reps "$reps" 2>&1 | tee "$out/ablate.txt"
+fi

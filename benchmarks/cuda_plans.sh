@@ -8,6 +8,10 @@
 #     nest ends in a partial block), the torch fixtures and MobileNetV2 full size.
 #   timing/<model>-b<N>: ResNet-50, MobileNetV2 and ViT-B/16 at batch 1 and 32,
 #     weights.bin left out (too large to carry; friction-cuda-run --fill-weights).
+#   ablate/<model>-b<N>/<config>: the default pipeline, no pass, and the default
+#     without each pass that changes the GPU program (ResNet-50 and MobileNetV2
+#     at batch 1 and 32, ViT-B/16 at batch 1), at batch 32 also 64- and
+#     1024-thread blocks, weights left out.
 # Usage: benchmarks/cuda_plans.sh OUT_DIR [CHIP]   (default sm_90)
 set -euo pipefail
 out=${1:?usage: cuda_plans.sh OUT_DIR [CHIP]}
@@ -37,5 +41,21 @@ for m in resnet50 mobilenet_v2 vit_b_16; do
     plan "$families/$m/model.onnx" "$out/timing/$m-b$b" --batch "$b"
     rm "$out/timing/$m-b$b/weights.bin"
   done
+done
+# Passes whose absence changes the GPU program (convert-layout is off for the GPU; plan-memory is the cpu's arena).
+for m in resnet50-1 resnet50-32 mobilenet_v2-1 mobilenet_v2-32 vit_b_16-1; do
+  model=${m%-*} b=${m##*-}
+  [[ -f $families/$model/model.onnx ]] || continue
+  d=$out/ablate/$model-b$b
+  plan "$families/$model/model.onnx" "$d/default" --batch "$b"
+  "$friction" compile "$families/$model/model.onnx" --backend cuda --gpu-chip "$chip" --passes none -o "$d/none" --batch "$b" >/dev/null
+  for pass in fold-constants fold-batchnorm fuse-epilogues fuse-reductions fuse-elementwise; do
+    plan "$families/$model/model.onnx" "$d/no-$pass" --batch "$b" --disable "$pass"
+  done
+  # A codegen switch as an axis of its own: threads per block of the flattened nests (default 256).
+  if [[ $b == 32 ]]; then
+    for threads in 64 1024; do plan "$families/$model/model.onnx" "$d/block$threads" --batch "$b" --gpu-block "$threads"; done
+  fi
+  rm "$d"/*/weights.bin
 done
 du -sh "$out"

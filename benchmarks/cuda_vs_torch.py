@@ -8,15 +8,14 @@ friction-cuda-run. The two alternate in rounds; per round the ratio of medians
 (friction / torch), and over the rounds the median ratio and its range.
 PyTorch's weights are its random init and friction's seeded ones: timing only.
 """
-import argparse
-import json
-import pathlib
 import statistics
 import subprocess
 import sys
 
 import torch
 import torchvision
+
+from cuda_runner import arguments, friction_run
 
 MODELS = {"resnet50": torchvision.models.resnet50, "mobilenet_v2": torchvision.models.mobilenet_v2,
           "vit_b_16": torchvision.models.vit_b_16}
@@ -37,21 +36,8 @@ def torch_ms(model, x, reps, warmup=3):
     return statistics.median(times)
 
 
-def friction_ms(runner, plan, reps):
-    out = subprocess.run([runner, str(plan), "--fill-weights", "--reps", str(reps), "--warmup", "3", "--json"],
-                         capture_output=True, text=True, timeout=300)
-    if out.returncode != 0:
-        raise RuntimeError(f"{plan.name}: {out.stderr.strip()}")
-    return json.loads(out.stdout)
-
-
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("plans", type=pathlib.Path)
-    p.add_argument("--runner", required=True)
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--reps", type=int, default=10)
-    a = p.parse_args()
+    a = arguments(__doc__, "plans")
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     plans = sorted(d for d in a.plans.iterdir() if (d / "plan.json").exists())
@@ -62,7 +48,7 @@ def main():
             model = MODELS[model_name]().eval().cuda()
             x = torch.randn(int(batch), 3, 224, 224, device="cuda")
             try:
-                f = friction_ms(a.runner, plan, a.reps)
+                f = friction_run(a.runner, plan, a.reps)
             except (RuntimeError, subprocess.TimeoutExpired) as e:
                 print(f"round {r}: {e}", file=sys.stderr)
                 continue
