@@ -8,8 +8,9 @@
 #     nest ends in a partial block), the torch fixtures and MobileNetV2 full size.
 #   timing/<model>-b<N>: ResNet-50, MobileNetV2 and ViT-B/16 at batch 1 and 32,
 #     weights.bin left out (too large to carry; friction-cuda-run --fill-weights).
-#   ablate/<model>-b<N>/<config>: the default pipeline, no pass, and the default
-#     without each pass that changes the GPU program (ResNet-50 and MobileNetV2
+#   ablate/<model>-b<N>/<config>: the default pipeline (without convert-layout),
+#     with convert-layout, no pass, and the default without each pass that
+#     changes the GPU program (ResNet-50 and MobileNetV2
 #     at batch 1 and 32, ViT-B/16 at batch 1), at batch 32 also 64- and
 #     1024-thread blocks, weights left out.
 # Usage: benchmarks/cuda_plans.sh OUT_DIR [CHIP]   (default sm_90)
@@ -21,7 +22,8 @@ friction=$root/build/bin/friction
 families=$root/out/families
 mkdir -p "$out/numerics" "$out/timing"
 cp "$root/build/bin/friction-cuda-run" "$out/"
-# convert-layout's NHWC regions are cpu-only (their anchors run on the host).
+# convert-layout off: on the GPU its NHWC regions run through transposes (ResNet-50: 232 kernel calls, not 56);
+# the ablation measures it.
 plan() { "$friction" compile "$1" --backend cuda --gpu-chip "$chip" --disable convert-layout -o "$2" "${@:3}" >/dev/null; }
 i=0
 for spec in "resnet?depth=2&width=8&resolution=16" "resnet?depth=4&width=8&resolution=32&block=bottleneck" \
@@ -42,13 +44,17 @@ for m in resnet50 mobilenet_v2 vit_b_16; do
     rm "$out/timing/$m-b$b/weights.bin"
   done
 done
-# Passes whose absence changes the GPU program (convert-layout is off for the GPU; plan-memory is the cpu's arena).
+# Passes whose absence changes the GPU program (plan-memory lays out the cpu's arena, not the GPU's).
 for m in resnet50-1 resnet50-32 mobilenet_v2-1 mobilenet_v2-32 vit_b_16-1; do
   model=${m%-*} b=${m##*-}
   [[ -f $families/$model/model.onnx ]] || continue
   d=$out/ablate/$model-b$b
   plan "$families/$model/model.onnx" "$d/default" --batch "$b"
-  "$friction" compile "$families/$model/model.onnx" --backend cuda --gpu-chip "$chip" --passes none -o "$d/none" --batch "$b" >/dev/null
+  for config in "none:--passes none" "convert-layout:"; do  # the latter: the whole default pipeline
+    # shellcheck disable=SC2086
+    "$friction" compile "$families/$model/model.onnx" --backend cuda --gpu-chip "$chip" ${config#*:} -o "$d/${config%%:*}" \
+      --batch "$b" >/dev/null
+  done
   for pass in fold-constants fold-batchnorm fuse-epilogues fuse-reductions fuse-elementwise; do
     plan "$families/$model/model.onnx" "$d/no-$pass" --batch "$b" --disable "$pass"
   done

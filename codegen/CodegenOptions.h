@@ -57,8 +57,11 @@ struct CodegenOptions {
   // threads (KernelView::splitDim); GPU kernels take whole, static shapes.
   bool splitsElementwise() const { return target == Target::Cpu; }
   // Steps run by friction's native microkernels (NativeKernels.h) where no
-  // kernel is generated; the halide target generates every one.
-  bool nativeSteps() const { return target != Target::Halide; }
+  // kernel is generated: the cpu's only. The halide target generates every
+  // kernel; a GPU program cannot call the host's microkernels, so there a
+  // region they would have run (convert-layout's NHWC pools) runs its body's
+  // kernels, as cuda-nests checks on the host.
+  bool nativeSteps() const { return target == Target::Cpu; }
   // Turns a stage on or off from a backend option NAME=on|off; throws Error
   // for unknown stages, stages that cannot be switched and other values.
   void set(const std::string& stage, const std::string& value);

@@ -74,8 +74,7 @@ class Planner {
         }
         case Step::Compiled: compiled(s, bufferOf); break;
         case Step::Native:
-          throw Error("cuda: " + n.describe() + " runs on the host (" + s.native->describe() +
-                      "), which the cuda backend cannot do; convert-layout's NHWC regions are cpu-only: --disable convert-layout");
+          throw Error("cuda: " + n.describe() + " runs a host microkernel (" + s.native->describe() + "), not a GPU kernel");
         case Step::Interp:
           throw Error("cuda: " + n.describe() + " has no GPU kernel (it would run on the interpreter)");
       }

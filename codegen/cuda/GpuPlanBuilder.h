@@ -29,7 +29,7 @@ int64_t placeInArena(std::vector<ArenaBuffer>& buffers);
 
 // `p` was built from `g`; `kernelOf` maps each compiled kernel of `p` to its
 // index in `plan.kernels` (already filled). Throws friction::Error naming the first step the GPU
-// cannot run (a native microkernel or an interpreter fallback).
+// cannot run (an op without a GPU kernel, which would run on the interpreter).
 void planGpuCalls(const Program& p, const Graph& g, const std::unordered_map<const KernelEntry*, int>& kernelOf,
                   gpu::GpuPlan& plan);
 

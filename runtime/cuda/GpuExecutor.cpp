@@ -1,5 +1,6 @@
 #include "runtime/cuda/GpuExecutor.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -16,6 +17,12 @@ constexpr unsigned kEventDefault = 0;
 }  // namespace
 
 GpuExecutor::GpuExecutor(GpuPlan plan) : driver_(CudaDriver::get()), plan_(std::move(plan)) {
+  // PTX for sm_XY runs on that chip and later ones only.
+  const int device = driver_.computeCapability();
+  const bool known = plan_.chip.rfind("sm_", 0) == 0 && plan_.chip.size() > 3;
+  FRICTION_CHECK(!known || device == 0 || std::atoi(plan_.chip.c_str() + 3) <= device,
+                 "cuda: the plan's PTX is for " + plan_.chip + ", the device (" + driver_.deviceName() + ") is sm_" +
+                     std::to_string(device) + ": compile it with --gpu-chip sm_" + std::to_string(device) + " or older");
   for (size_t k = 0; k < plan_.kernels.size(); ++k) {
     char log[8192] = {0};
     int options[2] = {kJitErrorLogBuffer, kJitErrorLogBufferBytes};

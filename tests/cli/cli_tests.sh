@@ -238,8 +238,7 @@ print('ok')" "$T/plan"
 expect_error cuda-run-plan-no-driver "^friction-cuda-run: backend cuda: no CUDA driver on this machine \(" -- \
   env FRICTION_LIBCUDA=/nonexistent/libcuda.so.1 "$(dirname "$F")/friction-cuda-run" "$T/plan"
 expect_error cuda-run-not-a-plan "is not a folder" -- "$(dirname "$F")/friction-cuda-run" "$T/nowhere"
-expect_error cuda-plan-host-step "runs on the host .*--disable convert-layout" -- \
-  "$F" compile "$AOT_M" --backend cuda -o "$T/plan2"
+expect_ok cuda-plan-default-pipeline "0 failed" -- "$F" compile "$AOT_M" --backend cuda -o "$T/plan2"
 expect_error cuda-compile-no-dir "needs -o DIR .* or --emit-ptx DIR" -- "$F" compile "$AOT_M" --backend cuda
 expect_error reference-on-cpu "--reference needs --backend cuda" -- "$F" compile "$AOT_M" -o "$T/c.so" --reference
 expect_error emit-ptx-on-cpu "--emit-ptx needs --backend cuda" -- "$F" compile "$AOT_M" -o "$T/c.so" --emit-ptx "$T/x"

@@ -115,14 +115,27 @@ TEST(CudaPlan, ViewsShareTheirSourceBuffer) {
   test::expectConsistentPlan(r.plan, "exp-reshape-tanh");
 }
 
-// convert-layout's NHWC anchors run on the host: the plan names the step and the switch.
-TEST(CudaPlan, HostStepsAreRefusedByName) {
+// A step without a GPU kernel (a comparison: typed ops other than Cast have none yet) is refused by name.
+TEST(CudaPlan, StepsWithoutAGpuKernelAreRefusedByName) {
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F32, {4}});
+  b.output(b.op("Less", {b.op("Exp", {x}), x}));
+  auto r = codegen::compileForGpu(g, cudaOptions());
+  ASSERT_FALSE(r.hostSteps.empty()) << "the case needs a step without a GPU kernel";
+  EXPECT_NE(r.planError.find("has no GPU kernel"), std::string::npos) << r.planError;
+  EXPECT_NE(r.planError.find("Less"), std::string::npos) << r.planError;
+  EXPECT_TRUE(r.plan.calls.empty());
+}
+
+// convert-layout's NHWC pools, which the cpu runs as microkernels, run their region's kernels on the GPU:
+// the default pipeline compiles whole.
+TEST(CudaPlan, TheDefaultPipelineRunsWholeOnTheGpu) {
   auto g = optimized("resnet?depth=2&width=8&resolution=16", 1, {});
   auto r = codegen::compileForGpu(*g, cudaOptions());
-  ASSERT_FALSE(r.hostSteps.empty()) << "the case needs a native anchor";
-  EXPECT_NE(r.planError.find("runs on the host"), std::string::npos) << r.planError;
-  EXPECT_NE(r.planError.find("--disable convert-layout"), std::string::npos) << r.planError;
-  EXPECT_TRUE(r.plan.calls.empty());
+  EXPECT_TRUE(r.hostSteps.empty());
+  ASSERT_EQ(r.planError, "");
+  test::expectConsistentPlan(r.plan, "resnet, default pipeline");
 }
 
 TEST(CudaPlan, RoundTripsThroughItsFolder) {

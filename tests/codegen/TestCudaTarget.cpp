@@ -242,6 +242,9 @@ TEST(CudaTarget, FusionPassesChangeKernelsAndLaunches) {
   EXPECT_EQ(fused.failed(), 0);
   EXPECT_LT(fused.kernelCalls, none.kernelCalls);
   EXPECT_LT(fused.launches, none.launches);
+  ASSERT_EQ(none.planError, "");
+  ASSERT_EQ(fused.planError, "");
+  EXPECT_LT(fused.plan.bytesBetweenKernels(), none.plan.bytesBetweenKernels()) << "fusion keeps intermediates in the kernel";
   std::cout << "resnet depth 2: no pass " << none.kernelCalls << " kernel calls, " << none.launches
             << " launches; fused " << fused.kernelCalls << ", " << fused.launches << "\n";
 }

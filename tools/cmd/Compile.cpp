@@ -51,11 +51,8 @@ void compileForCuda(const CompileArgs& a) {
   FRICTION_CHECK(a.ukernels == "on", "compile: --ukernels is a cpu option (the cuda target generates every kernel)");
   FRICTION_CHECK(!codegen::isArtifactPath(a.model), "compile: '" + a.model + "' is a cpu artifact, not a model");
   auto t0 = std::chrono::steady_clock::now();
-  std::vector<PassRecord> records;
-  auto g = loadAndOptimize(a.model, a.batch, a.pipeline, {}, &records);
+  auto g = loadAndOptimize(a.model, a.batch, a.pipeline);
   double passesMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  bool layoutConverted = false;
-  for (const auto& rec : records) layoutConverted = layoutConverted || rec.name == "convert-layout";
   codegen::CodegenOptions o;
   o.gpuChip = a.gpuChip;
   o.gpuBlockSize = a.gpuBlock;
@@ -119,12 +116,6 @@ void compileForCuda(const CompileArgs& a) {
                   double(r.plan.arenaBytes) / 1e6, double(r.plan.intermediateBytes) / 1e6, double(r.plan.weights.size()) / 1e6,
                   double(r.plan.bytesBetweenKernels()) / 1e6);
     if (!ptxas.empty()) std::printf("  ptxas -arch=%s: %ld of %zu refused\n", a.gpuChip.c_str(), long(refused), r.kernels.size());
-    // convert-layout's NHWC regions serve the cpu backend's microkernels; the cuda kernels are NCHW.
-    bool nhwcOnHost = false;
-    for (const auto& [what, n] : r.hostSteps) nhwcOnHost = nhwcOnHost || what.find("nhwc") != std::string::npos;
-    if (layoutConverted && nhwcOnHost)
-      std::printf("  note: convert-layout made NHWC regions whose anchors the GPU cannot run yet; the cuda kernels "
-                  "are NCHW: --disable convert-layout\n");
     std::printf("  load+passes %.0f ms, build %.0f ms, lower to PTX %.0f ms; total %.0f ms\n", passesMs, r.times.buildMs,
                 r.times.lowerMs, totalMs);
   }
