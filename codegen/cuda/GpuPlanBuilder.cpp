@@ -67,7 +67,8 @@ class Planner {
         case Step::Sub: {
           const Program& sub = *s.sub;
           std::vector<int> inner(size_t(sub.numSlots), -1);
-          for (size_t i = 0; i < sub.inputSlots.size(); ++i) inner[size_t(sub.inputSlots[i])] = bufferOf[size_t(s.in[i])];
+          for (size_t i = 0; i < sub.inputSlots.size(); ++i)  // an absent optional input has no slot
+            inner[size_t(sub.inputSlots[i])] = s.in[i] >= 0 ? bufferOf[size_t(s.in[i])] : -1;
           walk(sub, inner);
           for (size_t o = 0; o < s.out.size(); ++o) bufferOf[size_t(s.out[o])] = inner[size_t(sub.outputSlots[o])];
           break;
