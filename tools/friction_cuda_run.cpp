@@ -10,15 +10,14 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "ir/DType.h"
 #include "ir/Error.h"
+#include "ir/Shell.h"
 #include "runtime/cuda/GpuExecutor.h"
 
 namespace fs = std::filesystem;
@@ -54,13 +53,6 @@ Args parse(int argc, char** argv) {
                                  "[--fill-weights] [--json]");
   FRICTION_CHECK(a.reps >= 1 && a.warmup >= 0, "--reps must be at least 1 and --warmup at least 0");
   return a;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
 }
 
 // Seeded values for what the folder does not hold: floats uniform in [-1, 1) (weights: scaled down so
@@ -119,7 +111,7 @@ int runMain(const Args& a) {
   bool reference = true;
   for (size_t i = 0; i < p.inputs.size(); ++i) {
     fs::path file = fs::path(a.dir) / ("input_" + std::to_string(i) + ".bin");
-    std::string bytes = fs::exists(file) ? slurp(file) : seeded(p.inputs[i].dtype, p.inputs[i].bytes, uint32_t(i), 1.0f);
+    std::string bytes = fs::exists(file) ? readFile(file) : seeded(p.inputs[i].dtype, p.inputs[i].bytes, uint32_t(i), 1.0f);
     reference = reference && fs::exists(file);
     FRICTION_CHECK(int64_t(bytes.size()) == p.inputs[i].bytes, file.string() + " is not input " + std::to_string(i) + "'s size");
     exec.upload(i, bytes.data(), bytes.size());
@@ -132,7 +124,7 @@ int runMain(const Args& a) {
   for (size_t o = 0; o < p.outputs.size() && reference && !weightsFilled; ++o) {
     fs::path file = fs::path(a.dir) / ("expected_" + std::to_string(o) + ".bin");
     if (!fs::exists(file) || p.outputs[o].dtype != "f32") continue;
-    std::string want = slurp(file), got(size_t(p.outputs[o].bytes), '\0');
+    std::string want = readFile(file), got(size_t(p.outputs[o].bytes), '\0');
     FRICTION_CHECK(want.size() == got.size(), file.string() + " is not output " + std::to_string(o) + "'s size");
     exec.download(o, got.data(), got.size());
     Check c = compare(reinterpret_cast<const float*>(got.data()), reinterpret_cast<const float*>(want.data()),

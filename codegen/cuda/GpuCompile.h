@@ -18,6 +18,9 @@
 
 namespace friction::codegen {
 
+// The GPU architectures the cuda pipeline makes PTX for (compile --gpu-chip, cuda?chip=).
+inline const std::vector<std::string> kGpuChips = {"sm_80", "sm_86", "sm_89", "sm_90"};
+
 struct GpuCompiledKernel {
   std::string label;  // what it computes: op or region kind -> output type (as the cpu profile names kernels)
   std::string file;   // its PTX file's name in an --emit-ptx folder

@@ -1,5 +1,6 @@
 #include "codegen/cuda/Registration.h"
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <memory>
@@ -14,14 +15,11 @@
 namespace friction::codegen {
 namespace {
 
-// The PTX targets the cuda pipeline makes (compile --gpu-chip takes the same).
-const char* const kChips[] = {"sm_80", "sm_86", "sm_89", "sm_90"};
-
 // The newest chip the pipeline makes that device `capability` runs (PTX runs on its chip and later ones).
 std::string chipFor(int capability) {
   std::string best;
-  for (const char* chip : kChips)
-    if (std::stoi(chip + 3) <= capability) best = chip;
+  for (const std::string& chip : kGpuChips)
+    if (std::stoi(chip.substr(3)) <= capability) best = chip;
   FRICTION_CHECK(!best.empty(), "backend cuda: the device's compute capability " + std::to_string(capability / 10) + "." +
                                     std::to_string(capability % 10) + " is older than sm_80, the oldest chip friction targets");
   return best;
@@ -110,9 +108,7 @@ std::unique_ptr<Backend> makeCudaBackend(const std::map<std::string, std::string
   int profileTop = 0;
   for (const auto& [key, value] : options) {
     if (key == "chip") {
-      bool known = false;
-      for (const char* chip : kChips) known = known || value == chip;
-      FRICTION_CHECK(known, "backend cuda: chip must be sm_80, sm_86, sm_89 or sm_90, got '" + value + "'");
+      FRICTION_CHECK(std::find(kGpuChips.begin(), kGpuChips.end(), value) != kGpuChips.end(), "backend cuda: chip must be sm_80, sm_86, sm_89 or sm_90, got '" + value + "'");
       o.gpuChip = value;
     } else if (key == "block") {
       auto threads = Spec::integer(value, 1, 1024);

@@ -1,12 +1,11 @@
 #include "runtime/cuda/GpuPlan.h"
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "ir/DType.h"
 #include "ir/Error.h"
+#include "ir/Shell.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -14,18 +13,10 @@ using nlohmann::json;
 namespace friction::gpu {
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  FRICTION_CHECK(f, "cuda plan: cannot read " + p.string());
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-void spill(const fs::path& p, const std::string& bytes) {
-  std::ofstream f(p, std::ios::binary);
-  f.write(bytes.data(), std::streamsize(bytes.size()));
-  FRICTION_CHECK(f, "cuda plan: cannot write " + p.string());
+// ir/Shell's readFile, which reads a missing file as "", made to say which file is missing.
+std::string readExisting(const fs::path& p) {
+  FRICTION_CHECK(fs::is_regular_file(p), "cuda plan: cannot read " + p.string());
+  return readFile(p);
 }
 
 json valueJson(const GpuValue& v) {
@@ -100,7 +91,7 @@ void writePlan(const GpuPlan& p, const std::string& dir) {
   for (size_t k = 0; k < p.kernels.size(); ++k) {
     const GpuKernel& kernel = p.kernels[k];
     std::string file = "k" + std::to_string(k) + ".ptx";
-    spill(fs::path(dir) / file, kernel.ptx);
+    writeFile(fs::path(dir) / file, kernel.ptx);
     json launches = json::array();
     for (const GpuLaunch& l : kernel.launches) launches.push_back(launchJson(l));
     j["kernels"].push_back({{"label", p.kernelLabels[k]}, {"ptx", file}, {"buffers", kernel.buffers},
@@ -109,8 +100,8 @@ void writePlan(const GpuPlan& p, const std::string& dir) {
   for (const GpuCall& c : p.calls)
     j["calls"].push_back({{"kernel", c.kernel}, {"buffers", c.buffers}, {"bytes", c.bytes}, {"step", c.step}});
   for (const GpuConstant& c : p.constants) j["constants"].push_back({c.offset, c.bytes, c.from});
-  spill(fs::path(dir) / "weights.bin", p.weights);
-  spill(fs::path(dir) / "plan.json", j.dump(1) + "\n");
+  writeFile(fs::path(dir) / "weights.bin", p.weights);
+  writeFile(fs::path(dir) / "plan.json", j.dump(1) + "\n");
 }
 
 GpuPlan readPlan(const std::string& dir) {
@@ -118,7 +109,7 @@ GpuPlan readPlan(const std::string& dir) {
   FRICTION_CHECK(fs::is_directory(dir), "cuda plan: '" + dir + "' is not a folder (`friction compile --backend cuda -o DIR`)");
   GpuPlan p;
   try {
-    json j = json::parse(slurp(file));
+    json j = json::parse(readExisting(file));
     FRICTION_CHECK(j.value("format", "") == "friction-cuda-plan 1",
                    "cuda plan: " + file.string() + " is not a friction cuda plan (format field)");
     j.at("chip").get_to(p.chip);
@@ -128,7 +119,7 @@ GpuPlan readPlan(const std::string& dir) {
     for (const json& v : j.at("outputs")) p.outputs.push_back(valueOf(v));
     for (const json& k : j.at("kernels")) {
       GpuKernel kernel;
-      kernel.ptx = slurp(fs::path(dir) / k.at("ptx").get<std::string>());
+      kernel.ptx = readExisting(fs::path(dir) / k.at("ptx").get<std::string>());
       k.at("buffers").get_to(kernel.buffers);
       k.at("inputs").get_to(kernel.inputs);
       k.at("scratch").get_to(kernel.scratch);
@@ -151,7 +142,7 @@ GpuPlan readPlan(const std::string& dir) {
   }
   // Without weights.bin (left behind as too large to carry) the plan still loads; the executor refuses it
   // unless the caller fills the weights.
-  if (fs::exists(fs::path(dir) / "weights.bin")) p.weights = slurp(fs::path(dir) / "weights.bin");
+  if (fs::exists(fs::path(dir) / "weights.bin")) p.weights = readExisting(fs::path(dir) / "weights.bin");
   // Every offset the executor will touch lies inside what it allocates and reads.
   auto inArena = [&](int64_t offset, int64_t bytes) { return offset >= 0 && bytes >= 0 && offset + bytes <= p.arenaBytes; };
   for (const auto* values : {&p.inputs, &p.outputs})

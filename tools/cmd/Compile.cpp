@@ -171,7 +171,7 @@ void addCompile(CLI::App& app) {
   cmd->add_option("--backend", args->backend, "cpu (default) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_option("--emit-ptx", args->emitPtx, "cuda: write DIR/<kernel>.ptx per distinct kernel and DIR/kernels.json");
   cmd->add_option("--gpu-chip", args->gpuChip, "cuda: the GPU architecture the PTX is for")
-      ->check(CLI::IsMember({"sm_80", "sm_86", "sm_89", "sm_90"}));
+      ->check(CLI::IsMember(codegen::kGpuChips));
   cmd->add_option("--gpu-block", args->gpuBlock, "cuda: threads per block of the flattened loop nests")
       ->check(CLI::Range(int64_t(1), int64_t(1024)));
   cmd->add_flag("--ptxas", args->ptxas, "cuda: assemble every kernel with the toolkit's ptxas (fails when it refuses one); "
