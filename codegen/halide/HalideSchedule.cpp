@@ -191,6 +191,8 @@ void scheduleKernel(KernelFuncs& k, const ScheduleOptions& options, const HL::Ta
   }
   // Last-level cache and the load/arithmetic balance: Halide's defaults for a generic CPU.
   HL::MachineParams machine(std::max(1, options.threads), 16 * 1024 * 1024, 40);
+  // Read by Adams2019 on each call; the callers schedule one kernel at a time (HalideSource's stderr lock).
+  if (options.schedule == Schedule::Adams2019) setenv("HL_BEAM_SIZE", std::to_string(options.beam).c_str(), 1);
   HL::Pipeline(outputs).auto_schedule(info.autoscheduler, target, machine);
 }
 

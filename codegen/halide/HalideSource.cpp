@@ -121,7 +121,9 @@ class HalideSource : public KernelSource {
   bool compiles() const override { return true; }
   std::string describe() const override {
     std::string d = std::string("Halide 14 JIT for ") + target_.to_string() + ", schedule " +
-                    scheduleInfo(options_.schedule).spelling + ", producers " +
+                    scheduleInfo(options_.schedule).spelling +
+                    (options_.schedule == Schedule::Adams2019 ? " (beam " + std::to_string(options_.beam) + ")" : "") +
+                    ", producers " +
                     (options_.inlineProducers ? "inlined" : "materialized");
     if (refused_)
       d += ", " + std::to_string(refused_) + " kernels refused by the autoscheduler on friction's schedule (last: " +

@@ -9,6 +9,7 @@
 #include "codegen/CpuBackend.h"
 #include "codegen/halide/HalideSource.h"
 #include "ir/Error.h"
+#include "ir/Spec.h"
 #include "runtime/Backend.h"
 
 namespace friction::codegen::halide {
@@ -30,10 +31,16 @@ std::unique_ptr<Backend> makeHalideBackend(const std::map<std::string, std::stri
     else if (key == "fusion") schedule.inlineProducers = choice(key, value, "inline", "root");
     else if (key == "dump") schedule.dump = choice(key, value, "on", "off");
     else if (key == "profile") backend.profile = choice(key, value, "on", "off");
-    else
+    else if (key == "beam") {
+      auto beam = Spec::integer(value, 1, 1024);
+      FRICTION_CHECK(beam, "backend halide: beam must be a width from 1 to 1024, got '" + value + "'");
+      schedule.beam = int(*beam);
+    } else
       throw Error("backend halide: unknown option '" + key + "' (options: schedule=" + scheduleSpellings() +
-                  ", fusion=inline|root, profile=on|off, dump=on|off)");
+                  ", fusion=inline|root, beam=N (adams2019), profile=on|off, dump=on|off)");
   }
+  FRICTION_CHECK(!options.count("beam") || schedule.schedule == Schedule::Adams2019,
+                 "backend halide: beam is Adams2019's search width: it needs schedule=adams2019");
   schedule.threads = omp_get_max_threads();
   // Halide's own thread pool runs the parallel loops: as many threads as
   // OpenMP has (bench --threads), unless the user set HL_NUM_THREADS. Read

@@ -47,6 +47,10 @@ struct ScheduleOptions {
   // autoschedulers decide for themselves; this applies to none and default.
   bool inlineProducers = true;
   int threads = 1;  // parallelism the autoschedulers plan for
+  // Adams2019's beam width (HL_BEAM_SIZE): 1 is its greedy search, one pass;
+  // Halide's own default, 32 with five passes, did not finish the full-size
+  // MobileNetV2 in 9 minutes. Applies to adams2019 only.
+  int beam = 1;
   bool dump = false;  // print each kernel's loop nest (its schedule) to stderr
 };
 
