@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <set>
 
@@ -127,6 +128,20 @@ void frictionSchedule(KernelFuncs& k, bool inlineProducers) {
   }
 }
 
+// Every Func of the pipeline of `outputs` stored at the loop level where it
+// is computed. An autoscheduler may hoist a producer's storage above a loop
+// it is computed inside (store_at outside compute_at); Halide 14 then slides
+// a window over that loop, and over a loop whose index the producer ignores
+// (a broadcast operand read at a clamped index 0, under the batch loop), it
+// skipped recomputing rows that storage folding had already overwritten:
+// Adams2019 on a [4,16,32] + [1,16,32] Add at 2 threads was off by 4
+// (TestHalideBackend.cpp). Without hoisting there is nothing to slide.
+void storeWhereComputed(const std::vector<HL::Func>& outputs) {
+  std::map<std::string, HL::Internal::Function> all;
+  for (const HL::Func& out : outputs) all.merge(HL::Internal::find_transitive_calls(out.function()));
+  for (auto& [name, f] : all) f.schedule().store_level() = f.schedule().compute_level();
+}
+
 }  // namespace
 
 const std::vector<ScheduleInfo>& schedules() {
@@ -194,6 +209,7 @@ void scheduleKernel(KernelFuncs& k, const ScheduleOptions& options, const HL::Ta
   // Read by Adams2019 on each call; the callers schedule one kernel at a time (HalideSource's stderr lock).
   if (options.schedule == Schedule::Adams2019) setenv("HL_BEAM_SIZE", std::to_string(options.beam).c_str(), 1);
   HL::Pipeline(outputs).auto_schedule(info.autoscheduler, target, machine);
+  storeWhereComputed(outputs);
 }
 
 }  // namespace friction::codegen::halide

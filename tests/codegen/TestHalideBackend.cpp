@@ -198,6 +198,19 @@ TEST_F(HalideBackend, TwoClampedInputsUnderAGreedyAndABeamAutoschedule) {
   }
 }
 
+// A broadcast operand under the batch loop: Adams2019 at 2 threads stored its clamped read above the batch
+// loop and computed it inside, and Halide 14's sliding window skipped rows storage folding had overwritten
+// (off by 4). The autoschedulers' producers are stored where they are computed (HalideSchedule.cpp).
+TEST_F(HalideBackend, ABroadcastOperandUnderTheBatchLoopOnTwoThreads) {
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(2);  // the schedule planned for two cores: the one that slid
+  auto backend = createBackend("halide?schedule=adams2019");
+  omp_set_num_threads(threads);
+  expectGraphMatchesInterp(*backend, {4, 16, 32}, [](GraphBuilder& b, Value* x) {
+    return b.op("Add", {x, b.constant(test::randomTensor({1, 16, 32}, 5))});
+  }, 0, "[4,16,32] + [1,16,32]");
+}
+
 // The ops the cpu target runs as native typed kernels are Typed kernels here
 // (a mask built by comparisons, logic and Where on bools and integers, Casts
 // between element types, ScatterND of constant indices), no pass run first.
