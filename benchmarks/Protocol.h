@@ -19,6 +19,12 @@
 
 namespace friction::bench {
 
+// Outputs whose largest error, relative to the reference's largest |value|, exceeds this differ from the
+// interpreter: the cell timed a program that computes something else (a backend bug, or a reduced precision
+// asked for, such as openvino?precision=bf16). Such cells are kept and flagged (bench, sweep, report), not
+// dropped. Ten times the tests' 1e-4: f32 kernels that reassociate sums stay far below it.
+constexpr double kOutputsDifferRelError = 1e-3;
+
 struct MeasureOptions {
   std::string backend = "interp";
   int warmup = 3;
@@ -50,6 +56,8 @@ struct Measurement {
   std::vector<size_t> roundSizes;
   std::string group;
   double contention = 0;
+
+  bool outputsDiffer() const { return maxRelError > kOutputsDifferRelError; }  // a NaN where none belongs: inf
 };
 
 // True when a and b were measured in the same interleaved rounds (same group, same round count, at least

@@ -466,6 +466,24 @@ json aaControls(const Cells& all, const ResultsStore& store, double minEffect) {
           {"within_3_percent", rows.empty() ? json(nullptr) : json(double(within3) / double(rows.size()))}};
 }
 
+// The output checks: how many cells were checked against the interpreter, the largest error, and every cell
+// whose outputs differ (Measurement::outputsDiffer): its timings are of a program that computes something else.
+json outputChecks(const Cells& all, CellLabels& labels) {
+  json differ = json::array();
+  size_t checked = 0;
+  double largest = 0;
+  for (const auto& c : all) {
+    if (c.m.maxRelError < 0) continue;
+    checked++;
+    largest = std::max(largest, c.m.maxRelError);
+    if (c.m.outputsDiffer())
+      differ.push_back({{"model", c.model}, {"backend", c.backend}, {"config", labels.config(c.passes)},
+                        {"batch", c.batch}, {"max_rel_error", std::isfinite(c.m.maxRelError) ? json(c.m.maxRelError) : json("inf")}});
+  }
+  return {{"checked", checked}, {"threshold", kOutputsDifferRelError},
+          {"largest_rel_error", std::isfinite(largest) ? json(largest) : json("inf")}, {"differ", differ}};
+}
+
 }  // namespace
 
 // "all-off", "default", or the difference from the default ("-fuse-epilogues").
@@ -517,7 +535,7 @@ json reportData(const Cells& allCells, const ResultsStore& store, const std::str
             {"rankings", rankings(cells, labels.def, store, minEffect)}, {"min_effect", minEffect}, {"depth", depthScaling(depth)},
             {"reference", reference}, {"executors", execs}, {"executor_rankings", execRankings},
             {"executor_ratios", execRatios}, {"mitigation", mitigations(execRatios, execs, reference, logRatios)},
-            {"aa", aaControls(allCells, store, minEffect)}};
+            {"aa", aaControls(allCells, store, minEffect)}, {"output_checks", outputChecks(allCells, labels)}};
   for (const auto& r : store.attributions())
     data["attributions"].push_back({{"experiment", r.experiment}, {"model", r.model}, {"backend", r.backend},
                                     {"batch", r.batch}, {"method", r.method}, {"pass", r.pass},

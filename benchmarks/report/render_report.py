@@ -366,6 +366,13 @@ def machine_section(data):
 def findings(data):
     """The report's conclusions in words, each with how sure it is."""
     items = []
+    checks = data.get("output_checks") or {}
+    if checks.get("differ"):
+        first = checks["differ"][0]
+        items.append(f"<b>Wrong outputs</b>: {len(checks['differ'])} of {checks['checked']} checked cells computed outputs "
+                     f"that differ from the interpreter's (relative error above {checks['threshold']:g}; the first: "
+                     f"{html.escape(first['backend'])} on {html.escape(short(first['model']))} at batch {first['batch']}): "
+                     "their timings are of programs that compute something else (Output checks).")
     aa = data.get("aa") or {}
     if aa.get("controls"):
         items.append(f"<b>Protocol</b>: {len(aa['controls'])} A/A controls (one program measured twice) read as different "
@@ -435,9 +442,31 @@ def aa_section(data):
     return out
 
 
+def rel_error(v):
+    return v if isinstance(v, str) else f"{v:.2g}"  # "inf": a NaN where the reference has none
+
+
+def output_checks_section(data):
+    """Which cells were checked against the interpreter, and those whose outputs differ."""
+    checks = data.get("output_checks") or {}
+    if not checks.get("checked"):
+        return ["<p>No cell's outputs were checked against the interpreter (`check = false`, or --no-check).</p>"]
+    out = [f'<p>{checks["checked"]} cells checked against the reference interpreter on the unoptimized model; the '
+           f'largest error relative to an output\'s largest value: {rel_error(checks["largest_rel_error"])}. A cell differs above '
+           f'{checks["threshold"]:g}: ten times the tests\' tolerance.</p>']
+    if checks["differ"]:
+        out.append(table(["model", "backend", "passes", "batch", "max rel error"],
+                         [[html.escape(r["model"]), html.escape(r["backend"]), html.escape(r["config"]), str(r["batch"]),
+                           rel_error(r["max_rel_error"])] for r in checks["differ"]]))
+    else:
+        out.append("<p>Every checked cell matched.</p>")
+    return out
+
+
 def main():
     data = json.load(open(sys.argv[1]))
     sections = [
+        ("Output checks", output_checks_section(data)),
         ("A/A control", aa_section(data)),
         ("Latency, throughput and friction vs batch", batch_figures(data)),
         ("Pass attribution", attribution_figures(data)),

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <numeric>
 #include <thread>
 
@@ -150,6 +151,29 @@ TEST_F(ProtocolTest, CheckAndCompileComeBeforeAnyTiming) {
   EXPECT_EQ(a->m.group, "group");
   EXPECT_EQ(a->m.maxAbsError, 0.0);
   EXPECT_EQ(r.rounds.size(), 3u);
+}
+
+// The check before timing flags outputs that differ from the reference beyond kOutputsDifferRelError
+// (relative to the reference's largest |value|), a NaN where the reference has none included; outputs
+// within it, as f32 kernels that reassociate sums give, are not flagged.
+TEST_F(ProtocolTest, OutputsThatDifferFromTheReferenceAreFlagged) {
+  options.checkOutputs = true;
+  options.backend = "interp";
+  const std::vector<Tensor> exact = bench::referenceOutputs(*graph, *graph, options.seed);
+  auto nudged = [&](double by) {
+    std::vector<Tensor> want = {exact[0].clone()};
+    float* v = want[0].data<float>();
+    float scale = 0;
+    for (int64_t k = 0; k < want[0].numel(); ++k) scale = std::max(scale, std::fabs(v[k]));
+    v[0] += float(by) * scale;
+    return want;
+  };
+  for (double by : {0.0, 1e-5, 2e-3, double(NAN)}) {
+    std::vector<Tensor> want = nudged(by);
+    auto c = bench::prepare(*graph, &want, options, "nudged");
+    const bool differs = !(by < bench::kOutputsDifferRelError);  // NaN: differs
+    EXPECT_EQ(c->m.outputsDiffer(), differs) << "nudged by " << by << ": max rel error " << c->m.maxRelError;
+  }
 }
 
 // "Consistently slow": a calibration that reads the cores as shared (two threads at once 2x one) marks

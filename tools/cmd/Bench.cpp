@@ -62,12 +62,13 @@ void benchCompared(const BenchArgs& a, const ResolvedModel& model) {
                     {"ci95_ms", {m.summary.medianCI.low, m.summary.medianCI.high}}, {"unstable", m.summary.unstable},
                     {"ratio_to_first", p.ratio}, {"ratio_ci", {p.ci.low, p.ci.high}}, {"differs", p.direction != 0},
                     {"max_rel_error", m.maxRelError >= 0 ? nlohmann::json(m.maxRelError) : nlohmann::json()},
+                    {"outputs_differ", m.maxRelError >= 0 ? nlohmann::json(m.outputsDiffer()) : nlohmann::json()},
                     {"executor_description", m.executor}});
     if (!a.json)
-      std::printf("  %-44s median %9.3f ms (95%% CI %.3f-%.3f)%s  ratio to first %.3f (CI %.3f-%.3f)%s\n",
+      std::printf("  %-44s median %9.3f ms (95%% CI %.3f-%.3f)%s  ratio to first %.3f (CI %.3f-%.3f)%s%s\n",
                   names[k].c_str(), m.summary.median, m.summary.medianCI.low, m.summary.medianCI.high,
                   m.summary.unstable ? " UNSTABLE" : "", p.ratio, p.ci.low, p.ci.high,
-                  k == 0 ? "" : p.direction ? "" : "  no difference beyond 2%");
+                  k == 0 ? "" : p.direction ? "" : "  no difference beyond 2%", m.outputsDiffer() ? "  OUTPUTS DIFFER" : "");
   }
   if (a.json)
     std::cout << nlohmann::json{{"model", a.model}, {"batch", a.batch}, {"rounds", r.keptRounds()}, {"executors", rows}}.dump(2) << "\n";
@@ -99,8 +100,8 @@ void benchModel(BenchArgs a) {
   std::printf("  throughput %.1f samples/s  compile %.1f ms  peak RSS %.1f MB  harness overhead %.3f ms/run\n",
               1000.0 * double(a.batch) / s.median, m.compileMs, double(m.peakRssKb) / 1024, m.overheadMsPerRep);
   if (m.maxAbsError >= 0)
-    std::printf("  vs interp on the %s: max abs error %.3g, max rel error %.3g\n", model.referenceName.c_str(),
-                m.maxAbsError, m.maxRelError);
+    std::printf("  vs interp on the %s: max abs error %.3g, max rel error %.3g%s\n", model.referenceName.c_str(),
+                m.maxAbsError, m.maxRelError, m.outputsDiffer() ? "  OUTPUTS DIFFER" : "");
   std::printf("%s", m.profile.c_str());
 }
 

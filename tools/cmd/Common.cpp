@@ -160,7 +160,8 @@ nlohmann::json measurementJson(const bench::Measurement& m) {
                    {"interp_nodes", m.interpNodes >= 0 ? nlohmann::json(m.interpNodes) : nlohmann::json()},
                    {"internal_timing", m.internalTiming},
                    {"overhead_ms_per_rep", m.overheadMsPerRep}};
-  if (m.maxAbsError >= 0) j["max_abs_error"] = m.maxAbsError, j["max_rel_error"] = m.maxRelError;
+  if (m.maxAbsError >= 0)
+    j["max_abs_error"] = m.maxAbsError, j["max_rel_error"] = m.maxRelError, j["outputs_differ"] = m.outputsDiffer();
   if (!m.profile.empty()) j["profile"] = m.profile;
   return j;
 }

@@ -79,6 +79,9 @@ class SweepRunner {
         std::fprintf(stderr, "[group %zu/%zu] FAILED (not stored): %s\n", index + 1, count, failures.back().c_str());
         continue;
       }
+      if (c.prepared->m.outputsDiffer())
+        differing.push_back(c.cell.model + " " + c.cell.backend + " batch " + std::to_string(c.cell.batch) + " " +
+                            c.cell.config);
       timed.push_back(c.prepared.get());
       kept.push_back(&c);
     }
@@ -100,6 +103,7 @@ class SweepRunner {
   }
 
   std::vector<std::string> failures;
+  std::vector<std::string> differing;  // stored cells whose outputs differ from the interpreter's
   size_t measured = 0;
 
  private:
@@ -181,6 +185,10 @@ void sweep(const SweepArgs& a) {
     if (!runner.measureGroup(mine[k], k, mine.size())) skipped++;
   std::printf("sweep %s: %zu cells measured, %zu groups already stored, into %s\n", name.c_str(), runner.measured,
               skipped, a.db.c_str());
+  if (!runner.differing.empty())
+    std::fprintf(stderr, "sweep %s: WARNING: %zu cell(s) computed outputs that differ from the interpreter's (stored, "
+                 "flagged in the report's output checks); the first: %s\n", name.c_str(), runner.differing.size(),
+                 runner.differing.front().c_str());
   FRICTION_CHECK(runner.failures.empty(), "sweep " + name + ": " + std::to_string(runner.failures.size()) +
                                               " cell(s) failed and were not stored (--resume retries them); the first: " +
                                               runner.failures.front());
