@@ -121,20 +121,23 @@ TEST_F(HalideBackend, OwnSchedulesAndBothFusionChoicesMatchInterp) {
 // Halide's autoschedulers (they decide loop-level fusion themselves), default
 // pipeline. A kernel an autoscheduler refuses (a Gather's data-dependent
 // index) runs on friction's schedule, and the description says so. Adams2019
-// with its default greedy search (beam 1).
+// with its default greedy search (beam 1). Batch 4 too: a batch loop is
+// where Adams2019 once hoisted a broadcast operand's storage (the test below).
 TEST_F(HalideBackend, AutoschedulersMatchInterp) {
   for (const char* schedule : {"adams2019", "mullapudi2016", "li2018"}) {
     const std::string spec = std::string("halide?schedule=") + schedule;
     auto backend = createBackend(spec);
-    for (const char* arch : kScheduleArchetypes) {
-      std::string d = expectMatchesInterp(*backend, arch, 1, {}, spec + " on " + arch);
-      EXPECT_NE(d.find(std::string("schedule ") + schedule), std::string::npos) << d;
-      // The convolutional archetype has no Gather: every kernel keeps Adams2019's or Mullapudi2016's schedule
-      // (Li2018's for its classifier Gemm fails Halide's lowering: an atomic predicated store).
-      if (arch == kScheduleArchetypes[0] && std::string(schedule) != "li2018") {
-        EXPECT_EQ(d.find("refused"), std::string::npos) << d;
+    for (const char* arch : kScheduleArchetypes)
+      for (int64_t batch : {1, 4}) {
+        std::string d = expectMatchesInterp(*backend, arch, batch, {},
+                                            spec + " on " + arch + " at batch " + std::to_string(batch));
+        EXPECT_NE(d.find(std::string("schedule ") + schedule), std::string::npos) << d;
+        // The convolutional archetype has no Gather: every kernel keeps Adams2019's or Mullapudi2016's schedule
+        // (Li2018's for its classifier Gemm fails Halide's lowering: an atomic predicated store).
+        if (arch == kScheduleArchetypes[0] && std::string(schedule) != "li2018") {
+          EXPECT_EQ(d.find("refused"), std::string::npos) << d;
+        }
       }
-    }
   }
 }
 
