@@ -87,7 +87,9 @@ std::unique_ptr<PreparedCell> prepare(const Graph& optimized, const std::vector<
     trace("check " + c->label);
     compareOutputs(outputs, *expected, m);
     if (m.outputsDiffer())  // kept and measured, but never silently: bench, ablate and sweep all come here
-      std::fprintf(stderr, "warning: %s: outputs differ from the interpreter's (max rel error %.3g > %.0e): its timings are of a program that computes something else\n",
+      std::fprintf(stderr,
+                   "warning: %s: outputs differ from the interpreter's (max rel error %.3g > %.0e): its timings are "
+                   "of a program that computes something else\n",
                    c->label.c_str(), m.maxRelError, kOutputsDifferRelError);
   }
   return c;

@@ -466,6 +466,8 @@ json aaControls(const Cells& all, const ResultsStore& store, double minEffect) {
           {"within_3_percent", rows.empty() ? json(nullptr) : json(double(within3) / double(rows.size()))}};
 }
 
+json finiteOrInf(double v) { return std::isfinite(v) ? json(v) : json("inf"); }  // JSON has no infinity
+
 // The output checks: how many cells were checked against the interpreter, the largest error, and every cell
 // whose outputs differ (Measurement::outputsDiffer): its timings are of a program that computes something else.
 json outputChecks(const Cells& all, CellLabels& labels) {
@@ -478,10 +480,10 @@ json outputChecks(const Cells& all, CellLabels& labels) {
     largest = std::max(largest, c.m.maxRelError);
     if (c.m.outputsDiffer())
       differ.push_back({{"model", c.model}, {"backend", c.backend}, {"config", labels.config(c.passes)},
-                        {"batch", c.batch}, {"max_rel_error", std::isfinite(c.m.maxRelError) ? json(c.m.maxRelError) : json("inf")}});
+                        {"batch", c.batch}, {"max_rel_error", finiteOrInf(c.m.maxRelError)}});
   }
-  return {{"checked", checked}, {"threshold", kOutputsDifferRelError},
-          {"largest_rel_error", std::isfinite(largest) ? json(largest) : json("inf")}, {"differ", differ}};
+  return {{"checked", checked}, {"threshold", kOutputsDifferRelError}, {"largest_rel_error", finiteOrInf(largest)},
+          {"differ", differ}};
 }
 
 }  // namespace

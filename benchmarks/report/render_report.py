@@ -369,10 +369,10 @@ def findings(data):
     checks = data.get("output_checks") or {}
     if checks.get("differ"):
         first = checks["differ"][0]
-        items.append(f"<b>Wrong outputs</b>: {len(checks['differ'])} of {checks['checked']} checked cells computed outputs "
-                     f"that differ from the interpreter's (relative error above {checks['threshold']:g}; the first: "
-                     f"{html.escape(first['backend'])} on {html.escape(short(first['model']))} at batch {first['batch']}): "
-                     "their timings are of programs that compute something else (Output checks).")
+        items.append(f"<b>Wrong outputs</b>: {len(checks['differ'])} of {checks['checked']} checked cells computed "
+                     f"outputs that differ from the interpreter's (relative error above {checks['threshold']:g}; the "
+                     f"first: {html.escape(first['backend'])} on {html.escape(short(first['model']))} at batch "
+                     f"{first['batch']}): their timings are of programs that compute something else (Output checks).")
     aa = data.get("aa") or {}
     if aa.get("controls"):
         items.append(f"<b>Protocol</b>: {len(aa['controls'])} A/A controls (one program measured twice) read as different "
@@ -452,8 +452,8 @@ def output_checks_section(data):
     if not checks.get("checked"):
         return ["<p>No cell's outputs were checked against the interpreter (`check = false`, or --no-check).</p>"]
     out = [f'<p>{checks["checked"]} cells checked against the reference interpreter on the unoptimized model; the '
-           f'largest error relative to an output\'s largest value: {rel_error(checks["largest_rel_error"])}. A cell differs above '
-           f'{checks["threshold"]:g}: ten times the tests\' tolerance.</p>']
+           f'largest error relative to an output\'s largest value: {rel_error(checks["largest_rel_error"])}. A cell '
+           f'differs above {checks["threshold"]:g}: ten times the tests\' tolerance.</p>']
     if checks["differ"]:
         out.append(table(["model", "backend", "passes", "batch", "max rel error"],
                          [[html.escape(r["model"]), html.escape(r["backend"]), html.escape(r["config"]), str(r["batch"]),

@@ -68,7 +68,8 @@ void benchCompared(const BenchArgs& a, const ResolvedModel& model) {
       std::printf("  %-44s median %9.3f ms (95%% CI %.3f-%.3f)%s  ratio to first %.3f (CI %.3f-%.3f)%s%s\n",
                   names[k].c_str(), m.summary.median, m.summary.medianCI.low, m.summary.medianCI.high,
                   m.summary.unstable ? " UNSTABLE" : "", p.ratio, p.ci.low, p.ci.high,
-                  k == 0 ? "" : p.direction ? "" : "  no difference beyond 2%", m.outputsDiffer() ? "  OUTPUTS DIFFER" : "");
+                  k == 0 ? "" : p.direction ? "" : "  no difference beyond 2%",
+                  m.outputsDiffer() ? "  OUTPUTS DIFFER" : "");
   }
   if (a.json)
     std::cout << nlohmann::json{{"model", a.model}, {"batch", a.batch}, {"rounds", r.keptRounds()}, {"executors", rows}}.dump(2) << "\n";

@@ -74,14 +74,11 @@ class SweepRunner {
                                     c.cell.model + " " + c.cell.backend + " " + c.cell.config +
                                         (bench::isAAControl(c.record) ? " (A/A)" : ""));
       } catch (const std::exception& e) {
-        failures.push_back(c.cell.model + " " + c.cell.backend + " batch " + std::to_string(c.cell.batch) + " " +
-                           c.cell.config + ": " + e.what());
+        failures.push_back(describe(c.cell) + ": " + e.what());
         std::fprintf(stderr, "[group %zu/%zu] FAILED (not stored): %s\n", index + 1, count, failures.back().c_str());
         continue;
       }
-      if (c.prepared->m.outputsDiffer())
-        differing.push_back(c.cell.model + " " + c.cell.backend + " batch " + std::to_string(c.cell.batch) + " " +
-                            c.cell.config);
+      if (c.prepared->m.outputsDiffer()) differing.push_back(describe(c.cell));
       timed.push_back(c.prepared.get());
       kept.push_back(&c);
     }
@@ -107,6 +104,9 @@ class SweepRunner {
   size_t measured = 0;
 
  private:
+  static std::string describe(const bench::SweepCell& c) {
+    return c.model + " " + c.backend + " batch " + std::to_string(c.batch) + " " + c.config;
+  }
   GroupCell makeCell(const bench::SweepCell& c, const std::string& groupKey) {
     GroupCell g;
     g.cell = c;
