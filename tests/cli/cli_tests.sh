@@ -181,8 +181,8 @@ if [[ -x "$(dirname "$0")/../../.venv/bin/python" ]]; then  # a store with one b
   expect_ok report-single-batch "wrote" -- "$F" report --db "$T/failing.db" -o "$T/single/report.html"
 fi
 # The study's specs parse and have the documented cell counts (docs/study.md).
-expect_ok study-spec "840 cells" -- "$F" sweep "$(dirname "$0")/../../benchmarks/specs/compiler-study.toml" --dry-run
-expect_ok study-small-spec "315 cells" -- "$F" sweep "$(dirname "$0")/../../benchmarks/specs/compiler-study-small.toml" --dry-run
+expect_ok study-spec "960 cells" -- "$F" sweep "$(dirname "$0")/../../benchmarks/specs/compiler-study.toml" --dry-run
+expect_ok study-small-spec "360 cells" -- "$F" sweep "$(dirname "$0")/../../benchmarks/specs/compiler-study-small.toml" --dry-run
 
 # Ahead-of-time artifacts (`friction compile`, docs/codegen.md): the .so runs without recompiling, gives the
 # JIT cpu backend's outputs, and bad artifacts get a clear message and exit 1.
