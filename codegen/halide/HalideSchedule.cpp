@@ -128,18 +128,51 @@ void frictionSchedule(KernelFuncs& k, bool inlineProducers) {
   }
 }
 
-// Every Func of the pipeline of `outputs` stored at the loop level where it
-// is computed. An autoscheduler may hoist a producer's storage above a loop
-// it is computed inside (store_at outside compute_at); Halide 14 then slides
-// a window over that loop, and over a loop whose index the producer ignores
-// (a broadcast operand read at a clamped index 0, under the batch loop), it
-// skipped recomputing rows that storage folding had already overwritten:
-// Adams2019 on a [4,16,32] + [1,16,32] Add at 2 threads was off by 4
-// (TestHalideBackend.cpp). Without hoisting there is nothing to slide.
-void storeWhereComputed(const std::vector<HL::Func>& outputs) {
+// Every Func of the pipeline of `outputs`, by name.
+std::map<std::string, HL::Internal::Function> pipelineFuncs(const std::vector<HL::Func>& outputs) {
   std::map<std::string, HL::Internal::Function> all;
   for (const HL::Func& out : outputs) all.merge(HL::Internal::find_transitive_calls(out.function()));
-  for (auto& [name, f] : all) f.schedule().store_level() = f.schedule().compute_level();
+  return all;
+}
+
+// Stored at the loop level where it is computed. An autoscheduler may hoist
+// a producer's storage above a loop it is computed inside (store_at outside
+// compute_at); Halide 14 then slides a window over that loop, and over a
+// loop whose index the producer ignores (a broadcast operand read at a
+// clamped index 0, under the batch loop), it skipped recomputing rows that
+// storage folding had already overwritten: Adams2019 on a [4,16,32] +
+// [1,16,32] Add at 2 threads was off by 4 (TestHalideBackend.cpp). Without
+// hoisting there is nothing to slide.
+void storeWhereComputed(HL::Internal::Function& f) { f.schedule().store_level() = f.schedule().compute_level(); }
+
+// The loops of stage `s` that an autoscheduler unrolled over a guarded tail
+// (the outer loop of a GuardWithIf split, and the loops split or fused from
+// it) run serially instead. Their extent is not a constant, and Halide 14
+// unrolls such a loop up to a constant bound it derives; on a softmax's max
+// (rows split by 8 with a guarded tail, the outer loop unrolled, computed
+// inside the attention's row loop over 9 rows) that bound came out one short:
+// row 8's max was never updated, stayed -inf, and the softmax read
+// inf / inf. Adams2019 on a small ViT at batch 2 (TestHalideBackend.cpp).
+// `s` is a handle: a copy edits the stage's schedule.
+void serializeGuardedUnrolls(HL::Internal::StageSchedule s) {
+  std::set<std::string> guarded;
+  for (const HL::Internal::Split& split : s.splits()) {
+    if (split.is_split() && (split.tail == HL::TailStrategy::GuardWithIf || guarded.count(split.old_var)))
+      guarded.insert(split.outer);
+    if (split.is_rename() && guarded.count(split.old_var)) guarded.insert(split.outer);
+    if (split.is_fuse() && (guarded.count(split.outer) || guarded.count(split.inner))) guarded.insert(split.old_var);
+  }
+  for (HL::Internal::Dim& d : s.dims())
+    if (d.for_type == HL::Internal::ForType::Unrolled && guarded.count(d.var)) d.for_type = HL::Internal::ForType::Serial;
+}
+
+// What an autoscheduler's schedule needs before Halide 14 lowers it right.
+void repairAutoschedule(const std::vector<HL::Func>& outputs) {
+  for (auto& [name, f] : pipelineFuncs(outputs)) {
+    storeWhereComputed(f);
+    serializeGuardedUnrolls(f.definition().schedule());
+    for (const HL::Internal::Definition& update : f.updates()) serializeGuardedUnrolls(update.schedule());
+  }
 }
 
 }  // namespace
@@ -209,7 +242,7 @@ void scheduleKernel(KernelFuncs& k, const ScheduleOptions& options, const HL::Ta
   // Read by Adams2019 on each call; the callers schedule one kernel at a time (HalideSource's stderr lock).
   if (options.schedule == Schedule::Adams2019) setenv("HL_BEAM_SIZE", std::to_string(options.beam).c_str(), 1);
   HL::Pipeline(outputs).auto_schedule(info.autoscheduler, target, machine);
-  storeWhereComputed(outputs);
+  repairAutoschedule(outputs);
 }
 
 }  // namespace friction::codegen::halide

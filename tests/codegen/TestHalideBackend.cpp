@@ -214,6 +214,18 @@ TEST_F(HalideBackend, ABroadcastOperandUnderTheBatchLoopOnTwoThreads) {
   }, 0, "[4,16,32] + [1,16,32]");
 }
 
+// A loop unrolled over a guarded tail: Adams2019 at 2 threads split a softmax's max over 17 rows by 8 with a
+// guarded tail, unrolled the outer loop and computed it inside the attention's loop over 9 rows; Halide 14
+// unrolled one iteration short, row 8's max stayed -inf and the outputs were NaN. Such loops run serially
+// (HalideSchedule.cpp).
+TEST_F(HalideBackend, AnUnrolledLoopOverAGuardedTailOnTwoThreads) {
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(2);
+  auto backend = createBackend("halide?schedule=adams2019");
+  omp_set_num_threads(threads);
+  expectMatchesInterp(*backend, "vit?width=32&heads=2&patch=8&resolution=32&depth=2", 2, {}, "small ViT at batch 2");
+}
+
 // The ops the cpu target runs as native typed kernels are Typed kernels here
 // (a mask built by comparisons, logic and Where on bools and integers, Casts
 // between element types, ScatterND of constant indices), no pass run first.
