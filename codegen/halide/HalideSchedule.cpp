@@ -135,7 +135,7 @@ std::map<std::string, HL::Internal::Function> pipelineFuncs(const std::vector<HL
   return all;
 }
 
-// Stored at the loop level where it is computed. An autoscheduler may hoist
+// `f` stored at the loop level where it is computed. An autoscheduler may hoist
 // a producer's storage above a loop it is computed inside (store_at outside
 // compute_at); Halide 14 then slides a window over that loop, and over a
 // loop whose index the producer ignores (a broadcast operand read at a
@@ -162,8 +162,9 @@ void serializeGuardedUnrolls(HL::Internal::StageSchedule s) {
     if (split.is_rename() && guarded.count(split.old_var)) guarded.insert(split.outer);
     if (split.is_fuse() && (guarded.count(split.outer) || guarded.count(split.inner))) guarded.insert(split.old_var);
   }
+  using HL::Internal::ForType;
   for (HL::Internal::Dim& d : s.dims())
-    if (d.for_type == HL::Internal::ForType::Unrolled && guarded.count(d.var)) d.for_type = HL::Internal::ForType::Serial;
+    if (d.for_type == ForType::Unrolled && guarded.count(d.var)) d.for_type = ForType::Serial;
 }
 
 // What an autoscheduler's schedule needs before Halide 14 lowers it right.

@@ -184,15 +184,21 @@ std::string expectGraphMatchesInterp(Backend& backend, const std::vector<int64_t
   return model->description();
 }
 
+// `spec` created while OpenMP has `threads` threads: an autoscheduler plans for the threads it sees then.
+std::unique_ptr<Backend> backendPlannedFor(int threads, const std::string& spec) {
+  const int had = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  auto backend = createBackend(spec);
+  omp_set_num_threads(had);
+  return backend;
+}
+
 // Every Func of a kernel has a name of its own: two clamped inputs (Halide's repeat_edge names both
 // "repeat_edge") collided once Adams2019's greedy search (beam 1, the default) realized both, and a strided
 // conv read its weights' values where its input's belonged. A wider beam (several passes) on the same graph.
 TEST_F(HalideBackend, TwoClampedInputsUnderAGreedyAndABeamAutoschedule) {
   for (const std::string beam : {"", "&beam=2"}) {
-    const int threads = omp_get_max_threads();
-    omp_set_num_threads(1);  // the schedule planned for one core: the one that collided
-    auto backend = createBackend("halide?schedule=adams2019" + beam);
-    omp_set_num_threads(threads);
+    auto backend = backendPlannedFor(1, "halide?schedule=adams2019" + beam);  // one core: the plan that collided
     const std::string d = expectGraphMatchesInterp(*backend, {1, 8, 16, 16}, [](GraphBuilder& b, Value* x) {
       return b.op("Conv", {x, b.constant(test::randomTensor({8, 8, 3, 3}, 2)), b.constant(test::randomTensor({8}, 3))},
                   {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"strides", std::vector<int64_t>{2, 2}}});
@@ -205,10 +211,7 @@ TEST_F(HalideBackend, TwoClampedInputsUnderAGreedyAndABeamAutoschedule) {
 // loop and computed it inside, and Halide 14's sliding window skipped rows storage folding had overwritten
 // (off by 4). The autoschedulers' producers are stored where they are computed (HalideSchedule.cpp).
 TEST_F(HalideBackend, ABroadcastOperandUnderTheBatchLoopOnTwoThreads) {
-  const int threads = omp_get_max_threads();
-  omp_set_num_threads(2);  // the schedule planned for two cores: the one that slid
-  auto backend = createBackend("halide?schedule=adams2019");
-  omp_set_num_threads(threads);
+  auto backend = backendPlannedFor(2, "halide?schedule=adams2019");  // two cores: the plan that slid
   expectGraphMatchesInterp(*backend, {4, 16, 32}, [](GraphBuilder& b, Value* x) {
     return b.op("Add", {x, b.constant(test::randomTensor({1, 16, 32}, 5))});
   }, 0, "[4,16,32] + [1,16,32]");
@@ -219,10 +222,7 @@ TEST_F(HalideBackend, ABroadcastOperandUnderTheBatchLoopOnTwoThreads) {
 // unrolled one iteration short, row 8's max stayed -inf and the outputs were NaN. Such loops run serially
 // (HalideSchedule.cpp).
 TEST_F(HalideBackend, AnUnrolledLoopOverAGuardedTailOnTwoThreads) {
-  const int threads = omp_get_max_threads();
-  omp_set_num_threads(2);
-  auto backend = createBackend("halide?schedule=adams2019");
-  omp_set_num_threads(threads);
+  auto backend = backendPlannedFor(2, "halide?schedule=adams2019");
   expectMatchesInterp(*backend, "vit?width=32&heads=2&patch=8&resolution=32&depth=2", 2, {}, "small ViT at batch 2");
 }
 
