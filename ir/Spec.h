@@ -29,6 +29,13 @@ class Spec {
   // An option value as a whole decimal integer in [lo, hi], or nullopt (the
   // caller names the option in its message).
   static std::optional<int64_t> integer(const std::string& value, int64_t lo, int64_t hi);
+  // "a|b|c": the values an option may take, for messages.
+  template <typename Range>
+  static std::string alternatives(const Range& values) {
+    std::string all;
+    for (const auto& v : values) all += (all.empty() ? "" : "|") + std::string(v);
+    return all;
+  }
   // NAME, or NAME?k=v&.. in option order: print(parse(s)) == s for every s
   // without empty options.
   std::string print() const;

@@ -15,13 +15,6 @@
 namespace friction::codegen {
 namespace {
 
-// "sm_80|sm_86|...": every chip the pipeline makes, for messages.
-std::string chipSpellings() {
-  std::string all;
-  for (const std::string& chip : kGpuChips) all += (all.empty() ? "" : "|") + chip;
-  return all;
-}
-
 // The newest chip the pipeline makes that device `capability` runs (PTX runs on its chip and later ones).
 std::string chipFor(int capability) {
   std::string best;
@@ -116,7 +109,7 @@ std::unique_ptr<Backend> makeCudaBackend(const std::map<std::string, std::string
   for (const auto& [key, value] : options) {
     if (key == "chip") {
       FRICTION_CHECK(std::find(kGpuChips.begin(), kGpuChips.end(), value) != kGpuChips.end(),
-                     "backend cuda: chip must be " + chipSpellings() + ", got '" + value + "'");
+                     "backend cuda: chip must be " + Spec::alternatives(kGpuChips) + ", got '" + value + "'");
       o.gpuChip = value;
     } else if (key == "block") {
       auto threads = Spec::integer(value, 1, 1024);
@@ -127,7 +120,7 @@ std::unique_ptr<Backend> makeCudaBackend(const std::map<std::string, std::string
                      "backend cuda: profile must be on, off or all, got '" + value + "'");
       profileTop = value == "off" ? 0 : value == "on" ? kSlowestStepsNamed : std::numeric_limits<int>::max();
     } else {
-      throw Error("backend cuda: unknown option '" + key + "' (options: chip=" + chipSpellings() +
+      throw Error("backend cuda: unknown option '" + key + "' (options: chip=" + Spec::alternatives(kGpuChips) +
                   ", block=N, profile=on|off|all)");
     }
   }

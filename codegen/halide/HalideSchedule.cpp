@@ -8,6 +8,7 @@
 #include <set>
 
 #include "ir/Error.h"
+#include "ir/Spec.h"
 
 namespace friction::codegen::halide {
 namespace {
@@ -128,13 +129,6 @@ void frictionSchedule(KernelFuncs& k, bool inlineProducers) {
   }
 }
 
-// Every Func of the pipeline of `outputs`, by name.
-std::map<std::string, HL::Internal::Function> pipelineFuncs(const std::vector<HL::Func>& outputs) {
-  std::map<std::string, HL::Internal::Function> all;
-  for (const HL::Func& out : outputs) all.merge(HL::Internal::find_transitive_calls(out.function()));
-  return all;
-}
-
 // `f` stored at the loop level where it is computed. An autoscheduler may hoist
 // a producer's storage above a loop it is computed inside (store_at outside
 // compute_at); Halide 14 then slides a window over that loop, and over a
@@ -167,9 +161,12 @@ void serializeGuardedUnrolls(HL::Internal::StageSchedule s) {
     if (d.for_type == ForType::Unrolled && guarded.count(d.var)) d.for_type = ForType::Serial;
 }
 
-// What an autoscheduler's schedule needs before Halide 14 lowers it right.
+// What an autoscheduler's schedule needs before Halide 14 lowers it right, on
+// every Func of the pipeline of `outputs`.
 void repairAutoschedule(const std::vector<HL::Func>& outputs) {
-  for (auto& [name, f] : pipelineFuncs(outputs)) {
+  std::map<std::string, HL::Internal::Function> all;
+  for (const HL::Func& out : outputs) all.merge(HL::Internal::find_transitive_calls(out.function()));
+  for (auto& [name, f] : all) {
     storeWhereComputed(f);
     serializeGuardedUnrolls(f.definition().schedule());
     for (const HL::Internal::Definition& update : f.updates()) serializeGuardedUnrolls(update.schedule());
@@ -190,9 +187,9 @@ const std::vector<ScheduleInfo>& schedules() {
 const ScheduleInfo& scheduleInfo(Schedule s) { return schedules()[size_t(s)]; }
 
 std::string scheduleSpellings() {
-  std::string known;
-  for (const ScheduleInfo& s : schedules()) known += (known.empty() ? "" : "|") + std::string(s.spelling);
-  return known;
+  std::vector<const char*> spellings;
+  for (const ScheduleInfo& s : schedules()) spellings.push_back(s.spelling);
+  return Spec::alternatives(spellings);
 }
 
 Schedule parseSchedule(const std::string& name) {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "ir/Error.h"
+#include "ir/Spec.h"
 
 namespace friction::zoo {
 
@@ -74,9 +75,7 @@ int64_t Knobs::get(const std::string& k, int64_t lo, int64_t hi) const {
 std::string Knobs::choice(const std::string& k, const std::set<std::string>& choices) const {
   const std::string& v = values_.at(k);
   if (choices.count(v)) return v;
-  std::string all;
-  for (const auto& c : choices) all += (all.empty() ? "" : "|") + c;
-  throw Error(err(k) + " must be one of " + all);
+  throw Error(err(k) + " must be one of " + Spec::alternatives(choices));
 }
 
 Dim Knobs::batch() const {
