@@ -12,7 +12,8 @@
 #     with convert-layout, no pass, and the default without each pass that
 #     changes the GPU program (ResNet-50 and MobileNetV2
 #     at batch 1 and 32, ViT-B/16 at batch 1), at batch 32 also 64- and
-#     1024-thread blocks, weights left out.
+#     1024-thread blocks; and for all of them and ViT-B/16 at batch 32 the
+#     gpu-coarsen stage off and one output per thread; weights left out.
 # Usage: benchmarks/cuda_plans.sh OUT_DIR [CHIP]   (default sm_90)
 set -euo pipefail
 out=${1:?usage: cuda_plans.sh OUT_DIR [CHIP]}
@@ -45,11 +46,16 @@ for m in resnet50 mobilenet_v2 vit_b_16; do
   done
 done
 # Passes whose absence changes the GPU program (plan-memory lays out the cpu's arena, not the GPU's).
-for m in resnet50-1 resnet50-32 mobilenet_v2-1 mobilenet_v2-32 vit_b_16-1; do
+for m in resnet50-1 resnet50-32 mobilenet_v2-1 mobilenet_v2-32 vit_b_16-1 vit_b_16-32; do
   model=${m%-*} b=${m##*-}
   [[ -f $families/$model/model.onnx ]] || continue
   d=$out/ablate/$model-b$b
   plan "$families/$model/model.onnx" "$d/default" --batch "$b"
+  # Codegen switches as axes of their own: contractions one output per thread read and written at every
+  # reduction step (gpu-coarsen off), or one output per thread with its accumulator in a register.
+  plan "$families/$model/model.onnx" "$d/coarsen-off" --batch "$b" --gpu-thread-outputs 0
+  plan "$families/$model/model.onnx" "$d/thread-outputs1" --batch "$b" --gpu-thread-outputs 1
+  if [[ $m == vit_b_16-32 ]]; then rm "$d"/*/weights.bin; continue; fi  # its passes: at batch 1 only
   for config in "none:--passes none" "convert-layout:"; do  # the latter: the whole default pipeline
     # shellcheck disable=SC2086
     "$friction" compile "$families/$model/model.onnx" --backend cuda --gpu-chip "$chip" ${config#*:} -o "$d/${config%%:*}" \

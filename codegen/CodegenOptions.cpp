@@ -1,6 +1,7 @@
 #include "codegen/CodegenOptions.h"
 
 #include "ir/Error.h"
+#include "ir/Spec.h"
 
 namespace friction::codegen {
 
@@ -33,6 +34,24 @@ bool isStage(const std::string& name) {
   for (const CodegenStage& s : codegenStages())
     if (name == s.name) return true;
   return false;
+}
+
+const CodegenStage& codegenStage(const std::string& name) {
+  for (const CodegenStage& s : codegenStages())
+    if (name == s.name) return s;
+  throw Error("codegen: no stage '" + name + "'");
+}
+
+int64_t parseThreadOutputs(const std::string& who, const std::string& key, const std::string& value) {
+  auto n = Spec::integer(value, 1, 64);
+  FRICTION_CHECK(n && (*n & (*n - 1)) == 0, who + ": " + key + " must be a power of 2 from 1 to 64, got '" + value + "'");
+  return *n;
+}
+
+int64_t parseCoarsenMinThreads(const std::string& who, const std::string& key, const std::string& value) {
+  auto n = Spec::integer(value, 1, int64_t(1) << 30);
+  FRICTION_CHECK(n, who + ": " + key + " must be a thread count from 1 to 1073741824, got '" + value + "'");
+  return *n;
 }
 
 void CodegenOptions::set(const std::string& stage, const std::string& value) {

@@ -43,6 +43,15 @@ struct CodegenOptions {
   // Cuda and CudaNests: threads per block of the flattened parallel loops,
   // and the GPU architecture the PTX is for.
   int64_t gpuBlockSize = 256;
+  // Cuda and CudaNests, the gpu-coarsen stage: the most outputs of a
+  // contraction one thread computes (a power of 2; 1 keeps only the
+  // accumulator in a register).
+  int64_t gpuThreadOutputs = 8;
+  // Coarsening divides a nest's threads; a nest that would keep fewer than
+  // this many keeps one output per thread. On an H100 (132 multiprocessors)
+  // 65536 ran ResNet-50 at batch 1 in 0.73x the time of 16384 and nothing
+  // slower (docs/performance.md). Tests set 1 to coarsen the zoo's small nests.
+  int64_t gpuCoarsenMinThreads = 65536;
   std::string gpuChip = "sm_90";
   // Debugging only, no effect on the code: print the module after each stage to stderr.
   bool dumpStages = false;
@@ -72,5 +81,13 @@ struct CodegenOptions {
 // True when `name` is a stage of the pipeline; a switchable one (a backend option key).
 bool isStage(const std::string& name);
 bool isStageSwitch(const std::string& name);
+// The stage called `name` (it must be one).
+const CodegenStage& codegenStage(const std::string& name);
+
+// A backend option's count of outputs per GPU thread (gpuThreadOutputs): a
+// power of 2 from 1 to 64; throws Error naming `who` and `key` otherwise.
+int64_t parseThreadOutputs(const std::string& who, const std::string& key, const std::string& value);
+// A backend option's gpuCoarsenMinThreads: 1 to 2^30 threads.
+int64_t parseCoarsenMinThreads(const std::string& who, const std::string& key, const std::string& value);
 
 }  // namespace friction::codegen

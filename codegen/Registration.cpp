@@ -21,7 +21,7 @@ std::string optionList() {
   std::string stages;
   for (const CodegenStage& s : codegenStages())
     if (s.switchable) stages += std::string(s.name) + "=on|off, ";
-  return stages + "profile=on|off|all, compile=batch|each, dump=on|off, target=cpu|cuda-nests, gpu-block=N, aot=FILE";
+  return stages + "profile=on|off|all, compile=batch|each, dump=on|off, target=cpu|cuda-nests, gpu-block=N, gpu-thread-outputs=N, gpu-coarsen-min-threads=N, aot=FILE";
 }
 
 std::unique_ptr<Backend> makeCpuBackend(const std::map<std::string, std::string>& options) {
@@ -48,6 +48,10 @@ std::unique_ptr<Backend> makeCpuBackend(const std::map<std::string, std::string>
       auto threads = Spec::integer(value, 1, 1024);
       FRICTION_CHECK(threads, "backend cpu: gpu-block must be a thread count from 1 to 1024, got '" + value + "'");
       cpu.codegen.gpuBlockSize = *threads;
+    } else if (key == "gpu-thread-outputs") {
+      cpu.codegen.gpuThreadOutputs = parseThreadOutputs("backend cpu", key, value);
+    } else if (key == "gpu-coarsen-min-threads") {
+      cpu.codegen.gpuCoarsenMinThreads = parseCoarsenMinThreads("backend cpu", key, value);
     } else if (key == "dump") {
       cpu.codegen.dumpStages = onOff(key, value);
     } else {
@@ -55,8 +59,9 @@ std::unique_ptr<Backend> makeCpuBackend(const std::map<std::string, std::string>
       cpu.codegen.set(key, onOff(key, value) ? "on" : "off");
     }
   }
-  FRICTION_CHECK(!options.count("gpu-block") || cpu.codegen.target != Target::Cpu,
-                 "backend cpu: gpu-block needs target=cuda-nests");
+  for (const char* gpuOnly : {"gpu-block", "gpu-thread-outputs", "gpu-coarsen-min-threads"})
+    FRICTION_CHECK(!options.count(gpuOnly) || cpu.codegen.target != Target::Cpu,
+                   std::string("backend cpu: ") + gpuOnly + " needs target=cuda-nests");
   return createCpuBackend(cpu, createJitSource(cpu.codegen, cpu.compileEach));
 }
 

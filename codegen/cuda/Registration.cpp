@@ -115,13 +115,19 @@ std::unique_ptr<Backend> makeCudaBackend(const std::map<std::string, std::string
       auto threads = Spec::integer(value, 1, 1024);
       FRICTION_CHECK(threads, "backend cuda: block must be a thread count from 1 to 1024, got '" + value + "'");
       o.gpuBlockSize = *threads;
+    } else if (key == "thread-outputs") {
+      o.gpuThreadOutputs = parseThreadOutputs("backend cuda", key, value);
+    } else if (key == "coarsen-min-threads") {
+      o.gpuCoarsenMinThreads = parseCoarsenMinThreads("backend cuda", key, value);
     } else if (key == "profile") {
       FRICTION_CHECK(value == "on" || value == "off" || value == "all",
                      "backend cuda: profile must be on, off or all, got '" + value + "'");
       profileTop = value == "off" ? 0 : value == "on" ? kSlowestStepsNamed : std::numeric_limits<int>::max();
+    } else if (isStageSwitch(key) && codegenStage(key).in(Target::Cuda)) {
+      o.set(key, value);
     } else {
       throw Error("backend cuda: unknown option '" + key + "' (options: chip=" + Spec::alternatives(kGpuChips) +
-                  ", block=N, profile=on|off|all)");
+                  ", block=N, thread-outputs=N, coarsen-min-threads=N, gpu-coarsen=on|off, profile=on|off|all)");
     }
   }
   return std::make_unique<CudaBackend>(o, profileTop);

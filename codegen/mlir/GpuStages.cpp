@@ -1,6 +1,8 @@
-// The GPU stages of codegen/CodegenStages.def (gpu-tile, gpu-outline, nvvm)
-// and the Cuda pipeline's product: per kernel, PTX and the launches that run
-// it. A kernel's linalg ops become scf.parallel nests (parallel-loops); each
+// The GPU stages of codegen/CodegenStages.def (gpu-coarsen, gpu-tile,
+// gpu-outline, nvvm) and the Cuda pipeline's product: per kernel, PTX and the
+// launches that run it. Contractions become scf.parallel nests whose threads
+// keep several outputs in registers (gpu-coarsen), the other linalg ops
+// scf.parallel nests too (parallel-loops); each
 // nest is flattened to one dim and tiled by the block size, outer loop over
 // blocks, inner over threads (gpu-tile: this is where the CudaNests pipeline
 // leaves for the host, so the tiling and indexing below are the ones checked
@@ -20,6 +22,7 @@
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Conversion/SCFToGPU/SCFToGPUPass.h"
+#include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -27,6 +30,8 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -126,12 +131,163 @@ void sinkViewsInto(mlir::gpu::LaunchOp launch) {
   }
 }
 
+// The buffer a chain of views reads.
+mlir::Value viewedBuffer(mlir::Value v) {
+  for (mlir::Operation* op = v.getDefiningOp(); op; op = v.getDefiningOp()) {
+    if (auto e = mlir::dyn_cast<mlir::memref::ExpandShapeOp>(op)) v = e.getSrc();
+    else if (auto c = mlir::dyn_cast<mlir::memref::CollapseShapeOp>(op)) v = c.getSrc();
+    else if (auto view = mlir::dyn_cast<mlir::ViewLikeOpInterface>(op)) v = view.getViewSource();
+    else break;
+  }
+  return v;
+}
+
+// How gpu-coarsen runs one contraction: each thread computes `outputs`
+// neighbours along the parallel loop dim `dim` (-1: one output per thread).
+struct Coarsening {
+  int dim = -1;
+  int64_t outputs = 1;
+};
+
+// A generic gpu-coarsen can run: buffers, static loops, one output written
+// once per parallel iteration (its map a permutation of the parallel dims),
+// at least one reduction dim, and no input viewing the output's buffer (the
+// accumulators stay in registers until the end).
+std::optional<Coarsening> planCoarsening(mlir::linalg::GenericOp op, const CodegenOptions& options) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 || op.getNumReductionLoops() == 0 ||
+      op.hasIndexSemantics())
+    return std::nullopt;
+  llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(ranges, [](int64_t r) { return mlir::ShapedType::isDynamic(r); })) return std::nullopt;
+  llvm::SmallVector<unsigned> parallel;
+  auto iterators = op.getIteratorTypesArray();
+  for (unsigned d = 0; d < iterators.size(); ++d)
+    if (iterators[d] == mlir::utils::IteratorType::parallel) parallel.push_back(d);
+  mlir::OpOperand* out = op.getDpsInitOperand(0);
+  mlir::AffineMap outMap = op.getMatchingIndexingMap(out);
+  if (parallel.empty() || !outMap.isProjectedPermutation() || outMap.getNumResults() != parallel.size())
+    return std::nullopt;
+  mlir::Value outBuffer = viewedBuffer(out->get());
+  for (mlir::OpOperand* in : op.getDpsInputOperands())
+    if (mlir::isa<mlir::MemRefType>(in->get().getType()) && viewedBuffer(in->get()) == outBuffer) return std::nullopt;
+  // gpu-tile flattens the nest with the last dim fastest: consecutive threads
+  // step `fast`, so an input that varies with it is a load of each thread's
+  // own; the dim to coarsen is one such an input does not read, so one load
+  // feeds every output of the thread.
+  const unsigned fast = parallel.back();
+  int64_t threads = 1;  // at one output each
+  for (unsigned d : parallel) threads *= ranges[d];
+  Coarsening best;
+  int bestReuse = 0;
+  for (unsigned d : parallel) {
+    if (d == fast) continue;
+    int reuse = 0;
+    for (mlir::OpOperand* in : op.getDpsInputOperands()) {
+      mlir::AffineMap map = op.getMatchingIndexingMap(in);
+      reuse += map.isFunctionOfDim(fast) && !map.isFunctionOfDim(d);
+    }
+    int64_t k = options.gpuThreadOutputs;
+    while (k > 1 && (ranges[d] % k != 0 || threads / k < options.gpuCoarsenMinThreads)) k /= 2;
+    if (k > 1 && reuse > 0 && (reuse > bestReuse || (reuse == bestReuse && k > best.outputs))) {
+      best = {int(d), k};
+      bestReuse = reuse;
+    }
+  }
+  return best;
+}
+
+// Replaces `op` by an scf.parallel over its parallel dims (`plan.dim` stepped
+// by plan.outputs) whose body loads the thread's accumulators, carries them
+// through the reduction dims as scf.for nests (the payload cloned once per
+// output, the reduction order of the naive loops kept, so results are
+// bit-identical), and stores them.
+void coarsen(mlir::linalg::GenericOp op, const Coarsening& plan) {
+  mlir::OpBuilder b(op);
+  const mlir::Location loc = op.getLoc();
+  const llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  const auto iterators = op.getIteratorTypesArray();
+  const auto maps = op.getIndexingMapsArray();
+  const unsigned inputs = unsigned(op.getNumDpsInputs());
+  mlir::Block& payload = op.getRegion().front();
+  const mlir::Value outBuffer = op.getDpsInitOperand(0)->get();
+  auto index = [&](mlir::OpBuilder& ob, int64_t v) { return ob.create<mlir::arith::ConstantIndexOp>(loc, v).getResult(); };
+  llvm::SmallVector<unsigned> parallel, reduction;
+  llvm::SmallVector<mlir::Value> lbs, ubs, steps, rlbs, rubs, rsteps;
+  for (unsigned d = 0; d < iterators.size(); ++d) {
+    bool isParallel = iterators[d] == mlir::utils::IteratorType::parallel;
+    (isParallel ? parallel : reduction).push_back(d);
+    (isParallel ? lbs : rlbs).push_back(index(b, 0));
+    (isParallel ? ubs : rubs).push_back(index(b, ranges[d]));
+    (isParallel ? steps : rsteps).push_back(index(b, int(d) == plan.dim ? plan.outputs : 1));
+  }
+  const mlir::Value zero = index(b, 0);
+  b.create<mlir::scf::ParallelOp>(loc, lbs, ubs, steps, [&](mlir::OpBuilder& pb, mlir::Location, mlir::ValueRange pivs) {
+    // The loop dims of the thread's output t at reduction step `rivs` (none: the output's own dims).
+    auto dims = [&](mlir::OpBuilder& ob, int64_t t, mlir::ValueRange rivs) {
+      llvm::SmallVector<mlir::Value> v(iterators.size(), zero);
+      for (size_t j = 0; j < parallel.size(); ++j) v[parallel[j]] = pivs[j];
+      for (size_t j = 0; j < rivs.size(); ++j) v[reduction[j]] = rivs[j];
+      if (t > 0) v[size_t(plan.dim)] = ob.create<mlir::arith::AddIOp>(loc, v[size_t(plan.dim)], index(ob, t));
+      return v;
+    };
+    auto at = [&](mlir::OpBuilder& ob, mlir::AffineMap map, mlir::ValueRange d) {
+      auto indices = mlir::affine::expandAffineMap(ob, loc, map, d);
+      FRICTION_CHECK(indices, "codegen: gpu-coarsen could not expand an indexing map");
+      return *indices;
+    };
+    llvm::SmallVector<mlir::Value> accumulators;
+    for (int64_t t = 0; t < plan.outputs; ++t)
+      accumulators.push_back(pb.create<mlir::memref::LoadOp>(loc, outBuffer, at(pb, maps[inputs], dims(pb, t, {}))));
+    auto step = [&](mlir::OpBuilder& nb, mlir::Location, mlir::ValueRange rivs, mlir::ValueRange accs) {
+      mlir::scf::ValueVector next;
+      for (int64_t t = 0; t < plan.outputs; ++t) {
+        llvm::SmallVector<mlir::Value> d = dims(nb, t, rivs);
+        mlir::IRMapping values;
+        for (unsigned i = 0; i < inputs; ++i) {
+          mlir::Value in = op.getDpsInputOperand(i)->get();
+          values.map(payload.getArgument(i), mlir::isa<mlir::MemRefType>(in.getType())
+                                                 ? nb.create<mlir::memref::LoadOp>(loc, in, at(nb, maps[i], d)).getResult()
+                                                 : in);
+        }
+        values.map(payload.getArgument(inputs), accs[size_t(t)]);
+        for (mlir::Operation& o : payload.without_terminator()) nb.clone(o, values);
+        next.push_back(values.lookupOrDefault(payload.getTerminator()->getOperand(0)));
+      }
+      return next;
+    };
+    mlir::scf::LoopNest nest = mlir::scf::buildLoopNest(pb, loc, rlbs, rubs, rsteps, accumulators, step);
+    for (int64_t t = 0; t < plan.outputs; ++t)
+      pb.create<mlir::memref::StoreOp>(loc, nest.results[size_t(t)], outBuffer, at(pb, maps[inputs], dims(pb, t, {})));
+  });
+  op.erase();
+}
+
 }  // namespace
 
 std::string cudaToolkitPath() {
   for (const std::string& c : cudaToolkitRoots())
     if (std::filesystem::exists(std::filesystem::path(c) / "nvvm/libdevice/libdevice.10.bc")) return c;
   return "";
+}
+
+void coarsenContractions(mlir::ModuleOp module, const CodegenOptions& options) {
+  FRICTION_CHECK(options.gpuThreadOutputs >= 1 && (options.gpuThreadOutputs & (options.gpuThreadOutputs - 1)) == 0,
+                 "codegen: gpu thread outputs must be a power of 2");
+  mlir::IRRewriter rewriter(module.getContext());
+  llvm::SmallVector<mlir::linalg::LinalgOp> named;
+  module.walk([&](mlir::linalg::LinalgOp op) {
+    if (!mlir::isa<mlir::linalg::GenericOp>(op.getOperation()) && op.getNumReductionLoops() > 0) named.push_back(op);
+  });
+  for (mlir::linalg::LinalgOp op : named) {
+    rewriter.setInsertionPoint(op);
+    (void)mlir::linalg::generalizeNamedOp(rewriter, op);
+  }
+  llvm::SmallVector<std::pair<mlir::linalg::GenericOp, Coarsening>> plans;
+  module.walk([&](mlir::linalg::GenericOp op) {
+    if (auto plan = planCoarsening(op, options)) plans.push_back({op, *plan});
+  });
+  for (auto& [op, plan] : plans) coarsen(op, plan);
+  runPasses(module, "gpu-coarsen", [](mlir::PassManager& pm) { pm.addPass(mlir::createCSEPass()); });
 }
 
 void tileForGpu(mlir::ModuleOp module, const CodegenOptions& options) {

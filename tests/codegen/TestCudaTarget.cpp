@@ -77,10 +77,10 @@ TEST(CudaTarget, PipelinesRunTheirStagesInTableOrder) {
     for (const auto& s : codegen::kernelStages({g.nodes()[0].get()}, o)) names.push_back(s.stage);
     return names;
   };
-  EXPECT_EQ(stages(codegen::Target::Cuda), (std::vector<std::string>{"built", "bufferize", "parallel-loops", "gpu-tile",
-                                                                     "approximate", "gpu-outline", "nvvm"}));
-  EXPECT_EQ(stages(codegen::Target::CudaNests),
-            (std::vector<std::string>{"built", "bufferize", "parallel-loops", "gpu-tile", "approximate", "llvm"}));
+  EXPECT_EQ(stages(codegen::Target::Cuda), (std::vector<std::string>{"built", "bufferize", "gpu-coarsen", "parallel-loops",
+                                                                     "gpu-tile", "approximate", "gpu-outline", "nvvm"}));
+  EXPECT_EQ(stages(codegen::Target::CudaNests), (std::vector<std::string>{"built", "bufferize", "gpu-coarsen", "parallel-loops",
+                                                                          "gpu-tile", "approximate", "llvm"}));
 }
 
 // A fused elementwise region is one launch over the flattened domain: 1000
@@ -141,6 +141,64 @@ TEST(CudaTarget, GemmEpilogueIsThreeLaunchesOfOneModule) {
     EXPECT_NE(k.ptx.find(".entry " + l.function + "("), std::string::npos) << l.function;
     for (const auto& a : l.args) EXPECT_LT(a.buffer, 4) << "x, w, b, the output";
   }
+}
+
+// The module of `g`'s only node after `stage` of the cuda pipeline.
+std::string afterStage(Graph& g, const codegen::CodegenOptions& options, const std::string& stage) {
+  for (const auto& s : codegen::kernelStages({g.nodes()[0].get()}, options))
+    if (s.stage == stage) return s.module;
+  ADD_FAILURE() << "no stage " << stage;
+  return "";
+}
+
+// The text of the first scf.for of `module` up to the end of its body (a loop without nested regions).
+std::string firstReductionLoop(const std::string& module) {
+  size_t from = module.find("scf.for"), to = module.find('}', from);
+  return from == std::string::npos || to == std::string::npos ? "" : module.substr(from, to - from);
+}
+
+// gpu-coarsen: a thread of a matmul computes 8 rows of one column of C, its
+// accumulators carried through the loop over k. B[k, n] does not vary with
+// the row: loaded once for the 8 multiplies (A, one load per row); C is not
+// touched inside the loop. Off, the loop reads and writes C at every k.
+TEST(CudaTarget, ContractionThreadsComputeSeveralOutputsInRegisters) {
+  Graph g;
+  GraphBuilder b(g);
+  b.output(b.op("MatMul", {b.input("a", {DType::F32, {64, 32}}), b.constant(randomTensor({32, 48}, 6), "b")}));
+  codegen::CodegenOptions o = cudaOptions();
+  o.gpuCoarsenMinThreads = 1;  // 64 x 48 outputs: too few for an H100's default
+  std::string coarse = afterStage(g, o, "gpu-coarsen");
+  EXPECT_NE(coarse.find("to (%c64, %c48) step (%c8, %c1)"), std::string::npos) << coarse;
+  std::string loop = firstReductionLoop(coarse);
+  EXPECT_EQ(countOf(loop, "arith.mulf"), 8) << loop;
+  EXPECT_EQ(countOf(loop, "memref.load"), 9) << "8 rows of A, one element of B:\n" << loop;
+  EXPECT_EQ(countOf(loop, "memref.store"), 0) << loop;
+  EXPECT_EQ(countOf(coarse.substr(coarse.find(loop) + loop.size()), "memref.store"), 8) << coarse;
+  o.gpuThreadOutputs = 1;
+  std::string single = firstReductionLoop(afterStage(g, o, "gpu-coarsen"));
+  EXPECT_EQ(countOf(single, "arith.mulf"), 1);
+  EXPECT_EQ(countOf(single, "memref.store"), 0) << "the accumulator stays in a register";
+  o.set("gpu-coarsen", "off");
+  std::string naive = firstReductionLoop(afterStage(g, o, "parallel-loops"));
+  EXPECT_EQ(countOf(naive, "memref.store"), 1) << naive;
+}
+
+// The dim a thread's outputs step is one its own operand does not read: a
+// convolution's output channels (the input pixel feeds all of them), never
+// the pixels consecutive threads step. Too few threads for coarsening keeps
+// one output per thread.
+TEST(CudaTarget, ConvolutionThreadsStepOutputChannels) {
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F32, {1, 4, 10, 10}});
+  b.output(b.op("Conv", {x, b.constant(randomTensor({16, 4, 3, 3}, 4))}));
+  codegen::CodegenOptions o = cudaOptions();
+  o.gpuCoarsenMinThreads = 1;
+  // Whole window, dims (n, g, k, oh, ow, c, r, s): k stepped by 8.
+  EXPECT_NE(afterStage(g, o, "gpu-coarsen").find("to (%c1, %c1, %c16, %c8, %c8) step (%c1, %c1, %c8, %c1, %c1)"),
+            std::string::npos);
+  o.gpuCoarsenMinThreads = 16 * 64;  // 1024 outputs: 8 per thread would leave 128 threads
+  EXPECT_NE(afterStage(g, o, "gpu-coarsen").find("step (%c1, %c1, %c1, %c1, %c1)"), std::string::npos);
 }
 
 // A convolution's window cells read subviews of reshaped buffers: the views
@@ -255,6 +313,8 @@ struct NestCase {
   std::string spec;
   std::string backend;
 };
+// How ctest lists a case (gtest would print its bytes).
+void PrintTo(const NestCase& c, std::ostream* os) { *os << c.spec << " on " << c.backend; }
 
 class CudaNests : public ::testing::TestWithParam<NestCase> {
  protected:
@@ -304,6 +364,10 @@ std::vector<NestCase> nestCases() {
   for (const char* spec : kArchetypes) cases.push_back({spec, "cpu?target=cuda-nests"});
   cases.push_back({kArchetypes[0], "cpu?target=cuda-nests&gpu-block=7"});
   cases.push_back({kArchetypes[2], "cpu?target=cuda-nests&gpu-block=7"});
+  // Every contraction coarsened, however few threads that leaves (the zoo's nests are small).
+  for (const char* spec : kArchetypes)
+    cases.push_back({spec, "cpu?target=cuda-nests&gpu-thread-outputs=4&gpu-coarsen-min-threads=1"});
+  cases.push_back({kArchetypes[0], "cpu?target=cuda-nests&gpu-coarsen=off"});
   return cases;
 }
 

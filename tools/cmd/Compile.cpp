@@ -26,7 +26,7 @@ namespace {
 
 struct CompileArgs {
   std::string model, output, ukernels = "on", backend = "cpu", emitPtx, gpuChip = "sm_90";
-  int64_t gpuBlock = 256;
+  int64_t gpuBlock = 256, gpuThreadOutputs = 8, gpuCoarsenMinThreads = codegen::CodegenOptions{}.gpuCoarsenMinThreads;
   bool ptxas = false, reference = false;
   int64_t batch = 1;
   bool json = false;
@@ -56,6 +56,9 @@ void compileForCuda(const CompileArgs& a) {
   codegen::CodegenOptions o;
   o.gpuChip = a.gpuChip;
   o.gpuBlockSize = a.gpuBlock;
+  o.gpuCoarsenMinThreads = a.gpuCoarsenMinThreads;
+  if (a.gpuThreadOutputs == 0) o.set("gpu-coarsen", "off");
+  else o.gpuThreadOutputs = codegen::parseThreadOutputs("compile", "--gpu-thread-outputs", std::to_string(a.gpuThreadOutputs));
   codegen::GpuCompileReport r = codegen::compileForGpu(*g, o);
   if (!a.emitPtx.empty()) codegen::writePtxFolder(r, a.emitPtx);
   if (!a.output.empty()) {
@@ -174,6 +177,13 @@ void addCompile(CLI::App& app) {
       ->check(CLI::IsMember(codegen::kGpuChips));
   cmd->add_option("--gpu-block", args->gpuBlock, "cuda: threads per block of the flattened loop nests")
       ->check(CLI::Range(int64_t(1), int64_t(1024)));
+  cmd->add_option("--gpu-thread-outputs", args->gpuThreadOutputs,
+                  "cuda: the most outputs of a contraction one thread computes, its accumulators in registers (a power "
+                  "of 2; 0: the gpu-coarsen stage off, one output per thread read and written at every reduction step)");
+  cmd->add_option("--gpu-coarsen-min-threads", args->gpuCoarsenMinThreads,
+                  "cuda: gpu-coarsen leaves a contraction one output per thread where coarsening would leave fewer "
+                  "threads than this")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
   cmd->add_flag("--ptxas", args->ptxas, "cuda: assemble every kernel with the toolkit's ptxas (fails when it refuses one); "
                                         "reports registers per kernel");
   cmd->add_flag("--reference", args->reference, "cuda: also write seeded inputs and the interpreter's outputs into the "
