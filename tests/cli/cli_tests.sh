@@ -245,6 +245,14 @@ expect_error emit-ptx-on-cpu "--emit-ptx needs --backend cuda" -- "$F" compile "
 expect_error cpu-bad-target "target must be cpu or cuda-nests" -- "$F" run zoo:mlp --backend 'cpu?target=rocm'
 expect_error cpu-bad-gpu-block "gpu-block must be a thread count from 1 to 1024" -- "$F" run zoo:mlp --backend 'cpu?target=cuda-nests&gpu-block=0'
 expect_error gpu-block-on-cpu "gpu-block needs target=cuda-nests" -- "$F" run zoo:mlp --backend 'cpu?gpu-block=64'
+expect_error cpu-bad-thread-outputs "gpu-thread-outputs must be a power of 2 from 1 to 64, got '3'" -- \
+  "$F" run zoo:mlp --backend 'cpu?target=cuda-nests&gpu-thread-outputs=3'
+expect_error coarsen-min-threads-on-cpu "gpu-coarsen-min-threads needs target=cuda-nests" -- \
+  "$F" run zoo:mlp --backend 'cpu?gpu-coarsen-min-threads=64'
+expect_error cuda-bad-thread-outputs "--gpu-thread-outputs must be a power of 2 from 1 to 64, got '6'" -- \
+  "$F" compile "$AOT_M" --backend cuda --emit-ptx "$T/x" --gpu-thread-outputs 6
+expect_ok cuda-nests-naive-contractions "max abs error" -- \
+  "$F" bench "$AOT_M" --reps 2 --warmup 1 --backend 'cpu?target=cuda-nests&gpu-coarsen=off'
 expect_error cuda-ukernels "--ukernels is a cpu option" -- "$F" compile "$AOT_M" --backend cuda --emit-ptx "$T/x" --ukernels off
 expect_ok cuda-nests-bench "cuda's loop nests on the host \(64-thread blocks\).*max abs error" -- \
   "$F" bench "$AOT_M" --reps 2 --warmup 1 --backend 'cpu?target=cuda-nests&gpu-block=64'
