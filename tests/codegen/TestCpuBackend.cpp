@@ -26,8 +26,10 @@
 namespace friction {
 namespace {
 
+using test::countOf;
 using test::expectClose;
 using test::randomTensor;
+using test::stageModule;
 
 using Shape_ = std::vector<int64_t>;
 
@@ -244,19 +246,6 @@ std::unique_ptr<Graph> elementwiseChain() {
   return g;
 }
 
-std::string stage(const std::vector<codegen::StageDump>& stages, const std::string& name) {
-  for (const auto& s : stages)
-    if (s.stage == name) return s.module;
-  ADD_FAILURE() << "no stage " << name;
-  return "";
-}
-
-int countOf(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) n++;
-  return n;
-}
-
 TEST_F(CpuBackendTest, FusedElementwiseRegionIsOneKernel) {
   auto g = elementwiseChain();
   auto inputs = std::vector<Tensor>{randomTensor({8, 16}, 12)};
@@ -276,8 +265,8 @@ TEST_F(CpuBackendTest, FusedElementwiseRegionIsOneKernel) {
   // One linalg.generic computes the whole body; bufferization adds no buffer.
   auto stages = codegen::kernelStages({&fused});
   ASSERT_GE(stages.size(), 5u);
-  EXPECT_EQ(countOf(stage(stages, "built"), "linalg.generic"), 1) << stage(stages, "built");
-  EXPECT_EQ(countOf(stage(stages, "bufferize"), "memref.alloc"), 0) << stage(stages, "bufferize");
+  EXPECT_EQ(countOf(stageModule(stages, "built"), "linalg.generic"), 1) << stageModule(stages, "built");
+  EXPECT_EQ(countOf(stageModule(stages, "bufferize"), "memref.alloc"), 0) << stageModule(stages, "bufferize");
 }
 
 TEST_F(CpuBackendTest, EpilogueRegionIsOneKernel) {
@@ -299,9 +288,9 @@ TEST_F(CpuBackendTest, EpilogueRegionIsOneKernel) {
   expectClose(r.outputs[0], want[0], 1e-5, "epilogue");
   EXPECT_EQ(r.stats.kernelCalls, 1);
   auto stages = codegen::kernelStages({g->nodes()[0].get()});
-  EXPECT_EQ(countOf(stage(stages, "built"), "linalg.matmul"), 1) << stage(stages, "built");
-  EXPECT_EQ(countOf(stage(stages, "built"), "linalg.generic"), 1) << stage(stages, "built");
-  EXPECT_EQ(countOf(stage(stages, "bufferize"), "memref.alloc"), 0) << stage(stages, "bufferize");
+  EXPECT_EQ(countOf(stageModule(stages, "built"), "linalg.matmul"), 1) << stageModule(stages, "built");
+  EXPECT_EQ(countOf(stageModule(stages, "built"), "linalg.generic"), 1) << stageModule(stages, "built");
+  EXPECT_EQ(countOf(stageModule(stages, "bufferize"), "memref.alloc"), 0) << stageModule(stages, "bufferize");
 }
 
 TEST_F(CpuBackendTest, KernelCacheReusesIdenticalNodes) {

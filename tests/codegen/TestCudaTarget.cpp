@@ -30,6 +30,7 @@ namespace friction {
 namespace {
 
 namespace fs = std::filesystem;
+using test::countOf;
 using test::expectClose;
 using test::randomTensor;
 
@@ -58,12 +59,6 @@ Value* intsConstant(GraphBuilder& b, const std::vector<int64_t>& v) {
   Tensor t(DType::I64, {int64_t(v.size())});
   for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
   return b.constant(t);
-}
-
-int countOf(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
 }
 
 TEST(CudaTarget, PipelinesRunTheirStagesInTableOrder) {
@@ -145,10 +140,7 @@ TEST(CudaTarget, GemmEpilogueIsThreeLaunchesOfOneModule) {
 
 // The module of `g`'s only node after `stage` of the cuda pipeline.
 std::string afterStage(Graph& g, const codegen::CodegenOptions& options, const std::string& stage) {
-  for (const auto& s : codegen::kernelStages({g.nodes()[0].get()}, options))
-    if (s.stage == stage) return s.module;
-  ADD_FAILURE() << "no stage " << stage;
-  return "";
+  return test::stageModule(codegen::kernelStages({g.nodes()[0].get()}, options), stage);
 }
 
 // The text of the first scf.for of `module` up to the end of its body (a loop without nested regions).

@@ -1,5 +1,6 @@
 // Helpers the backend tests share (cpu, onednn, AOT artifacts): seeded random
-// tensors and an element-wise comparison against a reference.
+// tensors, an element-wise comparison against a reference, and reading a
+// kernel's module after a codegen stage.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/mlir/Codegen.h"
 #include "ir/Tensor.h"
 
 namespace friction::test {
@@ -56,6 +58,21 @@ inline void expectClose(const Tensor& got, const Tensor& want, double rtol, cons
     ADD_FAILURE() << what << ": element " << i << " is " << g << ", reference says " << w;
     bad++;
   }
+}
+
+// The module after stage `name` among `stages` (codegen::kernelStages).
+inline std::string stageModule(const std::vector<codegen::StageDump>& stages, const std::string& name) {
+  for (const auto& s : stages)
+    if (s.stage == name) return s.module;
+  ADD_FAILURE() << "no stage " << name;
+  return "";
+}
+
+// Occurrences of `what` in `text`.
+inline int countOf(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
 }
 
 }  // namespace friction::test

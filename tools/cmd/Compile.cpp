@@ -26,7 +26,8 @@ namespace {
 
 struct CompileArgs {
   std::string model, output, ukernels = "on", backend = "cpu", emitPtx, gpuChip = "sm_90";
-  int64_t gpuBlock = 256, gpuThreadOutputs = 8, gpuCoarsenMinThreads = codegen::CodegenOptions{}.gpuCoarsenMinThreads;
+  int64_t gpuBlock = 256, gpuThreadOutputs = codegen::CodegenOptions{}.gpuThreadOutputs,
+          gpuCoarsenMinThreads = codegen::CodegenOptions{}.gpuCoarsenMinThreads;
   bool ptxas = false, reference = false;
   int64_t batch = 1;
   bool json = false;
