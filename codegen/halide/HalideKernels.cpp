@@ -99,6 +99,21 @@ Exprs unflatten(HL::Expr flat, const Ints& shape) {
 }
 int64_t normalized(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
 HL::Expr clampIndex(HL::Expr i, int64_t extent) { return HL::clamp(i, 0, int(extent - 1)); }
+// An [N, C, spatial...] index of the same element in [N, spatial..., C].
+Exprs channelsLastIndex(const Exprs& nchw) {
+  Exprs i = {nchw[0]};
+  i.insert(i.end(), nchw.begin() + 2, nchw.end());
+  i.push_back(nchw[1]);
+  return i;
+}
+// A windowed op's hints when it is computed channels last: the channels in
+// vector lanes, laid out innermost; the pixels of a row as the rows of its
+// register tile (they share the weights).
+ShapedFunc channelsLast(ShapedFunc f) {
+  f.laneDim = 1;
+  f.rowDim = int(f.shape.size()) - 1;
+  return f;
+}
 // `source` read with every index clamped into `shape` (what BoundaryConditions::repeat_edge computes), as a
 // Func of a unique name: repeat_edge names every Func it makes "repeat_edge", and with two of them over two
 // buffers in one kernel, Adams2019's greedy schedule of a strided conv computed wrong results (off by 100%;
@@ -126,6 +141,10 @@ struct Structured {
   const Node& n;
   std::vector<HL::Func> args;
   std::vector<ShapedFunc>& producers;
+  // Input 0's channels-last source when input 0 is transposed from one in
+  // this kernel (channelsLastSource); undefined otherwise. A windowed op
+  // reads it in place.
+  HL::Func channelsLastInput;
 
   Ints shapeOf(size_t input) const { return n.input(input)->shape().staticDims(); }
   Ints resultShape() const { return n.output(0)->shape().staticDims(); }
@@ -299,6 +318,8 @@ ShapedFunc buildReduce(Structured& s) {
 // the window; taps outside the input are never read (their index clamped,
 // their value not taken). AveragePool divides by the taps each output
 // counts: inside the input, or inside the padded input (count_include_pad).
+// Computed channels last, reading the channels-last input in place, when
+// there is one.
 ShapedFunc buildPool(Structured& s) {
   const bool isMax = s.n.op() == "MaxPool";
   const Ints xs = s.shapeOf(0), ys = s.resultShape();
@@ -319,10 +340,11 @@ ShapedFunc buildPool(Structured& s) {
     inside = inside && p >= 0 && p < i32(xs[2 + i]);
     xi.push_back(clampIndex(p, xs[2 + i]));
   }
-  HL::Expr x = s.read(0, xi), a = acc(reversed);
+  const bool inPlace = s.channelsLastInput.defined();
+  HL::Expr x = inPlace ? at(s.channelsLastInput, channelsLastIndex(xi)) : s.read(0, xi), a = acc(reversed);
   acc(reversed) = isMax ? HL::select(inside && x > a, x, a) : a + HL::select(inside, x, f32(0));
   ShapedFunc pooled{acc, ys};
-  s.producers.push_back(pooled);
+  s.producers.push_back(inPlace ? channelsLast(pooled) : pooled);
   if (isMax) return pooled;
   const bool includePad = s.n.attrInt("count_include_pad", 0) != 0;
   return s.result([&](const Exprs& y) {
@@ -544,6 +566,19 @@ class Definer {
     return f.func;
   }
 
+  // The channels-last value `v` is transposed from in this kernel ([N,
+  // spatial..., C] -> [N, C, spatial...]: the head of convert-layout's region
+  // body), or null. A windowed op reads it in place: through the transpose,
+  // its reads would be strided, and the transpose is materialized instead.
+  const Value* channelsLastSource(const Value* v) const {
+    const Node* t = v ? v->producer() : nullptr;
+    if (!t || t->op() != "Transpose" || !t->input(0) || !funcs_.count(t->input(0))) return nullptr;
+    const Ints perm = t->attrInts("perm");
+    Ints toChannelsFirst = {0, int64_t(perm.size()) - 1};
+    for (int64_t d = 1; d + 1 < int64_t(perm.size()); ++d) toChannelsFirst.push_back(d);
+    return perm.size() >= 3 && perm == toChannelsFirst ? t->input(0) : nullptr;
+  }
+
   // Defines the value(s) of `n` from the Funcs of its inputs.
   void defineNode(const Node& n) {
     if (auto region = FusedRegion::of(n)) {  // a nested region: its body, inlined into this kernel
@@ -563,13 +598,16 @@ class Definer {
           in.push_back(v ? at(value(v), broadcastIndex(v->shape().staticDims(), shape, y)) : HL::Expr());
         return scalarFormula(n, in);
       });
-    } else if (n.op() == "MatMul" || n.op() == "Gemm" || n.op() == "Conv") {
-      f = {contraction(n), shape};
+    } else if (n.op() == "Conv") {
+      f = {convolution(n), shape};
+    } else if (n.op() == "MatMul" || n.op() == "Gemm") {
+      f = {matmul(n), shape};
     } else if (isStaticView(n)) {
       f = reshape(n);
     } else {
       Structured s{n, {}, out_.producers};
       for (const Value* v : n.inputs()) s.args.push_back(v && (funcs_.count(v) || constantData(v)) ? value(v) : HL::Func());
+      if (const Value* source = channelsLastSource(n.input(0))) s.channelsLastInput = value(source);
       f = structured(s);
     }
     funcs_[n.output(0)] = f.func;
@@ -599,56 +637,80 @@ class Definer {
     return it->second(s);
   }
 
-  // The anchor's result: the accumulator (bias or zero, then the products
-  // over an RDom of the reduced dims), then Gemm's alpha and C.
-  HL::Func contraction(const Node& n) {
+  // A convolution's accumulator over [N, K, spatial...]: the bias or zero,
+  // then the products over an RDom of (the group's input channels, window).
+  // Channels first, a row's pixels are its vector lanes and output channels
+  // the rows of its register tile (they share the input pixel). When its
+  // input is transposed from a channels-last value in this kernel
+  // (convert-layout's region body), it reads that value in place and is
+  // computed channels last: output channels in lanes, a row's pixels as
+  // rows, its weights read through a panel the schedule packs per block of
+  // output channels, so each step of the reduction is one vector load of
+  // weights and one broadcast a pixel.
+  HL::Func convolution(const Node& n) {
+    const Ints ys = n.output(0)->shape().staticDims(), xs = n.input(0)->shape().staticDims(),
+               ws = n.input(1)->shape().staticDims();
+    const size_t d = xs.size() - 2;
+    const Window win = resolveWindow(n, {xs.begin() + 2, xs.end()}, {ws.begin() + 2, ws.end()});
+    const int64_t G = n.attrInt("group", 1), cg = xs[1] / G, kg = ys[1] / G;
+    const Value* source = channelsLastSource(n.input(0));
+    Vars yv = vars(ys.size());
+    const Exprs y = exprs(yv);
+    HL::Func acc(halideName(n.name() + "_acc"));
+    Vars reversed(yv.rbegin(), yv.rend());
+    acc(reversed) = n.input(2) ? at(value(n.input(2)), {y[1]}) : f32(0);
+    Ints extents = {cg};
+    extents.insert(extents.end(), win.kernel.begin(), win.kernel.end());
+    HL::RDom r = rdom(extents, n.name() + "_r");
+    // The input channel of group k / (K/G); no division when there is one group.
+    Exprs xi = {y[0], G == 1 ? HL::Expr(r[0]) : (y[1] / i32(kg)) * i32(cg) + r[0]}, wi = {y[1], r[0]};
+    HL::Expr inside = HL::Internal::const_true();
+    for (size_t i = 0; i < d; ++i) {
+      HL::Expr p = y[2 + i] * i32(win.strides[i]) - i32(win.pads[i]) + r[int(1 + i)] * i32(win.dilations[i]);
+      if (win.pads[i] || win.pads[i + d] || (ys[2 + i] - 1) * win.strides[i] + (win.kernel[i] - 1) * win.dilations[i] >= xs[2 + i]) {
+        inside = inside && p >= 0 && p < i32(xs[2 + i]);
+        p = clampIndex(p, xs[2 + i]);
+      }
+      xi.push_back(p);
+      wi.push_back(r[int(1 + i)]);
+    }
+    ShapedFunc a{acc, ys, 1};
+    if (source) {
+      a = channelsLast(a);
+      a.panel = halide::define(n.name() + "_panel", ws, [&](const Exprs& i) { return at(value(n.input(1)), i); }).func;
+    }
+    HL::Expr x = source ? at(value(source), channelsLastIndex(xi)) : at(value(n.input(0)), xi);
+    HL::Expr w = at(source ? a.panel : value(n.input(1)), wi);
+    acc(reversed) += HL::select(inside, x * w, f32(0));
+    out_.producers.push_back(a);  // the accumulator; defineNode adds the result
+    return acc;
+  }
+
+  // MatMul (batch dims broadcast) or Gemm (2-D, either operand transposed):
+  // the accumulator (zero, then the products over an RDom of K), then Gemm's
+  // alpha and C.
+  HL::Func matmul(const Node& n) {
     const Ints ys = n.output(0)->shape().staticDims();
     auto arg = [&](size_t i) { return value(n.input(i)); };
     Vars yv = vars(ys.size());
     const Exprs y = exprs(yv);
     HL::Func acc(halideName(n.name() + "_acc"));
     Vars reversed(yv.rbegin(), yv.rend());
-    if (n.op() == "Conv") {
-      const Ints xs = n.input(0)->shape().staticDims(), ws = n.input(1)->shape().staticDims();
-      const size_t d = xs.size() - 2;
-      const Window win = resolveWindow(n, {xs.begin() + 2, xs.end()}, {ws.begin() + 2, ws.end()});
-      const int64_t G = n.attrInt("group", 1), cg = xs[1] / G, kg = ys[1] / G;
-      acc(reversed) = n.input(2) ? at(arg(2), {y[1]}) : f32(0);
-      Ints extents = {cg};
-      extents.insert(extents.end(), win.kernel.begin(), win.kernel.end());
-      HL::RDom r = rdom(extents, n.name() + "_r");
-      // The input channel of group k / (K/G); no division when there is one group.
-      Exprs xi = {y[0], G == 1 ? HL::Expr(r[0]) : (y[1] / i32(kg)) * i32(cg) + r[0]}, wi = {y[1], r[0]};
-      HL::Expr inside = HL::Internal::const_true();
-      for (size_t i = 0; i < d; ++i) {
-        HL::Expr p = y[2 + i] * i32(win.strides[i]) - i32(win.pads[i]) + r[int(1 + i)] * i32(win.dilations[i]);
-        if (win.pads[i] || win.pads[i + d] || (ys[2 + i] - 1) * win.strides[i] + (win.kernel[i] - 1) * win.dilations[i] >= xs[2 + i]) {
-          inside = inside && p >= 0 && p < i32(xs[2 + i]);
-          p = clampIndex(p, xs[2 + i]);
-        }
-        xi.push_back(p);
-        wi.push_back(r[int(1 + i)]);
-      }
-      HL::Expr product = at(arg(0), xi) * at(arg(1), wi);
-      acc(reversed) += HL::select(inside, product, f32(0));
-    } else {
-      // MatMul (batch dims broadcast) or Gemm (2-D, either operand transposed).
-      const Ints as = n.input(0)->shape().staticDims(), bs = n.input(1)->shape().staticDims();
-      const bool ta = n.op() == "Gemm" && n.attrInt("transA", 0) != 0, tb = n.op() == "Gemm" && n.attrInt("transB", 0) != 0;
-      const int64_t K = ta ? as[as.size() - 2] : as.back();
-      const size_t nb = ys.size() - 2;
-      acc(reversed) = f32(0);
-      HL::RDom k(0, int(K), halideName(n.name() + "_k"));
-      auto operand = [&](const Ints& s, HL::Expr row, HL::Expr col, bool transposed) {
-        Ints batch(s.begin(), s.end() - 2), ybatch(ys.begin(), ys.begin() + int64_t(nb));
-        Exprs i = broadcastIndex(batch, ybatch, Exprs(y.begin(), y.begin() + int64_t(nb)));
-        if (transposed) std::swap(row, col);
-        i.push_back(row), i.push_back(col);
-        return i;
-      };
-      acc(reversed) += at(arg(0), operand(as, y[nb], k, ta)) * at(arg(1), operand(bs, k, y[nb + 1], tb));
-    }
-    out_.producers.push_back({acc, ys, n.op() == "Conv" ? 1 : -1});  // the accumulator; defineNode adds the result
+    const Ints as = n.input(0)->shape().staticDims(), bs = n.input(1)->shape().staticDims();
+    const bool ta = n.op() == "Gemm" && n.attrInt("transA", 0) != 0, tb = n.op() == "Gemm" && n.attrInt("transB", 0) != 0;
+    const int64_t K = ta ? as[as.size() - 2] : as.back();
+    const size_t nb = ys.size() - 2;
+    acc(reversed) = f32(0);
+    HL::RDom k(0, int(K), halideName(n.name() + "_k"));
+    auto operand = [&](const Ints& s, HL::Expr row, HL::Expr col, bool transposed) {
+      Ints batch(s.begin(), s.end() - 2), ybatch(ys.begin(), ys.begin() + int64_t(nb));
+      Exprs i = broadcastIndex(batch, ybatch, Exprs(y.begin(), y.begin() + int64_t(nb)));
+      if (transposed) std::swap(row, col);
+      i.push_back(row), i.push_back(col);
+      return i;
+    };
+    acc(reversed) += at(arg(0), operand(as, y[nb], k, ta)) * at(arg(1), operand(bs, k, y[nb + 1], tb));
+    out_.producers.push_back({acc, ys});  // the accumulator; defineNode adds the result
     const float alpha = n.attrFloat("alpha", 1.0f), beta = n.attrFloat("beta", 1.0f);
     if (n.op() != "Gemm" || (!n.input(2) && alpha == 1.0f)) return acc;
     ShapedFunc post = halide::define(n.name() + "_gemm", ys, [&](const Exprs& yi) {

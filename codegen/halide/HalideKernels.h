@@ -34,6 +34,14 @@ struct ShapedFunc {
   // convolution's output channels share the input pixels): the rows of its
   // register tile; -1: the second innermost.
   int rowDim = -1;
+  // A reduction's dim laid out innermost and computed in vector lanes (a
+  // channels-last convolution's output channels); -1: the innermost.
+  int laneDim = -1;
+  // An operand a reduction reads per block of its lanes, to be packed at
+  // that block's loop in the order the reduction steps through it (a
+  // channels-last convolution's weights: [K, C/G, window...] stored with K
+  // innermost); undefined when none.
+  HL::Func panel;
 };
 
 // The Halide functions of one kernel.

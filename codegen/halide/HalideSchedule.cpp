@@ -23,13 +23,22 @@ constexpr int kUpdateRows = 8;
 // The extent of Halide dim `k` of a friction shape.
 int64_t extent(const std::vector<int64_t>& shape, size_t k) { return shape[shape.size() - 1 - k]; }
 
-// Vectorizes the innermost pure var of stage `s` and runs the outermost of
-// its other vars of extent 2 or more in parallel.
-void vectorizeAndParallel(HL::Stage s, const std::vector<HL::Var>& vars, const std::vector<int64_t>& shape) {
+// The Halide dim of `p`'s vector lanes: its laneDim, else the innermost.
+size_t laneHalideDim(const ShapedFunc& p) { return p.laneDim >= 0 ? p.shape.size() - 1 - size_t(p.laneDim) : 0; }
+
+// Vectorizes pure var `lane` of stage `s` (moved innermost) and runs the
+// outermost of its other vars of extent 2 or more in parallel.
+void vectorizeAndParallel(HL::Stage s, const std::vector<HL::Var>& vars, const std::vector<int64_t>& shape, size_t lane) {
   if (vars.empty()) return;
-  if (extent(shape, 0) >= kVector) s.vectorize(vars[0], kVector);
-  for (size_t k = vars.size(); k-- > 1;)
-    if (extent(shape, k) >= 2) {
+  if (lane != 0) {
+    std::vector<HL::VarOrRVar> order = {vars[lane]};
+    for (size_t k = 0; k < vars.size(); ++k)
+      if (k != lane) order.push_back(vars[k]);
+    s.reorder(order);
+  }
+  if (extent(shape, lane) >= kVector) s.vectorize(vars[lane], kVector);
+  for (size_t k = vars.size(); k-- > 0;)
+    if (k != lane && extent(shape, k) >= 2) {
       s.parallel(vars[k]);
       return;
     }
@@ -47,9 +56,20 @@ std::vector<HL::Var> updateVars(const HL::Func& f, int i) {
   return kept;
 }
 
+// A reduction's panel (ShapedFunc::panel) computed at loop `at`, stored
+// with its friction dim 0 innermost (a convolution's output channels), then
+// the rest in the order the reduction steps through them.
+void schedulePanel(HL::Func panel, const HL::LoopLevel& at) {
+  std::vector<HL::Var> v = panel.args();
+  std::reverse(v.begin(), v.end());
+  panel.compute_at(at).reorder_storage(v);
+  std::vector<HL::VarOrRVar> loops(v.begin(), v.end());
+  panel.reorder(loops).vectorize(v[0], kVector);
+}
+
 // Update `i` of the reduction `p`: the reduction inside a register tile of
-// its pure vars (kVector lanes of Halide dim 0 times kUpdateRows of the rows dim:
-// the hint's, else Halide dim 1), so each step of the reduction updates the
+// its pure vars (kVector lanes of the lane dim, the hint's or Halide dim 0,
+// times kUpdateRows of the rows dim: the hint's, else Halide dim 1), so each step of the reduction updates the
 // whole tile, the tiles' loops outside, the outermost kept dim of extent 2
 // or more in parallel. The tile's loops round up (7 pixels compute as 8
 // lanes, into the reduction's own buffer: its inputs are clamped, HalideKernels.h);
@@ -64,33 +84,44 @@ void scheduleUpdate(const ShapedFunc& p, int i) {
       if (v[k].name() == x.name()) return k;
     return v.size();
   };
-  const size_t rowDim = p.rowDim >= 0 ? p.shape.size() - 1 - size_t(p.rowDim) : 1;
-  const bool lanes = !kept.empty() && dimOf(kept[0]) == 0 && extent(p.shape, 0) >= kVector / 2;
-  auto row = std::find_if(kept.begin(), kept.end(), [&](const HL::Var& x) { return dimOf(x) == rowDim && rowDim > 0; });
+  const size_t laneDim = laneHalideDim(p), rowDim = p.rowDim >= 0 ? p.shape.size() - 1 - size_t(p.rowDim) : 1;
+  auto lane = std::find_if(kept.begin(), kept.end(), [&](const HL::Var& x) { return dimOf(x) == laneDim; });
+  const bool lanes = lane != kept.end() && extent(p.shape, laneDim) >= kVector / 2;
+  auto row = std::find_if(kept.begin(), kept.end(), [&](const HL::Var& x) { return dimOf(x) == rowDim && rowDim != laneDim; });
   const bool rows = lanes && row != kept.end() && extent(p.shape, rowDim) >= kUpdateRows / 2;
   HL::Var xo("xo"), xi("xi"), yo("yo"), yi("yi");
-  std::vector<HL::VarOrRVar> order, outer;
+  std::vector<HL::VarOrRVar> order;
   if (lanes) {
-    s.split(kept[0], xo, xi, kVector, HL::TailStrategy::RoundUp);
-    order.push_back(xi), outer.push_back(xo);
+    s.split(*lane, xo, xi, kVector, HL::TailStrategy::RoundUp);
+    order.push_back(xi);
   }
   if (rows) {
     s.split(*row, yo, yi, kUpdateRows, HL::TailStrategy::RoundUp);
     order.push_back(yi);
   }
   for (const HL::RVar& r : f.rvars(i)) order.push_back(r);
-  order.insert(order.end(), outer.begin(), outer.end());
-  HL::VarOrRVar parallel = xo;  // replaced by the outermost kept dim of extent 2 or more, if any
-  bool parallelFound = false;
-  for (size_t d = lanes ? 1 : 0; d < kept.size(); ++d) {
-    const bool isRow = rows && kept[d].name() == row->name();
-    order.push_back(isRow ? HL::VarOrRVar(yo) : HL::VarOrRVar(kept[d]));
-    if (extent(p.shape, dimOf(kept[d])) >= (isRow ? 2 * kUpdateRows : 2)) parallel = order.back(), parallelFound = true;
+  // The tiles' loops, innermost first: the other kept dims (the rows' as their blocks) and the lanes' blocks,
+  // which go innermost of them, or, with a panel, just inside the outermost (a batch): a panel is packed
+  // once a block of lanes, for all its pixels.
+  std::vector<std::pair<HL::VarOrRVar, int64_t>> loops;  // with their extents
+  for (const HL::Var& x : kept) {
+    if (lanes && x.name() == lane->name()) continue;
+    const bool isRow = rows && x.name() == row->name();
+    const int64_t e = extent(p.shape, dimOf(x));
+    loops.emplace_back(isRow ? HL::VarOrRVar(yo) : HL::VarOrRVar(x), isRow ? e / kUpdateRows : e);
   }
+  const bool panel = lanes && p.panel.defined();
+  if (lanes) loops.insert(panel && !loops.empty() ? loops.end() - 1 : loops.begin(), {xo, extent(p.shape, laneDim) / kVector});
+  for (const auto& l : loops) order.push_back(l.first);
+  // In parallel: the outermost loop of 2 or more iterations (a block of lanes only with a panel).
+  auto parallel = std::find_if(loops.rbegin(), loops.rend(), [&](const auto& l) {
+    return l.second >= 2 && (panel || l.first.name() != xo.name());
+  });
   if (order.size() > 1) s.reorder(order);
   if (lanes) s.vectorize(xi);
   if (rows) s.unroll(yi);
-  if (parallelFound) s.parallel(parallel);
+  if (parallel != loops.rend()) s.parallel(parallel->first);
+  if (p.panel.defined()) schedulePanel(p.panel, panel ? HL::LoopLevel(f, xo) : HL::LoopLevel::root());
 }
 
 // Friction's own schedule. Outputs: tiled kVector x kRows over their two
@@ -124,7 +155,12 @@ void frictionSchedule(KernelFuncs& k, bool inlineProducers) {
     HL::Func f = p.func;
     if (!f.has_update_definition() && inlineProducers && !operands.count(f.name())) continue;
     f.compute_root();
-    vectorizeAndParallel(f, f.args(), p.shape);
+    if (p.laneDim >= 0) {  // the lanes' dim laid out innermost
+      std::vector<HL::Var> storage = f.args();
+      std::rotate(storage.begin(), storage.begin() + int64_t(laneHalideDim(p)), storage.begin() + int64_t(laneHalideDim(p)) + 1);
+      f.reorder_storage(storage);
+    }
+    vectorizeAndParallel(f, f.args(), p.shape, laneHalideDim(p));
     for (int i = 0; i < f.num_update_definitions(); ++i) scheduleUpdate(p, i);
   }
 }

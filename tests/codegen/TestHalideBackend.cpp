@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 
 #include "codegen/CpuBackend.h"
@@ -168,13 +169,14 @@ TEST_F(HalideBackend, FusionPassesMakeFewerKernelsEachTimedAlone) {
 // `tolerance`, no interpreter node, no native step. Returns the compiled model's description.
 std::string expectGraphMatchesInterp(Backend& backend, const std::vector<int64_t>& shape,
                                      const std::function<Value*(GraphBuilder&, Value*)>& body, double tolerance,
-                                     const std::string& what) {
+                                     const std::string& what, const PipelineOptions* pipeline = nullptr) {
   SCOPED_TRACE(what);
   Graph g;
   GraphBuilder b(g);
   b.output(body(b, b.input("x", {DType::F32, Shape::fromStatic(shape)})));
   std::vector<Tensor> in = {test::randomTensor(shape, 11)};
   auto want = interp::run(g, in);
+  if (pipeline) runPipeline(g, buildPipeline(*pipeline));
   auto model = backend.compile(g);
   auto got = model->run(in);
   EXPECT_EQ(got.size(), want.size());
@@ -204,6 +206,61 @@ TEST_F(HalideBackend, TwoClampedInputsUnderAGreedyAndABeamAutoschedule) {
                   {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"strides", std::vector<int64_t>{2, 2}}});
     }, 1e-5, "stride-2 conv" + beam);
     EXPECT_NE(d.find(beam.empty() ? "(beam 1)" : "(beam 2)"), std::string::npos) << d;
+  }
+}
+
+// Convolutions and pools in convert-layout's NHWC regions read their channels-last input in place and compute
+// channels last (HalideKernels.cpp, `convolution`): output channels in vector lanes, a row's pixels as the
+// register tile's rows, the weights packed a block of output channels at a time inside the blocks' loop. One
+// conv's loop nest shows it; then the numerics of what the indexing must get right: strides, asymmetric pads,
+// dilations, a bias, groups that straddle a vector (3 channels a group), depthwise, 3 output channels (fewer
+// than half a vector: no lanes) and 12 (a partial last block), max and average pools; batch 1 and 3.
+TEST_F(HalideBackend, ChannelsLastConvolutionsReadTheirInputInPlace) {
+  PipelineOptions layout;
+  layout.passes = {"convert-layout"};
+  using Attrs = std::map<std::string, Attribute>;
+  auto conv = [](std::vector<int64_t> weights, Attrs attrs, bool bias = false) {
+    return [=](GraphBuilder& b, Value* x) {
+      std::vector<Value*> in = {x, b.constant(test::randomTensor(weights, 2))};
+      if (bias) in.push_back(b.constant(test::randomTensor({weights[0]}, 3)));
+      return b.op("Conv", in, attrs);
+    };
+  };
+  using Ints = std::vector<int64_t>;
+  {
+    auto backend = createBackend("halide?dump=on");
+    testing::internal::CaptureStderr();
+    expectGraphMatchesInterp(*backend, {1, 16, 10, 10}, conv({24, 16, 3, 3}, {{"pads", Ints{1, 1, 1, 1}}}), 1e-4,
+                             "dense 3x3, the loop nest", &layout);
+    const std::string dump = testing::internal::GetCapturedStderr();
+    const size_t at = dump.find("loop nest of Fused");
+    ASSERT_NE(at, std::string::npos) << dump;
+    const std::string nest = dump.substr(at, dump.find("halide: loop nest of", at) - at);
+    size_t produced = 0;
+    for (size_t p = nest.find("produce "); p != std::string::npos; p = nest.find("produce ", p + 1)) produced++;
+    EXPECT_EQ(produced, 3u) << "the accumulator, its weight panel and the output, no transpose:\n" << nest;
+    EXPECT_NE(nest.find("vectorized d1.xi"), std::string::npos) << "output channels in lanes:\n" << nest;
+    EXPECT_NE(nest.find("unrolled d3.yi"), std::string::npos) << "a row's pixels as rows:\n" << nest;
+    const size_t blocks = nest.find("d1.xo"), panel = nest.find("_panel:");
+    EXPECT_TRUE(blocks != std::string::npos && panel != std::string::npos && blocks < panel)
+        << "the panel packed inside the blocks' loop:\n" << nest;
+  }
+  auto backend = createBackend("halide");
+  for (int64_t batch : {1, 3}) {
+    const std::string at = ", batch " + std::to_string(batch);
+    expectGraphMatchesInterp(*backend, {batch, 8, 13, 11},
+                             conv({12, 8, 3, 3}, {{"strides", Ints{2, 1}}, {"pads", Ints{1, 0, 2, 1}}, {"dilations", Ints{1, 2}}}, true),
+                             1e-4, "strided, padded, dilated, bias" + at, &layout);
+    expectGraphMatchesInterp(*backend, {batch, 12, 9, 9}, conv({12, 3, 3, 3}, {{"group", int64_t(4)}, {"pads", Ints{1, 1, 1, 1}}}),
+                             1e-4, "groups of 3 channels" + at, &layout);
+    expectGraphMatchesInterp(*backend, {batch, 16, 9, 9},
+                             conv({16, 1, 5, 5}, {{"group", int64_t(16)}, {"pads", Ints{2, 2, 2, 2}}, {"strides", Ints{2, 2}}}),
+                             1e-4, "depthwise 5x5, stride 2" + at, &layout);
+    expectGraphMatchesInterp(*backend, {batch, 5, 8, 8}, conv({3, 5, 1, 1}, {}), 1e-4, "3 output channels" + at, &layout);
+    const Attrs window = {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}};
+    for (const char* pool : {"MaxPool", "AveragePool"})
+      expectGraphMatchesInterp(*backend, {batch, 12, 9, 9}, [&](GraphBuilder& b, Value* x) { return b.op(pool, {x}, window); },
+                               1e-5, std::string(pool) + at, &layout);
   }
 }
 
