@@ -11,6 +11,7 @@
 #include "ir/FusedRegion.h"
 #include "ir/Error.h"
 #include "ir/OpRegistry.h"
+#include "ir/ops/TensorShapes.h"
 #include "ir/Structural.h"
 #include "ir/ops/NnShapes.h"
 
@@ -289,6 +290,22 @@ std::optional<std::vector<int64_t>> constantInts(const Node& n, size_t i) {
   const Tensor* t = constantData(n.input(i));
   FRICTION_CHECK(t && isInteger(t->dtype()), n.describe() + ": input " + std::to_string(i) + " is not a constant of integers");
   return t->toInt64Vector();
+}
+
+ConstantPad constantPad(const Node& n) {
+  FRICTION_CHECK(n.attrString("mode", "constant") == "constant", n.describe() + ": Pad mode other than constant");
+  const int64_t rank = int64_t(n.input(0)->shape().rank());
+  auto pads = constantInts(n, 1);
+  FRICTION_CHECK(pads, n.describe() + ": Pad without pads");
+  ConstantPad p{padsForAllAxes(rank, *pads, constantInts(n, 3))};
+  if (n.numInputs() > 2 && n.input(2)) {
+    const Tensor* v = constantData(n.input(2));
+    FRICTION_CHECK(v && v->numel() <= 1, n.describe() + ": Pad value is not a constant scalar");
+    if (v->numel() == 1) p.value = v->elementAsDouble(0);
+  }
+  for (int64_t d = 0; d < rank; ++d)
+    FRICTION_CHECK(p.pads[size_t(d)] >= 0 && p.pads[size_t(d + rank)] >= 0, n.describe() + ": Pad with negative pads (a crop)");
+  return p;
 }
 
 std::vector<bool> reducedDims(const Node& n) {

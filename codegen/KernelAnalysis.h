@@ -95,6 +95,14 @@ std::vector<bool> reducedDims(const Node& n);
 // Reduce axes: what a Structured kernel reads when it is built), or nullopt
 // when it is absent; throws Error when it is not a constant of integers.
 std::optional<std::vector<int64_t>> constantInts(const Node& n, size_t i);
+// A Pad's amounts for every axis (begins, then ends) and its constant value,
+// as a compiled kernel takes them; throws Error for another mode, pads or a
+// value that are not constants, or negative pads (a crop).
+struct ConstantPad {
+  std::vector<int64_t> pads;
+  double value = 0;
+};
+ConstantPad constantPad(const Node& pad);
 // The kernel view of `node` under `options` (ukernels=off: convolutions are
 // compiled kernels), or nullptr with the reason in `why`.
 std::unique_ptr<KernelView> analyzeKernel(const Node& node, const CodegenOptions& options, std::string* why = nullptr);

@@ -37,11 +37,16 @@ struct ShapedFunc {
   // A reduction's dim laid out innermost and computed in vector lanes (a
   // channels-last convolution's output channels); -1: the innermost.
   int laneDim = -1;
-  // An operand a reduction reads per block of its lanes, to be packed at
-  // that block's loop in the order the reduction steps through it (a
-  // channels-last convolution's weights: [K, C/G, window...] stored with K
-  // innermost); undefined when none.
+  // An operand a reduction reads per block of its lanes, packed at that
+  // block's loop: defined over [lanes, the rest...] and stored in that order
+  // reversed, the lanes' dim innermost (a channels-last convolution's
+  // weights [K, C/G, window...]; a matmul's B as [N, K, batch...]);
+  // undefined when none.
   HL::Func panel;
+  // The leading dims whose loops enclose the panel's blocks (a batch: one
+  // panel a batch index); the blocks enclose the other dims' loops, so one
+  // block's panel serves all of them.
+  int batchDims = 0;
 };
 
 // The Halide functions of one kernel.

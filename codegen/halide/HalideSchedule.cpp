@@ -101,17 +101,19 @@ void scheduleUpdate(const ShapedFunc& p, int i) {
   }
   for (const HL::RVar& r : f.rvars(i)) order.push_back(r);
   // The tiles' loops, innermost first: the other kept dims (the rows' as their blocks) and the lanes' blocks,
-  // which go innermost of them, or, with a panel, just inside the outermost (a batch): a panel is packed
-  // once a block of lanes, for all its pixels.
+  // which go innermost of them, or, with a panel, outside all but the batch dims: a panel is packed once a
+  // block of lanes, for all the rows and pixels.
   std::vector<std::pair<HL::VarOrRVar, int64_t>> loops;  // with their extents
+  const bool panel = lanes && p.panel.defined();
+  size_t blocksAt = 0;
   for (const HL::Var& x : kept) {
     if (lanes && x.name() == lane->name()) continue;
     const bool isRow = rows && x.name() == row->name();
     const int64_t e = extent(p.shape, dimOf(x));
     loops.emplace_back(isRow ? HL::VarOrRVar(yo) : HL::VarOrRVar(x), isRow ? e / kUpdateRows : e);
+    if (panel && p.shape.size() - 1 - dimOf(x) >= size_t(p.batchDims)) blocksAt = loops.size();
   }
-  const bool panel = lanes && p.panel.defined();
-  if (lanes) loops.insert(panel && !loops.empty() ? loops.end() - 1 : loops.begin(), {xo, extent(p.shape, laneDim) / kVector});
+  if (lanes) loops.insert(loops.begin() + int64_t(blocksAt), {xo, extent(p.shape, laneDim) / kVector});
   for (const auto& l : loops) order.push_back(l.first);
   // In parallel: the outermost loop of 2 or more iterations (a block of lanes only with a panel).
   auto parallel = std::find_if(loops.rbegin(), loops.rend(), [&](const auto& l) {

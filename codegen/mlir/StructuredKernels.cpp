@@ -174,21 +174,10 @@ mlir::Value buildConcat(Structured& s) {
 
 // The value everywhere, then x copied into the interior (constant mode, no crops).
 mlir::Value buildPad(Structured& s) {
-  FRICTION_CHECK(s.n.attrString("mode", "constant") == "constant", s.n.describe() + ": Pad mode other than constant");
   const Ints xs = s.shapeOf(0);
-  auto pads = constantInts(s.n, 1);
-  FRICTION_CHECK(pads, s.n.describe() + ": Pad without pads");
-  const Ints all = padsForAllAxes(int64_t(xs.size()), *pads, constantInts(s.n, 3));
-  double value = 0;
-  if (s.n.numInputs() > 2 && s.n.input(2)) {
-    const Tensor* v = constantData(s.n.input(2));
-    FRICTION_CHECK(v && v->numel() <= 1, s.n.describe() + ": Pad value is not a constant scalar");
-    if (v->numel() == 1) value = v->elementAsDouble(0);
-  }
-  Ints offsets(all.begin(), all.begin() + int64_t(xs.size()));
-  for (size_t d = 0; d < xs.size(); ++d)
-    FRICTION_CHECK(all[d] >= 0 && all[d + xs.size()] >= 0, s.n.describe() + ": Pad with negative pads (a crop)");
-  return s.copyInto(s.args[0], s.identity(xs.size()), s.fill(s.init, value), offsets, xs);
+  const ConstantPad pad = constantPad(s.n);
+  Ints offsets(pad.pads.begin(), pad.pads.begin() + int64_t(xs.size()));
+  return s.copyInto(s.args[0], s.identity(xs.size()), s.fill(s.init, pad.value), offsets, xs);
 }
 
 // y = (x - mean) * scale / sqrt(var + epsilon) + B, per channel (dim 1).

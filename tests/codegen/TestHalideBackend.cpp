@@ -214,7 +214,8 @@ TEST_F(HalideBackend, TwoClampedInputsUnderAGreedyAndABeamAutoschedule) {
 // register tile's rows, the weights packed a block of output channels at a time inside the blocks' loop. One
 // conv's loop nest shows it; then the numerics of what the indexing must get right: strides, asymmetric pads,
 // dilations, a bias, groups that straddle a vector (3 channels a group), depthwise, 3 output channels (fewer
-// than half a vector: no lanes) and 12 (a partial last block), max and average pools; batch 1 and 3.
+// than half a vector: no lanes) and 12 (a partial last block), max and average pools, global ones; batch 1
+// and 3.
 TEST_F(HalideBackend, ChannelsLastConvolutionsReadTheirInputInPlace) {
   PipelineOptions layout;
   layout.passes = {"convert-layout"};
@@ -258,10 +259,41 @@ TEST_F(HalideBackend, ChannelsLastConvolutionsReadTheirInputInPlace) {
                              1e-4, "depthwise 5x5, stride 2" + at, &layout);
     expectGraphMatchesInterp(*backend, {batch, 5, 8, 8}, conv({3, 5, 1, 1}, {}), 1e-4, "3 output channels" + at, &layout);
     const Attrs window = {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}};
-    for (const char* pool : {"MaxPool", "AveragePool"})
-      expectGraphMatchesInterp(*backend, {batch, 12, 9, 9}, [&](GraphBuilder& b, Value* x) { return b.op(pool, {x}, window); },
-                               1e-5, std::string(pool) + at, &layout);
+    for (const char* pool : {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"})
+      expectGraphMatchesInterp(*backend, {batch, 12, 9, 9}, [&](GraphBuilder& b, Value* x) {
+        return b.op(pool, {x}, std::string(pool).rfind("Global", 0) == 0 ? Attrs{} : window);
+      }, 1e-5, std::string(pool) + at, &layout);
   }
+}
+
+// A matmul's B is read through a panel packed a block of 8 columns at a time, the blocks' loop outside the rows'
+// (HalideKernels.cpp, `matmul`): one loop nest shows it; then B constant or computed, transposed (Gemm), with
+// batch dims of its own and broadcast over A's.
+TEST_F(HalideBackend, MatMulsPackBABlockOfColumnsAtATime) {
+  auto matmul = [](std::vector<int64_t> b) {
+    return [=](GraphBuilder& g, Value* x) { return g.op("MatMul", {x, g.constant(test::randomTensor(b, 2))}); };
+  };
+  {
+    auto backend = createBackend("halide?dump=on");
+    testing::internal::CaptureStderr();
+    expectGraphMatchesInterp(*backend, {2, 20, 32}, matmul({32, 24}), 1e-4, "[2,20,32] x [32,24], the loop nest");
+    const std::string nest = testing::internal::GetCapturedStderr();
+    size_t produced = 0;
+    for (size_t p = nest.find("produce "); p != std::string::npos; p = nest.find("produce ", p + 1)) produced++;
+    EXPECT_EQ(produced, 3u) << "the accumulator, B's panel and the output:\n" << nest;
+    const size_t blocks = nest.find("d2.xo"), panel = nest.find("_panel:"), rows = nest.find("unrolled d1.yi");
+    EXPECT_TRUE(blocks < panel && panel < rows && rows != std::string::npos)
+        << "the panel packed inside the blocks' loop, outside the rows:\n" << nest;
+  }
+  auto backend = createBackend("halide");
+  expectGraphMatchesInterp(*backend, {2, 3, 20, 32}, matmul({3, 32, 12}), 1e-4, "B's batch dims broadcast over A's");
+  expectGraphMatchesInterp(*backend, {20, 32}, [](GraphBuilder& g, Value* x) {
+    return g.op("Gemm", {x, g.constant(test::randomTensor({24, 32}, 3)), g.constant(test::randomTensor({24}, 4))},
+                {{"transB", int64_t(1)}});
+  }, 1e-4, "Gemm, B transposed");
+  expectGraphMatchesInterp(*backend, {2, 9, 16}, [](GraphBuilder& g, Value* x) {  // B computed: attention scores
+    return g.op("MatMul", {x, g.op("Transpose", {x}, {{"perm", std::vector<int64_t>{0, 2, 1}}})});
+  }, 1e-4, "x x^T");
 }
 
 // A broadcast operand under the batch loop: Adams2019 at 2 threads stored its clamped read above the batch
