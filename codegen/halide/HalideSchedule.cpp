@@ -26,15 +26,19 @@ int64_t extent(const std::vector<int64_t>& shape, size_t k) { return shape[shape
 // The Halide dim of `p`'s vector lanes: its laneDim, else the innermost.
 size_t laneHalideDim(const ShapedFunc& p) { return p.laneDim >= 0 ? p.shape.size() - 1 - size_t(p.laneDim) : 0; }
 
+// `vars` with vars[lane] moved innermost (first), the others in order.
+std::vector<HL::Var> laneFirst(std::vector<HL::Var> vars, size_t lane) {
+  std::rotate(vars.begin(), vars.begin() + int64_t(lane), vars.begin() + int64_t(lane) + 1);
+  return vars;
+}
+
 // Vectorizes pure var `lane` of stage `s` (moved innermost) and runs the
 // outermost of its other vars of extent 2 or more in parallel.
 void vectorizeAndParallel(HL::Stage s, const std::vector<HL::Var>& vars, const std::vector<int64_t>& shape, size_t lane) {
   if (vars.empty()) return;
   if (lane != 0) {
-    std::vector<HL::VarOrRVar> order = {vars[lane]};
-    for (size_t k = 0; k < vars.size(); ++k)
-      if (k != lane) order.push_back(vars[k]);
-    s.reorder(order);
+    const std::vector<HL::Var> order = laneFirst(vars, lane);
+    s.reorder(std::vector<HL::VarOrRVar>(order.begin(), order.end()));
   }
   if (extent(shape, lane) >= kVector) s.vectorize(vars[lane], kVector);
   for (size_t k = vars.size(); k-- > 0;)
@@ -157,11 +161,7 @@ void frictionSchedule(KernelFuncs& k, bool inlineProducers) {
     HL::Func f = p.func;
     if (!f.has_update_definition() && inlineProducers && !operands.count(f.name())) continue;
     f.compute_root();
-    if (p.laneDim >= 0) {  // the lanes' dim laid out innermost
-      std::vector<HL::Var> storage = f.args();
-      std::rotate(storage.begin(), storage.begin() + int64_t(laneHalideDim(p)), storage.begin() + int64_t(laneHalideDim(p)) + 1);
-      f.reorder_storage(storage);
-    }
+    if (p.laneDim >= 0) f.reorder_storage(laneFirst(f.args(), laneHalideDim(p)));  // the lanes' dim laid out innermost
     vectorizeAndParallel(f, f.args(), p.shape, laneHalideDim(p));
     for (int i = 0; i < f.num_update_definitions(); ++i) scheduleUpdate(p, i);
   }

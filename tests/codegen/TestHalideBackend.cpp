@@ -237,9 +237,7 @@ TEST_F(HalideBackend, ChannelsLastConvolutionsReadTheirInputInPlace) {
     const size_t at = dump.find("loop nest of Fused");
     ASSERT_NE(at, std::string::npos) << dump;
     const std::string nest = dump.substr(at, dump.find("halide: loop nest of", at) - at);
-    size_t produced = 0;
-    for (size_t p = nest.find("produce "); p != std::string::npos; p = nest.find("produce ", p + 1)) produced++;
-    EXPECT_EQ(produced, 3u) << "the accumulator, its weight panel and the output, no transpose:\n" << nest;
+    EXPECT_EQ(test::countOf(nest, "produce "), 3) << "the accumulator, its weight panel and the output, no transpose:\n" << nest;
     EXPECT_NE(nest.find("vectorized d1.xi"), std::string::npos) << "output channels in lanes:\n" << nest;
     EXPECT_NE(nest.find("unrolled d3.yi"), std::string::npos) << "a row's pixels as rows:\n" << nest;
     const size_t blocks = nest.find("d1.xo"), panel = nest.find("_panel:");
@@ -278,9 +276,7 @@ TEST_F(HalideBackend, MatMulsPackBABlockOfColumnsAtATime) {
     testing::internal::CaptureStderr();
     expectGraphMatchesInterp(*backend, {2, 20, 32}, matmul({32, 24}), 1e-4, "[2,20,32] x [32,24], the loop nest");
     const std::string nest = testing::internal::GetCapturedStderr();
-    size_t produced = 0;
-    for (size_t p = nest.find("produce "); p != std::string::npos; p = nest.find("produce ", p + 1)) produced++;
-    EXPECT_EQ(produced, 3u) << "the accumulator, B's panel and the output:\n" << nest;
+    EXPECT_EQ(test::countOf(nest, "produce "), 3) << "the accumulator, B's panel and the output:\n" << nest;
     const size_t blocks = nest.find("d2.xo"), panel = nest.find("_panel:"), rows = nest.find("unrolled d1.yi");
     EXPECT_TRUE(blocks < panel && panel < rows && rows != std::string::npos)
         << "the panel packed inside the blocks' loop, outside the rows:\n" << nest;
