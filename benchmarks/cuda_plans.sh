@@ -13,8 +13,11 @@
 #     changes the GPU program (ResNet-50 and MobileNetV2
 #     at batch 1 and 32, ViT-B/16 at batch 1), at batch 32 also 64- and
 #     1024-thread blocks; and for all of them and ViT-B/16 at batch 32 the
-#     gpu-coarsen stage off and one output per thread; weights left out.
-# Usage: benchmarks/cuda_plans.sh OUT_DIR [CHIP]   (default sm_90)
+#     gpu-coarsen stage off, one output per thread, and a thread's tile with
+#     1, 2 or 8 columns (the default: 2, an A/A control); weights left out.
+# PASSES=0 leaves out the pass configurations (codegen switches only: a
+# shorter device run).
+# Usage: [PASSES=0] benchmarks/cuda_plans.sh OUT_DIR [CHIP]   (default sm_90)
 set -euo pipefail
 out=${1:?usage: cuda_plans.sh OUT_DIR [CHIP]}
 chip=${2:-sm_90}
@@ -55,7 +58,8 @@ for m in resnet50-1 resnet50-32 mobilenet_v2-1 mobilenet_v2-32 vit_b_16-1 vit_b_
   # reduction step (gpu-coarsen off), or one output per thread with its accumulator in a register.
   plan "$families/$model/model.onnx" "$d/coarsen-off" --batch "$b" --gpu-thread-outputs 0
   plan "$families/$model/model.onnx" "$d/thread-outputs1" --batch "$b" --gpu-thread-outputs 1
-  if [[ $m == vit_b_16-32 ]]; then rm "$d"/*/weights.bin; continue; fi  # its passes: at batch 1 only
+  for columns in 1 2 8; do plan "$families/$model/model.onnx" "$d/columns$columns" --batch "$b" --gpu-thread-columns "$columns"; done
+  if [[ $m == vit_b_16-32 || ${PASSES:-1} == 0 ]]; then rm "$d"/*/weights.bin; continue; fi  # ViT-B/16's passes: at batch 1 only
   for config in "none:--passes none" "convert-layout:"; do  # the latter: the whole default pipeline
     # shellcheck disable=SC2086
     "$friction" compile "$families/$model/model.onnx" --backend cuda --gpu-chip "$chip" ${config#*:} -o "$d/${config%%:*}" \

@@ -47,6 +47,12 @@ struct CodegenOptions {
   // contraction one thread computes (a power of 2; 1 keeps only the
   // accumulator in a register).
   int64_t gpuThreadOutputs = 8;
+  // gpu-coarsen: times this many outputs along the dim consecutive threads
+  // step (a power of 2; 1: none), spaced so that a warp's loads stay
+  // contiguous; the operand that does not read that dim is loaded once for
+  // them. On an H200, 2 ran ViT-B/16 at batch 32 in 0.81x the time of 1,
+  // ResNet-50 in 0.93x; 4 and 8 less well (docs/performance.md).
+  int64_t gpuThreadColumns = 2;
   // Coarsening divides a nest's threads; a nest that would keep fewer than
   // this many keeps one output per thread. On an H100 (132 multiprocessors)
   // 65536 ran ResNet-50 at batch 1 in 0.73x the time of 16384 and nothing
@@ -84,8 +90,8 @@ bool isStageSwitch(const std::string& name);
 // The stage called `name` (it must be one).
 const CodegenStage& codegenStage(const std::string& name);
 
-// A backend option's count of outputs per GPU thread (gpuThreadOutputs): a
-// power of 2 from 1 to 64; throws Error naming `who` and `key` otherwise.
+// A backend option's count of outputs per GPU thread (gpuThreadOutputs, or
+// gpuThreadColumns): a power of 2 from 1 to 64; throws Error naming `who` and `key` otherwise.
 int64_t parseThreadOutputs(const std::string& who, const std::string& key, const std::string& value);
 // A backend option's gpuCoarsenMinThreads: 1 to 2^30 threads.
 int64_t parseCoarsenMinThreads(const std::string& who, const std::string& key, const std::string& value);

@@ -117,6 +117,8 @@ std::unique_ptr<Backend> makeCudaBackend(const std::map<std::string, std::string
       o.gpuBlockSize = *threads;
     } else if (key == "thread-outputs") {
       o.gpuThreadOutputs = parseThreadOutputs("backend cuda", key, value);
+    } else if (key == "thread-columns") {
+      o.gpuThreadColumns = parseThreadOutputs("backend cuda", key, value);
     } else if (key == "coarsen-min-threads") {
       o.gpuCoarsenMinThreads = parseCoarsenMinThreads("backend cuda", key, value);
     } else if (key == "profile") {
@@ -127,7 +129,7 @@ std::unique_ptr<Backend> makeCudaBackend(const std::map<std::string, std::string
       o.set(key, value);
     } else {
       throw Error("backend cuda: unknown option '" + key + "' (options: chip=" + Spec::alternatives(kGpuChips) +
-                  ", block=N, thread-outputs=N, coarsen-min-threads=N, gpu-coarsen=on|off, profile=on|off|all)");
+                  ", block=N, thread-outputs=N, thread-columns=N, coarsen-min-threads=N, gpu-coarsen=on|off, profile=on|off|all)");
     }
   }
   return std::make_unique<CudaBackend>(o, profileTop);

@@ -143,10 +143,16 @@ mlir::Value viewedBuffer(mlir::Value v) {
 }
 
 // How gpu-coarsen runs one contraction: each thread computes `outputs`
-// neighbours along the parallel loop dim `dim` (-1: one output per thread).
+// neighbours along the parallel loop dim `dim` (-1: none), times `columns`
+// outputs along the dim consecutive threads step (`fast`), spaced
+// extent/columns apart so that a warp's loads of each column stay
+// contiguous: a register tile of outputs x columns accumulators.
 struct Coarsening {
   int dim = -1;
   int64_t outputs = 1;
+  int fast = -1;
+  int64_t columns = 1;
+  int64_t perThread() const { return outputs * columns; }
 };
 
 // A generic gpu-coarsen can run: buffers, static loops, one output written
@@ -189,18 +195,32 @@ std::optional<Coarsening> planCoarsening(mlir::linalg::GenericOp op, const Codeg
     int64_t k = options.gpuThreadOutputs;
     while (k > 1 && (ranges[d] % k != 0 || threads / k < options.gpuCoarsenMinThreads)) k /= 2;
     if (k > 1 && reuse > 0 && (reuse > bestReuse || (reuse == bestReuse && k > best.outputs))) {
-      best = {int(d), k};
+      best.dim = int(d);
+      best.outputs = k;
       bestReuse = reuse;
     }
+  }
+  // Columns: an input that does not read `fast` (a matmul's A, a
+  // convolution's weights) is loaded once for all of them. They only widen
+  // rows into a tile: alone (rows no count divides, ViT-B/16's 197 tokens at
+  // batch 1) they cost threads and ran slower on an H200.
+  bool columnReuse = false;
+  for (mlir::OpOperand* in : op.getDpsInputOperands())
+    columnReuse |= mlir::isa<mlir::MemRefType>(in->get().getType()) && !op.getMatchingIndexingMap(in).isFunctionOfDim(fast);
+  int64_t c = columnReuse && best.dim >= 0 ? options.gpuThreadColumns : 1;
+  while (c > 1 && (ranges[fast] % c != 0 || threads / (best.outputs * c) < options.gpuCoarsenMinThreads)) c /= 2;
+  if (c > 1) {
+    best.fast = int(fast);
+    best.columns = c;
   }
   return best;
 }
 
 // Replaces `op` by an scf.parallel over its parallel dims (`plan.dim` stepped
-// by plan.outputs) whose body loads the thread's accumulators, carries them
-// through the reduction dims as scf.for nests (the payload cloned once per
-// output, the reduction order of the naive loops kept, so results are
-// bit-identical), and stores them.
+// by plan.outputs, `plan.fast` run to its extent / plan.columns) whose body
+// loads the thread's accumulators, carries them through the reduction dims as
+// scf.for nests (the payload cloned once per output, the reduction order of
+// the naive loops kept, so results are bit-identical), and stores them.
 void coarsen(mlir::linalg::GenericOp op, const Coarsening& plan) {
   mlir::OpBuilder b(op);
   const mlir::Location loc = op.getLoc();
@@ -217,9 +237,10 @@ void coarsen(mlir::linalg::GenericOp op, const Coarsening& plan) {
     bool isParallel = iterators[d] == mlir::utils::IteratorType::parallel;
     (isParallel ? parallel : reduction).push_back(d);
     (isParallel ? lbs : rlbs).push_back(index(b, 0));
-    (isParallel ? ubs : rubs).push_back(index(b, ranges[d]));
+    (isParallel ? ubs : rubs).push_back(index(b, int(d) == plan.fast ? ranges[d] / plan.columns : ranges[d]));
     (isParallel ? steps : rsteps).push_back(index(b, int(d) == plan.dim ? plan.outputs : 1));
   }
+  const int64_t columnSpacing = plan.fast < 0 ? 0 : ranges[size_t(plan.fast)] / plan.columns;
   const mlir::Value zero = index(b, 0);
   b.create<mlir::scf::ParallelOp>(loc, lbs, ubs, steps, [&](mlir::OpBuilder& pb, mlir::Location, mlir::ValueRange pivs) {
     // The loop dims of the thread's output t at reduction step `rivs` (none: the output's own dims).
@@ -227,7 +248,11 @@ void coarsen(mlir::linalg::GenericOp op, const Coarsening& plan) {
       llvm::SmallVector<mlir::Value> v(iterators.size(), zero);
       for (size_t j = 0; j < parallel.size(); ++j) v[parallel[j]] = pivs[j];
       for (size_t j = 0; j < rivs.size(); ++j) v[reduction[j]] = rivs[j];
-      if (t > 0) v[size_t(plan.dim)] = ob.create<mlir::arith::AddIOp>(loc, v[size_t(plan.dim)], index(ob, t));
+      auto offset = [&](int dim, int64_t by) {
+        if (by > 0) v[size_t(dim)] = ob.create<mlir::arith::AddIOp>(loc, v[size_t(dim)], index(ob, by));
+      };
+      offset(plan.dim, t / plan.columns);
+      offset(plan.fast, t % plan.columns * columnSpacing);
       return v;
     };
     auto at = [&](mlir::OpBuilder& ob, mlir::AffineMap map, mlir::ValueRange d) {
@@ -236,11 +261,11 @@ void coarsen(mlir::linalg::GenericOp op, const Coarsening& plan) {
       return *indices;
     };
     llvm::SmallVector<mlir::Value> accumulators;
-    for (int64_t t = 0; t < plan.outputs; ++t)
+    for (int64_t t = 0; t < plan.perThread(); ++t)
       accumulators.push_back(pb.create<mlir::memref::LoadOp>(loc, outBuffer, at(pb, maps[inputs], dims(pb, t, {}))));
     auto step = [&](mlir::OpBuilder& nb, mlir::Location, mlir::ValueRange rivs, mlir::ValueRange accs) {
       mlir::scf::ValueVector next;
-      for (int64_t t = 0; t < plan.outputs; ++t) {
+      for (int64_t t = 0; t < plan.perThread(); ++t) {
         llvm::SmallVector<mlir::Value> d = dims(nb, t, rivs);
         mlir::IRMapping values;
         for (unsigned i = 0; i < inputs; ++i) {
@@ -256,7 +281,7 @@ void coarsen(mlir::linalg::GenericOp op, const Coarsening& plan) {
       return next;
     };
     mlir::scf::LoopNest nest = mlir::scf::buildLoopNest(pb, loc, rlbs, rubs, rsteps, accumulators, step);
-    for (int64_t t = 0; t < plan.outputs; ++t)
+    for (int64_t t = 0; t < plan.perThread(); ++t)
       pb.create<mlir::memref::StoreOp>(loc, nest.results[size_t(t)], outBuffer, at(pb, maps[inputs], dims(pb, t, {})));
   });
   op.erase();
@@ -271,8 +296,8 @@ std::string cudaToolkitPath() {
 }
 
 void coarsenContractions(mlir::ModuleOp module, const CodegenOptions& options) {
-  FRICTION_CHECK(options.gpuThreadOutputs >= 1 && (options.gpuThreadOutputs & (options.gpuThreadOutputs - 1)) == 0,
-                 "codegen: gpu thread outputs must be a power of 2");
+  for (int64_t n : {options.gpuThreadOutputs, options.gpuThreadColumns})
+    FRICTION_CHECK(n >= 1 && (n & (n - 1)) == 0, "codegen: gpu thread outputs and columns must be powers of 2");
   mlir::IRRewriter rewriter(module.getContext());
   llvm::SmallVector<mlir::linalg::LinalgOp> named;
   module.walk([&](mlir::linalg::LinalgOp op) {

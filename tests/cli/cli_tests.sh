@@ -247,6 +247,10 @@ expect_error cpu-bad-gpu-block "gpu-block must be a thread count from 1 to 1024"
 expect_error gpu-block-on-cpu "gpu-block needs target=cuda-nests" -- "$F" run zoo:mlp --backend 'cpu?gpu-block=64'
 expect_error cpu-bad-thread-outputs "gpu-thread-outputs must be a power of 2 from 1 to 64, got '3'" -- \
   "$F" run zoo:mlp --backend 'cpu?target=cuda-nests&gpu-thread-outputs=3'
+expect_error cpu-bad-thread-columns "gpu-thread-columns must be a power of 2 from 1 to 64, got '0'" -- \
+  "$F" run zoo:mlp --backend 'cpu?target=cuda-nests&gpu-thread-columns=0'
+expect_error cuda-bad-thread-columns "--gpu-thread-columns must be a power of 2 from 1 to 64, got '12'" -- \
+  "$F" compile "$AOT_M" --backend cuda --emit-ptx "$T/x" --gpu-thread-columns 12
 expect_error coarsen-min-threads-on-cpu "gpu-coarsen-min-threads needs target=cuda-nests" -- \
   "$F" run zoo:mlp --backend 'cpu?gpu-coarsen-min-threads=64'
 expect_error cuda-bad-thread-outputs "--gpu-thread-outputs must be a power of 2 from 1 to 64, got '6'" -- \

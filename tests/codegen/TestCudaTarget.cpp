@@ -159,6 +159,7 @@ TEST(CudaTarget, ContractionThreadsComputeSeveralOutputsInRegisters) {
   b.output(b.op("MatMul", {b.input("a", {DType::F32, {64, 32}}), b.constant(randomTensor({32, 48}, 6), "b")}));
   codegen::CodegenOptions o = cudaOptions();
   o.gpuCoarsenMinThreads = 1;  // 64 x 48 outputs: too few for an H100's default
+  o.gpuThreadColumns = 1;      // rows only: CudaTarget.ContractionThreadsComputeARegisterTile
   std::string coarse = afterStage(g, o, "gpu-coarsen");
   EXPECT_NE(coarse.find("to (%c64, %c48) step (%c8, %c1)"), std::string::npos) << coarse;
   std::string loop = firstReductionLoop(coarse);
@@ -175,6 +176,36 @@ TEST(CudaTarget, ContractionThreadsComputeSeveralOutputsInRegisters) {
   EXPECT_EQ(countOf(naive, "memref.store"), 1) << naive;
 }
 
+// With columns, a matmul's thread computes 8 rows x 4 columns of C, the
+// columns 48 / 4 = 12 apart (consecutive threads take consecutive columns,
+// so a warp's loads of B stay contiguous): 8 loads of A and 4 of B feed 32
+// multiplies. Columns must divide the extent: 6 columns halve to 2.
+TEST(CudaTarget, ContractionThreadsComputeARegisterTile) {
+  Graph g;
+  GraphBuilder b(g);
+  b.output(b.op("MatMul", {b.input("a", {DType::F32, {64, 32}}), b.constant(randomTensor({32, 48}, 6), "b")}));
+  codegen::CodegenOptions o = cudaOptions();
+  o.gpuCoarsenMinThreads = 1;
+  o.gpuThreadColumns = 4;
+  std::string tile = afterStage(g, o, "gpu-coarsen");
+  EXPECT_NE(tile.find("to (%c64, %c12) step (%c8, %c1)"), std::string::npos) << tile;
+  std::string loop = firstReductionLoop(tile);
+  EXPECT_EQ(countOf(loop, "arith.mulf"), 32) << loop;
+  EXPECT_EQ(countOf(loop, "memref.load"), 12) << "8 rows of A, 4 columns of B:\n" << loop;
+  EXPECT_EQ(countOf(tile, "arith.constant 36 : index"), 1) << "the last column, 3 x 12 on:\n" << tile;
+  o.gpuThreadColumns = 8;  // 48 / 8 = 6 threads a row of C
+  EXPECT_NE(afterStage(g, o, "gpu-coarsen").find("to (%c64, %c6) step (%c8, %c1)"), std::string::npos);
+  o.gpuCoarsenMinThreads = 64 * 48 / 8 / 2;  // 8 rows leave 384 threads: 2 columns, not 4
+  o.gpuThreadColumns = 4;
+  EXPECT_NE(afterStage(g, o, "gpu-coarsen").find("to (%c64, %c24) step (%c8, %c1)"), std::string::npos);
+  // 63 rows: no count divides them, and columns alone make no tile.
+  Graph odd;
+  GraphBuilder ob(odd);
+  ob.output(ob.op("MatMul", {ob.input("a", {DType::F32, {63, 32}}), ob.constant(randomTensor({32, 48}, 6), "b")}));
+  o.gpuCoarsenMinThreads = 1;
+  EXPECT_NE(afterStage(odd, o, "gpu-coarsen").find("to (%c63, %c48) step (%c1, %c1)"), std::string::npos);
+}
+
 // The dim a thread's outputs step is one its own operand does not read: a
 // convolution's output channels (the input pixel feeds all of them), never
 // the pixels consecutive threads step. Too few threads for coarsening keeps
@@ -186,8 +217,9 @@ TEST(CudaTarget, ConvolutionThreadsStepOutputChannels) {
   b.output(b.op("Conv", {x, b.constant(randomTensor({16, 4, 3, 3}, 4))}));
   codegen::CodegenOptions o = cudaOptions();
   o.gpuCoarsenMinThreads = 1;
-  // Whole window, dims (n, g, k, oh, ow, c, r, s): k stepped by 8.
-  EXPECT_NE(afterStage(g, o, "gpu-coarsen").find("to (%c1, %c1, %c16, %c8, %c8) step (%c1, %c1, %c8, %c1, %c1)"),
+  // Whole window, dims (n, g, k, oh, ow, c, r, s): k stepped by 8, and 2
+  // columns of the row of pixels, 4 apart (the weights do not read them).
+  EXPECT_NE(afterStage(g, o, "gpu-coarsen").find("to (%c1, %c1, %c16, %c8, %c4) step (%c1, %c1, %c8, %c1, %c1)"),
             std::string::npos);
   o.gpuCoarsenMinThreads = 16 * 64;  // 1024 outputs: 8 per thread would leave 128 threads
   EXPECT_NE(afterStage(g, o, "gpu-coarsen").find("step (%c1, %c1, %c1, %c1, %c1)"), std::string::npos);
@@ -359,6 +391,11 @@ std::vector<NestCase> nestCases() {
   // Every contraction coarsened, however few threads that leaves (the zoo's nests are small).
   for (const char* spec : kArchetypes)
     cases.push_back({spec, "cpu?target=cuda-nests&gpu-thread-outputs=4&gpu-coarsen-min-threads=1"});
+  // Rows only, and a tile of 2 x 8 whose columns leave partial blocks.
+  for (const char* spec : {kArchetypes[1], kArchetypes[4]}) {
+    cases.push_back({spec, "cpu?target=cuda-nests&gpu-thread-columns=1&gpu-coarsen-min-threads=1"});
+    cases.push_back({spec, "cpu?target=cuda-nests&gpu-thread-outputs=2&gpu-thread-columns=8&gpu-coarsen-min-threads=1&gpu-block=7"});
+  }
   cases.push_back({kArchetypes[0], "cpu?target=cuda-nests&gpu-coarsen=off"});
   return cases;
 }

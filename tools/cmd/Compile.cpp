@@ -27,7 +27,7 @@ namespace {
 struct CompileArgs {
   std::string model, output, ukernels = "on", backend = "cpu", emitPtx, gpuChip = "sm_90";
   int64_t gpuBlock = 256, gpuThreadOutputs = codegen::CodegenOptions{}.gpuThreadOutputs,
-          gpuCoarsenMinThreads = codegen::CodegenOptions{}.gpuCoarsenMinThreads;
+          gpuThreadColumns = codegen::CodegenOptions{}.gpuThreadColumns, gpuCoarsenMinThreads = codegen::CodegenOptions{}.gpuCoarsenMinThreads;
   bool ptxas = false, reference = false;
   int64_t batch = 1;
   bool json = false;
@@ -60,6 +60,7 @@ void compileForCuda(const CompileArgs& a) {
   o.gpuCoarsenMinThreads = a.gpuCoarsenMinThreads;
   if (a.gpuThreadOutputs == 0) o.set("gpu-coarsen", "off");
   else o.gpuThreadOutputs = codegen::parseThreadOutputs("compile", "--gpu-thread-outputs", std::to_string(a.gpuThreadOutputs));
+  o.gpuThreadColumns = codegen::parseThreadOutputs("compile", "--gpu-thread-columns", std::to_string(a.gpuThreadColumns));
   codegen::GpuCompileReport r = codegen::compileForGpu(*g, o);
   if (!a.emitPtx.empty()) codegen::writePtxFolder(r, a.emitPtx);
   if (!a.output.empty()) {
@@ -181,6 +182,9 @@ void addCompile(CLI::App& app) {
   cmd->add_option("--gpu-thread-outputs", args->gpuThreadOutputs,
                   "cuda: the most outputs of a contraction one thread computes, its accumulators in registers (a power "
                   "of 2; 0: the gpu-coarsen stage off, one output per thread read and written at every reduction step)");
+  cmd->add_option("--gpu-thread-columns", args->gpuThreadColumns,
+                  "cuda: gpu-coarsen's outputs along the dim consecutive threads step, times --gpu-thread-outputs (a "
+                  "power of 2; 1: none)");
   cmd->add_option("--gpu-coarsen-min-threads", args->gpuCoarsenMinThreads,
                   "cuda: gpu-coarsen leaves a contraction one output per thread where coarsening would leave fewer "
                   "threads than this")
