@@ -179,7 +179,7 @@ TEST(CudaTarget, ContractionThreadsComputeSeveralOutputsInRegisters) {
 // With columns, a matmul's thread computes 8 rows x 4 columns of C, the
 // columns 48 / 4 = 12 apart (consecutive threads take consecutive columns,
 // so a warp's loads of B stay contiguous): 8 loads of A and 4 of B feed 32
-// multiplies. Columns must divide the extent: 6 columns halve to 2.
+// multiplies. Like the rows, columns halve until they leave enough threads.
 TEST(CudaTarget, ContractionThreadsComputeARegisterTile) {
   Graph g;
   GraphBuilder b(g);

@@ -27,7 +27,8 @@ namespace {
 struct CompileArgs {
   std::string model, output, ukernels = "on", backend = "cpu", emitPtx, gpuChip = "sm_90";
   int64_t gpuBlock = 256, gpuThreadOutputs = codegen::CodegenOptions{}.gpuThreadOutputs,
-          gpuThreadColumns = codegen::CodegenOptions{}.gpuThreadColumns, gpuCoarsenMinThreads = codegen::CodegenOptions{}.gpuCoarsenMinThreads;
+          gpuThreadColumns = codegen::CodegenOptions{}.gpuThreadColumns,
+          gpuCoarsenMinThreads = codegen::CodegenOptions{}.gpuCoarsenMinThreads;
   bool ptxas = false, reference = false;
   int64_t batch = 1;
   bool json = false;
