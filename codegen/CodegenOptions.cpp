@@ -24,9 +24,16 @@ const std::vector<CodegenStage>& codegenStages() {
   return stages;
 }
 
+std::set<std::string> defaultOffStages() {
+  std::set<std::string> off;
+  for (const CodegenStage& s : codegenStages())
+    if (s.switchable == kOff) off.insert(s.name);
+  return off;
+}
+
 bool isStageSwitch(const std::string& name) {
   for (const CodegenStage& s : codegenStages())
-    if (s.switchable && name == s.name) return true;
+    if (s.switchable != kRequired && name == s.name) return true;
   return false;
 }
 
@@ -57,8 +64,9 @@ int64_t parseCoarsenMinThreads(const std::string& who, const std::string& key, c
 void CodegenOptions::set(const std::string& stage, const std::string& value) {
   std::string switches;
   for (const CodegenStage& s : codegenStages()) {
-    FRICTION_CHECK(s.switchable || stage != s.name, "codegen: stage '" + stage + "' is required: it cannot be switched");
-    if (s.switchable) switches += (switches.empty() ? "" : ", ") + std::string(s.name);
+    FRICTION_CHECK(s.switchable != kRequired || stage != s.name,
+                   "codegen: stage '" + stage + "' is required: it cannot be switched");
+    if (s.switchable != kRequired) switches += (switches.empty() ? "" : ", ") + std::string(s.name);
   }
   FRICTION_CHECK(isStageSwitch(stage), "codegen: '" + stage + "' is not a stage that can be switched (stages: " +
                                            switches + ")");
@@ -70,8 +78,9 @@ void CodegenOptions::set(const std::string& stage, const std::string& value) {
 std::string CodegenOptions::str() const {
   std::string s;
   for (const CodegenStage& stage : codegenStages())
-    if (!enabled(stage.name)) s += (s.empty() ? "" : ",") + std::string(stage.name) + "=off";
-  return s.empty() ? "all stages" : s;
+    if (stage.switchable != kRequired && enabled(stage.name) != (stage.switchable == kOn))
+      s += (s.empty() ? "" : ",") + std::string(stage.name) + (enabled(stage.name) ? "=on" : "=off");
+  return s.empty() ? "default stages" : s;
 }
 
 }  // namespace friction::codegen

@@ -27,19 +27,24 @@ constexpr unsigned kCpu = 1u << unsigned(Target::Cpu);
 constexpr unsigned kCuda = 1u << unsigned(Target::Cuda);
 constexpr unsigned kCudaNests = 1u << unsigned(Target::CudaNests);
 
+// The stage table's `switch` column.
+enum StageSwitch { kRequired, kOn, kOff };
+
 struct CodegenStage {
   const char* name;
-  bool switchable;  // false: the pipeline needs it
+  StageSwitch switchable;  // kRequired: the pipeline needs it; kOn, kOff: its default
   unsigned targets;  // the pipelines it is part of (kCpu | kCuda | kCudaNests)
   const char* summary;
   bool in(Target t) const { return targets & (1u << unsigned(t)); }
 };
 // Every stage, in pipeline order.
 const std::vector<CodegenStage>& codegenStages();
+// The stages that are off unless switched on (kOff).
+std::set<std::string> defaultOffStages();
 
 struct CodegenOptions {
   Target target = Target::Cpu;
-  std::set<std::string> disabled;  // switchable stages turned off, by name
+  std::set<std::string> disabled = defaultOffStages();  // switchable stages turned off, by name
   // Cuda and CudaNests: threads per block of the flattened parallel loops,
   // and the GPU architecture the PTX is for.
   int64_t gpuBlockSize = 256;
@@ -53,6 +58,9 @@ struct CodegenOptions {
   // them. On an H200, 2 ran ViT-B/16 at batch 32 in 0.81x the time of 1,
   // ResNet-50 in 0.93x; 4 and 8 less well (docs/performance.md).
   int64_t gpuThreadColumns = 2;
+  // gpu-shared: a thread's outputs along that dim in a shared-memory tile
+  // (times gpuThreadOutputs rows); a tile's width need only be divisible.
+  int64_t gpuSharedColumns = 4;
   // Coarsening divides a nest's threads; a nest that would keep fewer than
   // this many keeps one output per thread. On an H100 (132 multiprocessors)
   // 65536 ran ResNet-50 at batch 1 in 0.73x the time of 16384 and nothing
@@ -80,8 +88,10 @@ struct CodegenOptions {
   // Turns a stage on or off from a backend option NAME=on|off; throws Error
   // for unknown stages, stages that cannot be switched and other values.
   void set(const std::string& stage, const std::string& value);
-  // "ukernels=off,approximate=off", or "all stages" when none is off.
+  // The switches that differ from their defaults ("ukernels=off,gpu-shared=on"),
+  // or "default stages".
   std::string str() const;
+  bool defaultStages() const { return disabled == defaultOffStages(); }
 };
 
 // True when `name` is a stage of the pipeline; a switchable one (a backend option key).

@@ -20,8 +20,8 @@ bool onOff(const std::string& key, const std::string& value) {
 std::string optionList() {
   std::string stages;
   for (const CodegenStage& s : codegenStages())
-    if (s.switchable) stages += std::string(s.name) + "=on|off, ";
-  return stages + "profile=on|off|all, compile=batch|each, dump=on|off, target=cpu|cuda-nests, gpu-block=N, gpu-thread-outputs=N, gpu-thread-columns=N, gpu-coarsen-min-threads=N, aot=FILE";
+    if (s.switchable != kRequired) stages += std::string(s.name) + "=on|off, ";
+  return stages + "profile=on|off|all, compile=batch|each, dump=on|off, target=cpu|cuda-nests, gpu-block=N, gpu-thread-outputs=N, gpu-thread-columns=N, gpu-shared-columns=N, gpu-coarsen-min-threads=N, aot=FILE";
 }
 
 std::unique_ptr<Backend> makeCpuBackend(const std::map<std::string, std::string>& options) {
@@ -52,6 +52,8 @@ std::unique_ptr<Backend> makeCpuBackend(const std::map<std::string, std::string>
       cpu.codegen.gpuThreadOutputs = parseThreadOutputs("backend cpu", key, value);
     } else if (key == "gpu-thread-columns") {
       cpu.codegen.gpuThreadColumns = parseThreadOutputs("backend cpu", key, value);
+    } else if (key == "gpu-shared-columns") {
+      cpu.codegen.gpuSharedColumns = parseThreadOutputs("backend cpu", key, value);
     } else if (key == "gpu-coarsen-min-threads") {
       cpu.codegen.gpuCoarsenMinThreads = parseCoarsenMinThreads("backend cpu", key, value);
     } else if (key == "dump") {
@@ -61,7 +63,7 @@ std::unique_ptr<Backend> makeCpuBackend(const std::map<std::string, std::string>
       cpu.codegen.set(key, onOff(key, value) ? "on" : "off");
     }
   }
-  for (const char* gpuOnly : {"gpu-block", "gpu-thread-outputs", "gpu-thread-columns", "gpu-coarsen-min-threads"})
+  for (const char* gpuOnly : {"gpu-block", "gpu-thread-outputs", "gpu-thread-columns", "gpu-shared-columns", "gpu-coarsen-min-threads"})
     FRICTION_CHECK(!options.count(gpuOnly) || cpu.codegen.target != Target::Cpu,
                    std::string("backend cpu: ") + gpuOnly + " needs target=cuda-nests");
   return createCpuBackend(cpu, createJitSource(cpu.codegen, cpu.compileEach));

@@ -171,7 +171,7 @@ std::shared_ptr<Artifact> Artifact::open(const std::string& path) {
   info.model = m.value("model", "");
   info.batch = m.value("batch", int64_t(0));
   info.passes = m.value("passes", std::vector<std::string>{});
-  info.codegen.disabled = m["codegen"].value("disabled_stages", std::set<std::string>{});
+  info.codegen.disabled = m["codegen"].value("disabled_stages", defaultOffStages());
   info.cpu = m["target"].value("cpu", "");
   info.features = m["target"].value("features", std::vector<std::string>{});
   // The CPU: every feature the code was compiled for must be there.

@@ -119,6 +119,8 @@ std::unique_ptr<Backend> makeCudaBackend(const std::map<std::string, std::string
       o.gpuThreadOutputs = parseThreadOutputs("backend cuda", key, value);
     } else if (key == "thread-columns") {
       o.gpuThreadColumns = parseThreadOutputs("backend cuda", key, value);
+    } else if (key == "shared-columns") {
+      o.gpuSharedColumns = parseThreadOutputs("backend cuda", key, value);
     } else if (key == "coarsen-min-threads") {
       o.gpuCoarsenMinThreads = parseCoarsenMinThreads("backend cuda", key, value);
     } else if (key == "profile") {
@@ -128,8 +130,12 @@ std::unique_ptr<Backend> makeCudaBackend(const std::map<std::string, std::string
     } else if (isStageSwitch(key) && codegenStage(key).in(Target::Cuda)) {
       o.set(key, value);
     } else {
+      std::string stages;
+      for (const CodegenStage& s : codegenStages())
+        if (s.switchable != kRequired && s.in(Target::Cuda)) stages += std::string(", ") + s.name + "=on|off";
       throw Error("backend cuda: unknown option '" + key + "' (options: chip=" + Spec::alternatives(kGpuChips) +
-                  ", block=N, thread-outputs=N, thread-columns=N, coarsen-min-threads=N, gpu-coarsen=on|off, profile=on|off|all)");
+                  ", block=N, thread-outputs=N, thread-columns=N, shared-columns=N, coarsen-min-threads=N" + stages +
+                  ", profile=on|off|all)");
     }
   }
   return std::make_unique<CudaBackend>(o, profileTop);

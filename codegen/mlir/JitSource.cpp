@@ -105,7 +105,7 @@ class JitSource : public KernelSource {
       d += "cuda's loop nests on the host (" + std::to_string(options_.gpuBlockSize) + "-thread blocks), ";
     d += options_.ukernels() ? std::string("sgemm ukernel ") + ukernels::sgemmIsa() : std::string("matmul loops");
     d += ", LLVM O" + std::to_string(kLlvmOptLevel);
-    if (!options_.disabled.empty()) d += ", stages " + options_.str();
+    if (!options_.defaultStages()) d += ", stages " + options_.str();
     return d;
   }
 

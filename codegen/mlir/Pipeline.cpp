@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -133,8 +134,8 @@ static void wrapSerialWork(mlir::ModuleOp module) {
   for (auto fn : module.getOps<mlir::func::FuncOp>()) {
     if (fn.isDeclaration()) continue;
     mlir::Block& body = fn.getBody().front();
-    auto stays = [](mlir::Operation& op) {  // what needs no wrapping: nests, views, constants, the return
-      return mlir::isa<mlir::scf::ParallelOp, mlir::func::ReturnOp, mlir::ViewLikeOpInterface, mlir::memref::ExpandShapeOp,
+    auto stays = [](mlir::Operation& op) {  // what needs no wrapping: nests, launches, views, constants, the return
+      return mlir::isa<mlir::scf::ParallelOp, mlir::gpu::LaunchOp, mlir::func::ReturnOp, mlir::ViewLikeOpInterface, mlir::memref::ExpandShapeOp,
                        mlir::memref::CollapseShapeOp>(op) ||
              op.hasTrait<mlir::OpTrait::ConstantLike>();
     };
@@ -214,7 +215,7 @@ void runStages(mlir::ModuleOp module, const CodegenOptions& options, const Stage
   after("built");
   for (size_t i = 0; i < stages.size(); ++i) {
     const CodegenStage& s = stages[i];
-    if (!s.in(options.target) || (s.switchable && !options.enabled(s.name))) continue;
+    if (!s.in(options.target) || (s.switchable != kRequired && !options.enabled(s.name))) continue;
     kRun[i](module, options);
     verify(s.name);
     after(s.name);

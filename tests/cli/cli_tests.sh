@@ -251,6 +251,14 @@ expect_error cpu-bad-thread-columns "gpu-thread-columns must be a power of 2 fro
   "$F" run zoo:mlp --backend 'cpu?target=cuda-nests&gpu-thread-columns=0'
 expect_error cuda-bad-thread-columns "--gpu-thread-columns must be a power of 2 from 1 to 64, got '12'" -- \
   "$F" compile "$AOT_M" --backend cuda --emit-ptx "$T/x" --gpu-thread-columns 12
+expect_error cuda-bad-stage "--stage takes NAME=on|off with NAME a switchable stage of the cuda pipeline, got 'ukernels=off'" -- \
+  "$F" compile "$AOT_M" --backend cuda --emit-ptx "$T/x" --stage ukernels=off
+expect_error cuda-bad-shared-columns "--gpu-shared-columns must be a power of 2 from 1 to 64, got '0'" -- \
+  "$F" compile "$AOT_M" --backend cuda --emit-ptx "$T/x" --gpu-shared-columns 0
+expect_error shared-columns-on-cpu "gpu-shared-columns needs target=cuda-nests" -- \
+  "$F" run zoo:mlp --backend 'cpu?gpu-shared-columns=2'
+expect_ok cuda-shared-tiles "0 failed" -- "$F" compile "$AOT_M" --backend cuda --emit-ptx "$T/shared" \
+  --stage gpu-shared=on,contract=off --gpu-shared-columns 2 --gpu-coarsen-min-threads 1
 expect_error coarsen-min-threads-on-cpu "gpu-coarsen-min-threads needs target=cuda-nests" -- \
   "$F" run zoo:mlp --backend 'cpu?gpu-coarsen-min-threads=64'
 expect_error cuda-bad-thread-outputs "--gpu-thread-outputs must be a power of 2 from 1 to 64, got '6'" -- \

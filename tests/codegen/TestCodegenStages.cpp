@@ -169,7 +169,9 @@ std::string walkthrough() {
     for (codegen::Target t : {codegen::Target::Cpu, codegen::Target::Cuda, codegen::Target::CudaNests})
       if (s.in(t)) pipelines += (pipelines.empty() ? "" : ", ") + std::string(codegen::targetName(t));
     md += "| " + std::to_string(k++) + " | `" + s.name + "` | " + pipelines + " | " +
-          (s.switchable ? "`cpu?" + std::string(s.name) + "=off`" : std::string("required")) + " | " + s.summary + " |\n";
+          (s.switchable == codegen::kRequired ? std::string("required")
+                                                   : "`" + std::string(s.in(codegen::Target::Cpu) ? "cpu" : "cuda") + "?" +
+                                                         s.name + (s.switchable == codegen::kOn ? "=off`" : "=on` (off by default)")) + " | " + s.summary + " |\n";
   }
   md += "\nThe fused elementwise kernel (`elementwise_chain`), after building and after each stage:\n\n";
   md += caseWalkthrough(goldenCases()[0]);

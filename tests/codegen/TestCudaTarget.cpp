@@ -65,17 +65,23 @@ TEST(CudaTarget, PipelinesRunTheirStagesInTableOrder) {
   Graph g;
   GraphBuilder b(g);
   b.output(b.op("Relu", {b.input("x", {DType::F32, {4, 8}})}));
-  auto stages = [&](codegen::Target t) {
+  auto stages = [&](codegen::Target t, bool shared = false) {
     codegen::CodegenOptions o;
     o.target = t;
+    if (shared) o.set("gpu-shared", "on");
     std::vector<std::string> names;
     for (const auto& s : codegen::kernelStages({g.nodes()[0].get()}, o)) names.push_back(s.stage);
     return names;
   };
   EXPECT_EQ(stages(codegen::Target::Cuda), (std::vector<std::string>{"built", "bufferize", "gpu-coarsen", "parallel-loops",
-                                                                     "gpu-tile", "approximate", "gpu-outline", "nvvm"}));
-  EXPECT_EQ(stages(codegen::Target::CudaNests), (std::vector<std::string>{"built", "bufferize", "gpu-coarsen", "parallel-loops",
-                                                                          "gpu-tile", "approximate", "llvm"}));
+                                                                     "gpu-tile", "approximate", "contract", "gpu-outline",
+                                                                     "nvvm"}));
+  EXPECT_EQ(stages(codegen::Target::CudaNests), (std::vector<std::string>{"built", "bufferize", "gpu-coarsen",
+                                                                          "parallel-loops", "gpu-tile", "approximate",
+                                                                          "contract", "llvm"}));
+  // gpu-shared is opt-in.
+  EXPECT_EQ(stages(codegen::Target::Cuda, true)[2], "gpu-shared");
+  EXPECT_EQ(stages(codegen::Target::CudaNests, true)[2], "gpu-shared");
 }
 
 // A fused elementwise region is one launch over the flattened domain: 1000
@@ -147,6 +153,62 @@ std::string afterStage(Graph& g, const codegen::CodegenOptions& options, const s
 std::string firstReductionLoop(const std::string& module) {
   size_t from = module.find("scf.for"), to = module.find('}', from);
   return from == std::string::npos || to == std::string::npos ? "" : module.substr(from, to - from);
+}
+
+// gpu-shared: a matmul of 64 x 32 by 32 x 48 is one block here (the whole of
+// C is the tile reading the fewest elements per output; a bigger matmul gets
+// many), its k cut into 2 slices of 16: A's slice (64 x 16, padded to 17 so a
+// column's reads hit different banks) and B's (16 x 48, odd-padded to 49) are
+// copied to workgroup memory between barriers, and each of 64 x 48 / (8 x 4)
+// = 96 threads accumulates 8 rows x 4 columns from there: 12 loads of shared
+// memory for 32 multiplies a step, none of global memory.
+TEST(CudaTarget, ContractionBlocksStageTheirInputsInSharedMemory) {
+  Graph g;
+  GraphBuilder b(g);
+  b.output(b.op("MatMul", {b.input("a", {DType::F32, {64, 32}}), b.constant(randomTensor({32, 48}, 6), "b")}));
+  codegen::CodegenOptions o = cudaOptions();
+  o.set("gpu-shared", "on");
+  o.gpuCoarsenMinThreads = 1;
+  std::string shared = afterStage(g, o, "gpu-shared");
+  EXPECT_TRUE(std::regex_search(shared, std::regex("gpu.launch blocks\\(.*\\) in \\(%\\w+ = %c1, %\\w+ = %c1, %\\w+ = %c1\\) "
+                                                   "threads\\(.*\\) in \\(%\\w+ = %c96, %\\w+ = %c1, %\\w+ = %c1\\) "
+                                                   "workgroup\\(%\\w+ : memref<64x17xf32, #gpu.address_space<workgroup>>, "
+                                                   "%\\w+ : memref<16x49xf32, #gpu.address_space<workgroup>>\\)")))
+      << "one block of 96 threads, two workgroup buffers:\n" << shared;
+  EXPECT_EQ(countOf(shared, "gpu.barrier"), 2) << shared;
+  std::string step = firstReductionLoop(shared.substr(shared.find("gpu.barrier")));
+  EXPECT_EQ(countOf(step, "arith.mulf"), 32) << step;
+  EXPECT_EQ(countOf(step, "memref.load"), 12) << "8 rows of A, 4 columns of B:\n" << step;
+  EXPECT_EQ(countOf(step, "#gpu.address_space<workgroup>"), 12) << "all of them from shared memory:\n" << step;
+  gpu::GpuKernel k = compileOnlyNode(g, {}, o);
+  ASSERT_EQ(k.launches.size(), 2u) << "C's zero fill, then the blocks";
+  EXPECT_EQ(k.launches[1].grid[0], 1);
+  EXPECT_EQ(k.launches[1].block[0], 96);
+  EXPECT_NE(k.ptx.find(".shared"), std::string::npos);
+  EXPECT_NE(k.ptx.find("bar.sync"), std::string::npos);
+  if (std::string ptxas = codegen::findPtxas(); !ptxas.empty()) {
+    codegen::PtxasResult r = codegen::runPtxas(ptxas, k.ptx, "sm_90");
+    EXPECT_TRUE(r.ok) << r.message;
+  }
+  // Too few threads for the default threshold: gpu-coarsen takes it.
+  o.gpuCoarsenMinThreads = codegen::CodegenOptions{}.gpuCoarsenMinThreads;
+  EXPECT_EQ(afterStage(g, o, "gpu-shared").find("gpu.launch"), std::string::npos);
+}
+
+// contract: a contraction's multiply and add become one fma.rn.f32 in PTX;
+// off, they stay separately rounded (mul.rn, add.rn), which ptxas keeps.
+TEST(CudaTarget, ContractFusesMultiplyAdds) {
+  Graph g;
+  GraphBuilder b(g);
+  b.output(b.op("MatMul", {b.input("a", {DType::F32, {64, 32}}), b.constant(randomTensor({32, 48}, 6), "b")}));
+  codegen::CodegenOptions o = cudaOptions();
+  std::string fused = compileOnlyNode(g, {}, o).ptx;
+  EXPECT_GT(countOf(fused, "fma.rn.f32"), 0) << fused;
+  EXPECT_EQ(countOf(fused, "mul.rn.f32"), 0) << fused;
+  o.set("contract", "off");
+  std::string separate = compileOnlyNode(g, {}, o).ptx;
+  EXPECT_EQ(countOf(separate, "fma.rn.f32"), 0) << separate;
+  EXPECT_GT(countOf(separate, "mul.rn.f32"), 0) << separate;
 }
 
 // gpu-coarsen: a thread of a matmul computes 8 rows of one column of C, its
@@ -397,6 +459,11 @@ std::vector<NestCase> nestCases() {
     cases.push_back({spec, "cpu?target=cuda-nests&gpu-thread-outputs=2&gpu-thread-columns=8&gpu-coarsen-min-threads=1&gpu-block=7"});
   }
   cases.push_back({kArchetypes[0], "cpu?target=cuda-nests&gpu-coarsen=off"});
+  // Shared-memory tiles for every contraction they take (convolutions, window
+  // cells of padded ones, matmuls), and without fused multiply-adds.
+  for (const char* spec : {kArchetypes[1], kArchetypes[2], kArchetypes[3]})
+    cases.push_back({spec, "cpu?target=cuda-nests&gpu-shared=on&gpu-coarsen-min-threads=1"});
+  cases.push_back({kArchetypes[4], "cpu?target=cuda-nests&gpu-shared=on&contract=off&gpu-coarsen-min-threads=1"});
   return cases;
 }
 
@@ -422,16 +489,25 @@ TEST_P(CudaPtx, PtxasAcceptsEveryKernelOfTheZooAndTheTorchFixtures) {
   if (codegen::cudaToolkitPath().empty()) GTEST_SKIP() << "no libdevice (CUDA toolkit): the cuda target cannot link PTX";
   std::vector<std::pair<std::string, std::unique_ptr<Graph>>> models;
   for (const char* spec : kArchetypes) models.emplace_back(spec, zoo::build(zoo::parseSpec(spec)));
+  // The zoo's nests are too small for shared-memory tiles and register tiles
+  // under the default threshold: once more with every contraction taking them.
+  const std::string everyTile = "&every contraction tiled";
+  for (const char* spec : kArchetypes) models.emplace_back(spec + everyTile, zoo::build(zoo::parseSpec(spec)));
   for (const auto& dir : fs::directory_iterator(FRICTION_SOURCE_DIR "/tests/models/torch"))
     models.emplace_back(dir.path().filename().string(), onnxio::importOnnxFile((dir.path() / "model.onnx").string()));
-  ASSERT_GE(models.size(), 7u + 22u);
+  ASSERT_GE(models.size(), 2 * 7u + 22u);
   int kernels = 0, maxRegisters = 0;
   PipelineOptions gpuPipeline;  // convert-layout's NHWC regions serve the cpu's microkernels
   gpuPipeline.disable = {"convert-layout"};
   for (auto& [name, g] : models) {
     bindInputDims(*g, batchBindings(*g, 1));
     runPipeline(*g, buildPipeline(gpuPipeline));
-    auto report = codegen::compileForGpu(*g, cudaOptions(chip));
+    codegen::CodegenOptions options = cudaOptions(chip);
+    if (name.find(everyTile) != std::string::npos) {
+      options.set("gpu-shared", "on");
+      options.gpuCoarsenMinThreads = 1;
+    }
+    auto report = codegen::compileForGpu(*g, options);
     for (const auto& [what, count] : report.hostSteps)
       ADD_FAILURE() << name << ": " << count << " steps without a GPU kernel: " << what;
     EXPECT_EQ(report.planError, "") << name;

@@ -28,7 +28,9 @@ struct CompileArgs {
   std::string model, output, ukernels = "on", backend = "cpu", emitPtx, gpuChip = "sm_90";
   int64_t gpuBlock = 256, gpuThreadOutputs = codegen::CodegenOptions{}.gpuThreadOutputs,
           gpuThreadColumns = codegen::CodegenOptions{}.gpuThreadColumns,
+          gpuSharedColumns = codegen::CodegenOptions{}.gpuSharedColumns,
           gpuCoarsenMinThreads = codegen::CodegenOptions{}.gpuCoarsenMinThreads;
+  std::vector<std::string> stages;
   bool ptxas = false, reference = false;
   int64_t batch = 1;
   bool json = false;
@@ -62,6 +64,16 @@ void compileForCuda(const CompileArgs& a) {
   if (a.gpuThreadOutputs == 0) o.set("gpu-coarsen", "off");
   else o.gpuThreadOutputs = codegen::parseThreadOutputs("compile", "--gpu-thread-outputs", std::to_string(a.gpuThreadOutputs));
   o.gpuThreadColumns = codegen::parseThreadOutputs("compile", "--gpu-thread-columns", std::to_string(a.gpuThreadColumns));
+  for (const std::string& setting : a.stages) {
+    const size_t eq = setting.find('=');
+    const std::string stage = setting.substr(0, eq), value = eq == std::string::npos ? "" : setting.substr(eq + 1);
+    FRICTION_CHECK(codegen::isStageSwitch(stage) && codegen::codegenStage(stage).in(codegen::Target::Cuda) &&
+                       (value == "on" || value == "off"),
+                   "compile: --stage takes NAME=on|off with NAME a switchable stage of the cuda pipeline, got '" +
+                       setting + "'");
+    o.set(stage, value);
+  }
+  o.gpuSharedColumns = codegen::parseThreadOutputs("compile", "--gpu-shared-columns", std::to_string(a.gpuSharedColumns));
   codegen::GpuCompileReport r = codegen::compileForGpu(*g, o);
   if (!a.emitPtx.empty()) codegen::writePtxFolder(r, a.emitPtx);
   if (!a.output.empty()) {
@@ -186,10 +198,17 @@ void addCompile(CLI::App& app) {
   cmd->add_option("--gpu-thread-columns", args->gpuThreadColumns,
                   "cuda: gpu-coarsen's outputs along the dim consecutive threads step, times --gpu-thread-outputs (a "
                   "power of 2; 1: none)");
+  cmd->add_option("--gpu-shared-columns", args->gpuSharedColumns,
+                  "cuda: a thread's outputs along the dim consecutive threads step in gpu-shared's tiles (--stage "
+                  "gpu-shared=on), times --gpu-thread-outputs (a power of 2)");
   cmd->add_option("--gpu-coarsen-min-threads", args->gpuCoarsenMinThreads,
                   "cuda: gpu-coarsen leaves a contraction one output per thread where coarsening would leave fewer "
                   "threads than this")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
+  cmd->add_option("--stage", args->stages,
+                  "cuda: NAME=on|off switches a codegen stage (docs/codegen.md's table: gpu-shared, gpu-coarsen, "
+                  "contract, approximate)")
+      ->delimiter(',');
   cmd->add_flag("--ptxas", args->ptxas, "cuda: assemble every kernel with the toolkit's ptxas (fails when it refuses one); "
                                         "reports registers per kernel");
   cmd->add_flag("--reference", args->reference, "cuda: also write seeded inputs and the interpreter's outputs into the "
