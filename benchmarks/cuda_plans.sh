@@ -5,7 +5,9 @@
 # benchmarks/cuda_device.sh.
 #   numerics/<name>: with --reference (seeded inputs, the interpreter's outputs):
 #     the zoo archetypes at batch 1 and 2 (one with 7-thread blocks, so every
-#     nest ends in a partial block), the torch fixtures and MobileNetV2 full size.
+#     nest ends in a partial block; three with every contraction in shared-memory
+#     tiles), the torch fixtures, MobileNetV2 full size at batch 1 and, with
+#     shared-memory tiles, 8.
 #   timing/<model>-b<N>: ResNet-50, MobileNetV2 and ViT-B/16 at batch 1 and 32,
 #     weights.bin left out (too large to carry; friction-cuda-run --fill-weights).
 #   ablate/<model>-b<N>/<config>: the default pipeline (without convert-layout),
@@ -13,11 +15,11 @@
 #     changes the GPU program (ResNet-50 and MobileNetV2
 #     at batch 1 and 32, ViT-B/16 at batch 1), at batch 32 also 64- and
 #     1024-thread blocks; and for all of them and ViT-B/16 at batch 32 the
-#     gpu-coarsen stage off, one output per thread, and a thread's tile with
-#     1, 2 or 8 columns (the default: 2, an A/A control); weights left out.
-# PASSES=0 leaves out the pass configurations (codegen switches only: a
-# shorter device run).
-# Usage: [PASSES=0] benchmarks/cuda_plans.sh OUT_DIR [CHIP]   (default sm_90)
+#     codegen switches (gpu-shared on and its tiles' columns, contract off,
+#     gpu-coarsen's options); weights left out.
+# PASSES=0 leaves out the pass configurations, CODEGEN=shared the gpu-coarsen
+# switches (a shorter device run).
+# Usage: [PASSES=0] [CODEGEN=shared] benchmarks/cuda_plans.sh OUT_DIR [CHIP]   (default sm_90)
 set -euo pipefail
 out=${1:?usage: cuda_plans.sh OUT_DIR [CHIP]}
 chip=${2:-sm_90}
@@ -29,17 +31,29 @@ cp "$root/build/bin/friction-cuda-run" "$out/"
 # convert-layout off: on the GPU its NHWC regions run through transposes (ResNet-50: 232 kernel calls, not 56);
 # the ablation measures it.
 plan() { "$friction" compile "$1" --backend cuda --gpu-chip "$chip" --disable convert-layout -o "$2" "${@:3}" >/dev/null; }
+zoo_specs='resnet?depth=2&width=8&resolution=16
+resnet?depth=4&width=8&resolution=32&block=bottleneck
+mobilenetv2?depth=3&width=8&resolution=16
+convnext?depth=2&width=8&resolution=16
+vit?depth=2&width=16&resolution=16&patch=8&heads=2
+mixer?depth=2&width=16&resolution=16&patch=8
+mlp?depth=3'
 i=0
-for spec in "resnet?depth=2&width=8&resolution=16" "resnet?depth=4&width=8&resolution=32&block=bottleneck" \
-            "mobilenetv2?depth=3&width=8&resolution=16" "convnext?depth=2&width=8&resolution=16" \
-            "vit?depth=2&width=16&resolution=16&patch=8&heads=2" "mixer?depth=2&width=16&resolution=16&patch=8" "mlp?depth=3"; do
+while read -r spec; do
   for b in 1 2; do plan "zoo:$spec" "$out/numerics/zoo$i-b$b" --batch "$b" --reference; done
   i=$((i + 1))
-done
+done <<< "$zoo_specs"
 plan "zoo:mobilenetv2?depth=3&width=8&resolution=16" "$out/numerics/zoo2-b2-block7" --batch 2 --gpu-block 7 --reference
+# Shared-memory tiles (an opt-in stage) for every contraction: the zoo's nests are too small for the default threshold.
+for i in 1 2 3; do
+  spec=$(sed -n "$((i + 1))p" <<< "$zoo_specs")
+  plan "zoo:$spec" "$out/numerics/zoo$i-b2-tiled" --batch 2 --stage gpu-shared=on --gpu-coarsen-min-threads 1 --reference
+done
 for m in "$root"/tests/models/torch/*/; do plan "$m/model.onnx" "$out/numerics/torch-$(basename "$m")" --reference; done
 if [[ -f $families/mobilenet_v2/model.onnx ]]; then
   plan "$families/mobilenet_v2/model.onnx" "$out/numerics/mobilenet_v2-full" --reference
+  # At batch 8 its large pointwise convolutions take shared-memory tiles under the default threshold.
+  plan "$families/mobilenet_v2/model.onnx" "$out/numerics/mobilenet_v2-full-b8-shared" --batch 8 --stage gpu-shared=on --reference
 fi
 for m in resnet50 mobilenet_v2 vit_b_16; do
   [[ -f $families/$m/model.onnx ]] || { echo "skip $m: no $families/$m/model.onnx (see benchmarks/e2e_vs_ort.sh for the export)" >&2; continue; }
@@ -54,11 +68,19 @@ for m in resnet50-1 resnet50-32 mobilenet_v2-1 mobilenet_v2-32 vit_b_16-1 vit_b_
   [[ -f $families/$model/model.onnx ]] || continue
   d=$out/ablate/$model-b$b
   plan "$families/$model/model.onnx" "$d/default" --batch "$b"
-  # Codegen switches as axes of their own: contractions one output per thread read and written at every
-  # reduction step (gpu-coarsen off), or one output per thread with its accumulator in a register.
-  plan "$families/$model/model.onnx" "$d/coarsen-off" --batch "$b" --gpu-thread-outputs 0
-  plan "$families/$model/model.onnx" "$d/thread-outputs1" --batch "$b" --gpu-thread-outputs 1
-  for columns in 1 2 8; do plan "$families/$model/model.onnx" "$d/columns$columns" --batch "$b" --gpu-thread-columns "$columns"; done
+  # Codegen switches as axes of their own: shared-memory tiles (gpu-shared on) 4 wide (its default), 2 or 8,
+  # no fused multiply-adds (contract off); contractions one output per thread read and written at every
+  # reduction step (gpu-coarsen off) or with its accumulator in a register, register tiles of 1 or 8 columns
+  # (the default: 2).
+  codegen_configs=("shared:--stage gpu-shared=on" "shared-columns2:--stage gpu-shared=on --gpu-shared-columns 2"
+                   "shared-columns8:--stage gpu-shared=on --gpu-shared-columns 8" "contract-off:--stage contract=off")
+  [[ ${CODEGEN:-all} == shared ]] || codegen_configs+=(
+    "coarsen-off:--gpu-thread-outputs 0" "thread-outputs1:--gpu-thread-outputs 1"
+    "columns1:--gpu-thread-columns 1" "columns8:--gpu-thread-columns 8")
+  for config in "${codegen_configs[@]}"; do
+    # shellcheck disable=SC2086
+    plan "$families/$model/model.onnx" "$d/${config%%:*}" --batch "$b" ${config#*:}
+  done
   if [[ $m == vit_b_16-32 || ${PASSES:-1} == 0 ]]; then rm "$d"/*/weights.bin; continue; fi  # ViT-B/16's passes: at batch 1 only
   for config in "none:--passes none" "convert-layout:"; do  # the latter: the whole default pipeline
     # shellcheck disable=SC2086
