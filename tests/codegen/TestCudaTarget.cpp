@@ -180,6 +180,8 @@ TEST(CudaTarget, ContractionBlocksStageTheirInputsInSharedMemory) {
   EXPECT_EQ(countOf(step, "arith.mulf"), 32) << step;
   EXPECT_EQ(countOf(step, "memref.load"), 12) << "8 rows of A, 4 columns of B:\n" << step;
   EXPECT_EQ(countOf(step, "#gpu.address_space<workgroup>"), 12) << "all of them from shared memory:\n" << step;
+  for (const char* column : {"arith.constant 12 : index", "arith.constant 24 : index", "arith.constant 36 : index"})
+    EXPECT_NE(shared.find(column), std::string::npos) << "4 columns 48 / 4 apart:\n" << shared;
   gpu::GpuKernel k = compileOnlyNode(g, {}, o);
   ASSERT_EQ(k.launches.size(), 2u) << "C's zero fill, then the blocks";
   EXPECT_EQ(k.launches[1].grid[0], 1);
@@ -193,6 +195,54 @@ TEST(CudaTarget, ContractionBlocksStageTheirInputsInSharedMemory) {
   // Too few threads for the default threshold: gpu-coarsen takes it.
   o.gpuCoarsenMinThreads = codegen::CodegenOptions{}.gpuCoarsenMinThreads;
   EXPECT_EQ(afterStage(g, o, "gpu-shared").find("gpu.launch"), std::string::npos);
+}
+
+// gpu-shared's blocks, slices and footprints run on the host (cuda-nests)
+// against the interpreter: matmuls plain and with B transposed, a padded
+// convolution (window cells of 32 input channels, 2 slices each) and a
+// strided one (the whole window, one input channel a slice), with a thread
+// threshold that leaves several blocks each.
+TEST(CudaTarget, SharedTilesMatchTheInterpreterAcrossBlocksAndSlices) {
+  codegen::registerCpuBackend();
+  const std::string spec = "cpu?target=cuda-nests&gpu-shared=on&gpu-coarsen-min-threads=256";
+  struct Case {
+    std::string name;
+    std::function<void(GraphBuilder&)> build;
+    std::vector<Tensor> inputs;
+  };
+  std::vector<Case> cases = {
+      {"matmul", [](GraphBuilder& b) {
+         b.output(b.op("MatMul", {b.input("a", {DType::F32, {96, 64}}), b.constant(randomTensor({64, 80}, 1))}));
+       }, {randomTensor({96, 64}, 2)}},
+      {"gemm, B transposed", [](GraphBuilder& b) {
+         b.output(b.op("Gemm", {b.input("a", {DType::F32, {64, 48}}), b.constant(randomTensor({80, 48}, 3))},
+                       {{"transB", int64_t(1)}}));
+       }, {randomTensor({64, 48}, 4)}},
+      {"padded conv", [](GraphBuilder& b) {
+         b.output(b.op("Conv", {b.input("x", {DType::F32, {2, 32, 10, 10}}), b.constant(randomTensor({32, 32, 3, 3}, 5))},
+                       {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}));
+       }, {randomTensor({2, 32, 10, 10}, 6)}},
+      {"strided conv", [](GraphBuilder& b) {
+         b.output(b.op("Conv", {b.input("x", {DType::F32, {2, 16, 11, 11}}), b.constant(randomTensor({24, 16, 3, 3}, 7))},
+                       {{"strides", std::vector<int64_t>{2, 2}}}));
+       }, {randomTensor({2, 16, 11, 11}, 8)}},
+  };
+  codegen::CodegenOptions nests;
+  nests.target = codegen::Target::CudaNests;
+  nests.set("gpu-shared", "on");
+  nests.gpuCoarsenMinThreads = 256;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Graph g;
+    GraphBuilder b(g);
+    c.build(b);
+    std::string staged = test::stageModule(codegen::kernelStages({g.nodes()[0].get()}, nests), "gpu-shared");
+    EXPECT_GE(countOf(staged, "memref.alloca"), 3) << "two footprints and the accumulators:\n" << staged;
+    auto want = interp::run(g, c.inputs);
+    auto got = createBackend(spec)->compile(g)->run(c.inputs);
+    ASSERT_EQ(got.size(), 1u);
+    expectClose(got[0], want[0], 1e-4, c.name);
+  }
 }
 
 // contract: a contraction's multiply and add become one fma.rn.f32 in PTX;
