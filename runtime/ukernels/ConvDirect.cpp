@@ -34,6 +34,16 @@ struct BlockInputs {
   int64_t first, count;
 };
 
+// p advanced by `step` floats, opaque to the optimizer: a walk along the row stays one pointer and one add per
+// pixel, where GCC otherwise keeps one offset per (pixel, cell) and, out of registers, reloads them from the stack.
+FRICTION_INLINE const float* advance(const float* p, int64_t step) {
+  p += step;
+#if defined(__GNUC__)
+  asm("" : "+r"(p));
+#endif
+  return p;
+}
+
 // Grouped: the block's 16 output channels read the input channels of their
 // groups (`inputs` of them from the block's first); each is broadcast and
 // multiplied by a 16-lane weight vector that is zero in the lanes of other
@@ -46,19 +56,20 @@ struct BlockInputs {
 // read disjoint inputs (groups of at most 8 channels), each vector multiplies
 // its own inputs only, not the zeros of the others' (RegNetY's groups of 8:
 // half the multiplies).
-template <class P>
-struct GroupedCells {
-  using Block = P;
+//
+// Planar: the inputs' channels lie H * W floats apart (NCHW), else 1 (NHWC).
+template <class P, bool Planar>
+struct GroupedInputs {
   using V = typename P::V;
   static constexpr int N = int(sizeof(P) / sizeof(V)), W = P::kWidth / N;
   int64_t inputs;
-  int64_t channelStride;  // floats between input channels: 1 (NHWC) or H * W (NCHW)
+  int64_t planeStride;  // floats between input channels when Planar
   int64_t from[N], to[N];  // vector i's inputs [from[i], to[i]), when `split`
   bool split;
 
-  // The cells of the block of output channels [k0, k0 + 16) over the input channels `in` reads.
-  FRICTION_INLINE GroupedCells(const Conv2d& g, int64_t k0, BlockInputs in, int64_t channelStride)
-      : inputs(in.count), channelStride(channelStride), split(N > 1) {
+  // The block of output channels [k0, k0 + 16) over the input channels `in` reads.
+  FRICTION_INLINE GroupedInputs(const Conv2d& g, int64_t k0, BlockInputs in)
+      : inputs(in.count), planeStride(g.H * g.W), split(N > 1) {
     const int64_t cg = g.C / g.group, kg = g.K / g.group;
     int64_t read = 0;
     for (int i = 0; i < N; ++i) {
@@ -68,23 +79,56 @@ struct GroupedCells {
     }
     split = split && read <= inputs;  // no input read by two vectors
   }
+  FRICTION_INLINE int64_t channelStride() const { return Planar ? planeStride : 1; }
+  // The inputs every vector that reads any reads (split), or the block's inputs; 0 if the vectors differ.
+  FRICTION_INLINE int64_t uniformCount() const {
+    if (!split) return inputs;
+    int64_t count = 0;
+    for (int i = 0; i < N; ++i)
+      if (to[i] > from[i]) {
+        if (count && count != to[i] - from[i]) return 0;
+        count = to[i] - from[i];
+      }
+    return count;
+  }
+};
+
+// Count: uniformCount() when fixed at compile time, so the loop over the inputs unrolls into loads at constant
+// offsets (RegNetY-400MF's direct convs: 0.73x the instructions of the runtime loop); 0: any count.
+template <class P, bool Planar, int Count = 0>
+struct GroupedCells : GroupedInputs<P, Planar> {
+  using Block = P;
+  using Base = GroupedInputs<P, Planar>;
+  using typename Base::V;
+  using Base::N, Base::W, Base::from, Base::to, Base::inputs, Base::split;
   template <int T>
   FRICTION_INLINE void accumulate(P* acc, const float* x, int64_t pixelStride, const float* w) const {
+    const int64_t cs = this->channelStride();
+    // Each pixel's input as a pointer of its own: the unrolled loads are then constant offsets from it (left
+    // to itself, GCC kept the T * Count addresses on the stack and reloaded one per broadcast).
+    const float* xp[T];
+#pragma GCC unroll 8
+    for (int p = 0; p < T; ++p) xp[p] = advance(x, p * pixelStride);
     if (split) {
 #pragma GCC unroll 4
-      for (int i = 0; i < N; ++i)
-        for (int64_t ci = from[i]; ci < to[i]; ++ci) {
+      for (int i = 0; i < N; ++i) {
+        if (Count > 0 && to[i] == from[i]) continue;  // lanes past K
+        const float* wi = w + from[i] * kLanes + i * W;
+#pragma GCC unroll 16
+        for (int64_t ci = 0; ci < (Count > 0 ? Count : to[i] - from[i]); ++ci) {
           V wv;
-          std::memcpy(&wv, w + ci * kLanes + i * W, sizeof(V));
+          std::memcpy(&wv, wi + ci * kLanes, sizeof(V));
 #pragma GCC unroll 8
-          for (int p = 0; p < T; ++p) acc[p].v[i] += x[p * pixelStride + ci * channelStride] * wv;
+          for (int p = 0; p < T; ++p) acc[p].v[i] += xp[p][(from[i] + ci) * cs] * wv;
         }
+      }
       return;
     }
-    for (int64_t ci = 0; ci < inputs; ++ci) {
+#pragma GCC unroll 16
+    for (int64_t ci = 0; ci < (Count > 0 ? Count : inputs); ++ci) {
       const P wv = P::load(w + ci * kLanes);
 #pragma GCC unroll 8
-      for (int p = 0; p < T; ++p) acc[p].multiplyAdd(x[p * pixelStride + ci * channelStride], wv);
+      for (int p = 0; p < T; ++p) acc[p].multiplyAdd(xp[p][ci * cs], wv);
     }
   }
 };
@@ -259,16 +303,6 @@ FRICTION_INLINE void depthwiseFinish(const DepthwiseRowArgs<P>& a, P v, int64_t 
   v.store(a.y + ow * a.K + k);
 }
 
-// p advanced by `step` floats, opaque to the optimizer: a walk along the row stays one pointer and one add per
-// pixel, where GCC otherwise keeps one offset per (pixel, cell) and, out of registers, reloads them from the stack.
-FRICTION_INLINE const float* advance(const float* p, int64_t step) {
-  p += step;
-#if defined(__GNUC__)
-  asm("" : "+r"(p));
-#endif
-  return p;
-}
-
 // Interior pixels from ow (every window cell inside the input) in tiles of T while a whole tile fits before
 // `end`; returns the first pixel left. KS: the window width when fixed at compile time (0: a.S); Stride: the
 // horizontal stride when fixed and the window undilated (0: any). With both fixed, each input pixel of a
@@ -420,16 +454,31 @@ FRICTION_INLINE void directRowOf(const DirectConv& d, int64_t n, int64_t oh, Row
     }
   }
   using P = PackOf<kLanes, NW>;
-  const BlockInputs in = blockInputs(g, blk.k0);
   const P bias = d.e.bias ? P::load(d.e.bias + blk.k0, blk.lanes) : P::splat(0.f);
   const float* w = d.packed + blk.k0 / kLanes * g.R * g.S * d.cellStride;
   const P lo = P::splat(d.e.lo), hi = P::splat(d.e.hi);
+  const BlockInputs in = blockInputs(g, blk.k0);
+  auto run = [&]<bool Planar>() FRICTION_LAMBDA_INLINE {
+    const GroupedInputs<P, Planar> inputs(g, blk.k0, in);
+    const float* xk = xn + in.first * inputs.channelStride();
+    auto withCount = [&]<int Count>() FRICTION_LAMBDA_INLINE {
+      runRow<GroupedCells<P, Planar, Count>, Planar>(res, g, GroupedCells<P, Planar, Count>{inputs}, xk, w,
+                                                     d.cellStride, oh, rLo, rHi, bias, lo, hi, res, d.y + out,
+                                                     blk.lanes, d.e);
+    };
+    // The counts of the models' grouped blocks (groups of 4 or 8 split into 8 a vector, of 16 whole) and of
+    // RGB stems.
+    switch (inputs.uniformCount()) {
+      case 3: return withCount.template operator()<3>();
+      case 8: return withCount.template operator()<8>();
+      case 16: return withCount.template operator()<16>();
+      default: return withCount.template operator()<0>();
+    }
+  };
   if (d.planar)
-    runRow<GroupedCells<P>, true>(res, g, GroupedCells<P>(g, blk.k0, in, g.H * g.W), xn + in.first * g.H * g.W, w,
-                                  d.cellStride, oh, rLo, rHi, bias, lo, hi, res, d.y + out, blk.lanes, d.e);
+    run.template operator()<true>();
   else
-    runRow<GroupedCells<P>>(res, g, GroupedCells<P>(g, blk.k0, in, 1), xn + in.first, w, d.cellStride, oh, rLo, rHi, bias,
-                            lo, hi, res, d.y + out, blk.lanes, d.e);
+    run.template operator()<false>();
 }
 
 }  // namespace

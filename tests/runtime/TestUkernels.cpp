@@ -230,9 +230,10 @@ TEST(Conv, BothLayoutsAnyGroupWithEpiloguesOfBiasResidualAndClamp) {
                                          {48, 48, 5, 2, 2, 48, 1}, {12, 18, 3, 1, 1, 3, 1},  {16, 8, 1, 1, 0, 4, 1},
                                          {6, 12, 3, 2, 1, 6, 1},   {8, 8, 3, 1, 2, 8, 2},    {6, 10, 3, 1, 2, 2, 2},
                                          // grouped, direct: 16-lane blocks over 2 groups (width 8), a partial last
-                                         // block (104 = 6.5 x 16), groups of 24 that straddle blocks, width 32
+                                         // block (104 = 6.5 x 16), groups of 24 that straddle blocks, width 32,
+                                         // width 16 (one group a block)
                                          {48, 48, 3, 1, 1, 6, 1},  {104, 104, 3, 2, 1, 13, 1}, {72, 72, 3, 1, 1, 3, 1},
-                                         {64, 64, 3, 1, 1, 2, 1},  {40, 80, 1, 1, 0, 5, 1},
+                                         {64, 64, 3, 1, 1, 2, 1},  {40, 80, 1, 1, 0, 5, 1},    {48, 48, 3, 2, 1, 3, 1},
                                          // depthwise blocks of 16, then 8, 4 and 1 channels
                                          {24, 24, 3, 1, 1, 24, 1}, {31, 31, 3, 2, 1, 31, 1},
                                          // dense over <= 4 channels, direct: RGB stems, a partial block, dilated
