@@ -467,13 +467,17 @@ FRICTION_INLINE void directRowOf(const DirectConv& d, int64_t n, int64_t oh, Row
                                                      blk.lanes, d.e);
     };
     // The counts of the models' grouped blocks (groups of 4 or 8 split into 8 a vector, of 16 whole) and of
-    // RGB stems.
+    // RGB stems. Only in GCC's x86 build, the product build: clang's sanitizer build (the fuzz tree, whose
+    // targets never run a convolution) compiles every width for every ISA and spent over 18 minutes on this
+    // file with them.
+#if defined(FRICTION_X86_COPIES)
     switch (inputs.uniformCount()) {
       case 3: return withCount.template operator()<3>();
       case 8: return withCount.template operator()<8>();
       case 16: return withCount.template operator()<16>();
-      default: return withCount.template operator()<0>();
     }
+#endif
+    withCount.template operator()<0>();
   };
   if (d.planar)
     run.template operator()<true>();
