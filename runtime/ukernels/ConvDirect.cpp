@@ -114,21 +114,30 @@ struct GroupedCells : GroupedInputs<P, Planar> {
       for (int i = 0; i < N; ++i) {
         if (Count > 0 && to[i] == from[i]) continue;  // lanes past K
         const float* wi = w + from[i] * kLanes + i * W;
-#pragma GCC unroll 16
-        for (int64_t ci = 0; ci < (Count > 0 ? Count : to[i] - from[i]); ++ci) {
+        forInputs(to[i] - from[i], [&](int64_t ci) FRICTION_LAMBDA_INLINE {
           V wv;
           std::memcpy(&wv, wi + ci * kLanes, sizeof(V));
 #pragma GCC unroll 8
           for (int p = 0; p < T; ++p) acc[p].v[i] += xp[p][(from[i] + ci) * cs] * wv;
-        }
+        });
       }
       return;
     }
-#pragma GCC unroll 16
-    for (int64_t ci = 0; ci < (Count > 0 ? Count : inputs); ++ci) {
+    forInputs(inputs, [&](int64_t ci) FRICTION_LAMBDA_INLINE {
       const P wv = P::load(w + ci * kLanes);
 #pragma GCC unroll 8
       for (int p = 0; p < T; ++p) acc[p].multiplyAdd(xp[p][ci * cs], wv);
+    });
+  }
+  // body(ci) for the inputs ci in [0, Count), unrolled, or in [0, count) as a plain loop (unrolled by 16 it only
+  // adds code: the counts that matter are fixed).
+  template <class Body>
+  FRICTION_INLINE static void forInputs(int64_t count, const Body& body) {
+    if constexpr (Count > 0) {
+#pragma GCC unroll 16
+      for (int64_t ci = 0; ci < Count; ++ci) body(ci);
+    } else {
+      for (int64_t ci = 0; ci < count; ++ci) body(ci);
     }
   }
 };
@@ -467,17 +476,13 @@ FRICTION_INLINE void directRowOf(const DirectConv& d, int64_t n, int64_t oh, Row
                                                      blk.lanes, d.e);
     };
     // The counts of the models' grouped blocks (groups of 4 or 8 split into 8 a vector, of 16 whole) and of
-    // RGB stems. Only in GCC's x86 build, the product build: clang's sanitizer build (the fuzz tree, whose
-    // targets never run a convolution) compiles every width for every ISA and spent over 18 minutes on this
-    // file with them.
-#if defined(FRICTION_X86_COPIES)
+    // RGB stems.
     switch (inputs.uniformCount()) {
       case 3: return withCount.template operator()<3>();
       case 8: return withCount.template operator()<8>();
       case 16: return withCount.template operator()<16>();
+      default: return withCount.template operator()<0>();
     }
-#endif
-    withCount.template operator()<0>();
   };
   if (d.planar)
     run.template operator()<true>();
