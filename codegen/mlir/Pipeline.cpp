@@ -165,6 +165,88 @@ static void wrapSerialWork(mlir::ModuleOp module) {
   }
 }
 
+// LLVM vectorizes a generic's innermost loop by the vector width and runs the
+// rest scalar: an NCHW plane's rows of 7, 14 or 28 leave 7, 6 or 4 elements of
+// each row to scalar code, which for a Sigmoid or Erf body costs more than the
+// vector part (EfficientNetV2-S's all-off Sigmoids took 7x ORT's). Adjacent
+// static dims that every operand reads contiguously and in order become one
+// dim (memref.collapse_shape views), so the vector loop covers the plane.
+// Dynamic dims stay apart: they are the program's row slabs.
+// A broadcast operand reads its unit dims at a constant 0 (a per-channel
+// [C, 1, 1] as (d1, 0, 0)), which makes its map no projected permutation, the
+// form the collapse reads. A collapse_shape view without those dims leaves the
+// map the dims it does read.
+static void dropBroadcastUnitDims(mlir::linalg::GenericOp op, mlir::IRRewriter& rewriter) {
+  llvm::SmallVector<mlir::AffineMap> maps = op.getIndexingMapsArray();
+  bool changed = false;
+  for (mlir::OpOperand* operand : op.getDpsInputOperands()) {
+    mlir::AffineMap map = maps[operand->getOperandNumber()];
+    auto type = mlir::dyn_cast<mlir::MemRefType>(operand->get().getType());
+    if (!type || map.isProjectedPermutation()) continue;
+    llvm::SmallVector<mlir::ReassociationIndices> groups;  // each read dim with the unit dims around it
+    llvm::SmallVector<mlir::AffineExpr> read;
+    mlir::ReassociationIndices leading;  // unit dims before the first read one
+    bool unitOnly = true;
+    for (int64_t r = 0; r < int64_t(map.getNumResults()); ++r) {
+      mlir::AffineExpr e = map.getResult(r);
+      auto constant = mlir::dyn_cast<mlir::AffineConstantExpr>(e);
+      if (mlir::isa<mlir::AffineDimExpr>(e)) {
+        groups.push_back(leading);
+        groups.back().push_back(r);
+        leading.clear();
+        read.push_back(e);
+      } else if (constant && constant.getValue() == 0 && type.getDimSize(r) == 1) {
+        (groups.empty() ? leading : groups.back()).push_back(r);
+      } else {
+        unitOnly = false;
+      }
+    }
+    if (!unitOnly) continue;
+    rewriter.setInsertionPoint(op);
+    operand->set(rewriter.create<mlir::memref::CollapseShapeOp>(op.getLoc(), operand->get(), groups));
+    maps[operand->getOperandNumber()] = mlir::AffineMap::get(map.getNumDims(), 0, read, op.getContext());
+    changed = true;
+  }
+  if (changed) op.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
+}
+
+void collapseElementwiseDims(mlir::ModuleOp module, const CodegenOptions&) {
+  llvm::SmallVector<mlir::linalg::GenericOp> generics;
+  module.walk([&](mlir::linalg::GenericOp op) {
+    if (op.getNumReductionLoops() == 0 && op.hasPureBufferSemantics()) generics.push_back(op);
+  });
+  mlir::IRRewriter rewriter(module.getContext());
+  for (mlir::linalg::GenericOp op : generics) {
+    dropBroadcastUnitDims(op, rewriter);
+    llvm::SmallVector<mlir::AffineMap> maps = op.getIndexingMapsArray();
+    // isDimSequencePreserved reads projected permutations only.
+    if (!llvm::all_of(maps, [](mlir::AffineMap m) { return m.isProjectedPermutation(); })) continue;
+    llvm::SmallVector<int64_t> extents = op.getStaticLoopRanges();
+    llvm::SmallVector<mlir::ReassociationIndices> runs;
+    mlir::ReassociationIndices run;
+    auto close = [&] {
+      if (run.size() > 1) runs.push_back(run);
+      run.clear();
+    };
+    for (int64_t d = 0; d < int64_t(extents.size()); ++d) {
+      if (mlir::ShapedType::isDynamic(extents[d])) {
+        close();
+        continue;
+      }
+      mlir::ReassociationIndices longer = run;
+      longer.push_back(d);
+      if (!run.empty() && !mlir::linalg::areDimSequencesPreserved(maps, {longer})) close();
+      run.push_back(d);
+    }
+    close();
+    if (runs.empty()) continue;
+    rewriter.setInsertionPoint(op);
+    mlir::FailureOr<mlir::linalg::CollapseResult> collapsed = mlir::linalg::collapseOpIterationDims(op, runs, rewriter);
+    FRICTION_CHECK(mlir::succeeded(collapsed), "codegen: collapse could not merge an elementwise generic's dims");
+    rewriter.eraseOp(op);
+  }
+}
+
 void convertToLoops(mlir::ModuleOp module, const CodegenOptions&) {
   runPasses(module, "loops",
             [](mlir::PassManager& pm) { pm.addNestedPass<mlir::func::FuncOp>(mlir::createConvertLinalgToLoopsPass()); });

@@ -53,6 +53,12 @@ void gemmEpilogue(GraphBuilder& b) {
   b.output(b.op("Relu", {y}));
 }
 
+// x * per-channel scale, then Sigmoid, over NCHW planes of 7x7: what the collapse stage merges into one loop.
+void channelScaleSigmoid(GraphBuilder& b) {
+  Value* x = b.input("x", {DType::F32, {1, 8, 7, 7}});
+  b.output(b.op("Sigmoid", {b.op("Mul", {x, b.constant(randomTensor({8, 1, 1}, 15), "scale")})}));
+}
+
 // A MatMul with B read along n: what the interchange stage reorders when the microkernel is off.
 void matmul(GraphBuilder& b) {
   Value* x = b.input("x", {DType::F32, {4, 32}});
@@ -65,6 +71,7 @@ const std::vector<GoldenCase>& goldenCases() {
       {"gemm_epilogue", gemmEpilogue, {"fuse-epilogues"}, {}},
       {"matmul_loops", matmul, {}, {"ukernels"}},
       {"gemm_epilogue_cuda", gemmEpilogue, {"fuse-epilogues"}, {}, codegen::Target::Cuda},
+      {"elementwise_planes", channelScaleSigmoid, {"fuse-elementwise"}, {}},
   };
   return cases;
 }

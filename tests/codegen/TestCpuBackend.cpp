@@ -577,6 +577,34 @@ TEST_F(CpuBackendTest, ElementwiseKernelsRunOnSlabsOfTheirSplitDim) {
   }
 }
 
+TEST_F(CpuBackendTest, ElementwiseKernelsRunAPlaneAsOneLoop) {
+  // The collapse stage merges a 7x7 plane into one dim of 49 in x and the output when every operand reads
+  // the plane whole or not at all: per channel (unit dims dropped first, at either rank), per pixel, at batch
+  // 1 (channels are the split dim) and 2. An operand that reads a row without the plane's other dim keeps the
+  // dims apart. With the stage on and off the kernel agrees with interp.
+  struct Case {
+    std::vector<int64_t> x, other;
+    bool merged;
+  };
+  for (const Case& c : {Case{{1, 6, 7, 7}, {6, 1, 1}, true}, Case{{2, 6, 7, 7}, {7, 7}, true},
+                        Case{{1, 6, 7, 7}, {1, 6, 1, 1}, true}, Case{{1, 6, 7, 7}, {6, 1, 7}, false}}) {
+    SCOPED_TRACE(Shape::fromStatic(c.x).str() + " * " + Shape::fromStatic(c.other).str());
+    Graph g;
+    GraphBuilder b(g);
+    Value* x = b.input("x", {DType::F32, Shape::fromStatic(c.x)});
+    b.output(b.op("Sigmoid", {b.op("Mul", {x, b.constant(randomTensor(c.other, 91))})}));
+    PipelineOptions fuse;
+    fuse.only = {"fuse-elementwise"};
+    runPipeline(g, buildPipeline(fuse));
+    ASSERT_EQ(g.nodes().size(), 1u);
+    std::string collapsed = stageModule(codegen::kernelStages({g.nodes()[0].get()}), "collapse");
+    EXPECT_EQ(countOf(collapsed, "[2, 3]] : memref<"), c.merged ? 2 : 0) << collapsed;
+    std::vector<Tensor> in = {randomTensor(c.x, 92, -6.0f, 6.0f)};
+    auto want = interp::run(g, in);
+    for (const std::string backend : {"cpu", "cpu?collapse=off"}) expectClose(runCpu(g, in, backend).outputs[0], want[0], 1e-5, backend);
+  }
+}
+
 TEST_F(CpuBackendTest, ProfileTimesEveryStepByKind) {
   // cpu?profile=on: one row per kind of step, with its calls per run; plain cpu reports nothing.
   Graph g;
