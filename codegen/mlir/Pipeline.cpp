@@ -165,13 +165,6 @@ static void wrapSerialWork(mlir::ModuleOp module) {
   }
 }
 
-// LLVM vectorizes a generic's innermost loop by the vector width and runs the
-// rest scalar: an NCHW plane's rows of 7, 14 or 28 leave 7, 6 or 4 elements of
-// each row to scalar code, which for a Sigmoid or Erf body costs more than the
-// vector part (EfficientNetV2-S's all-off Sigmoids took 7x ORT's). Adjacent
-// static dims that every operand reads contiguously and in order become one
-// dim (memref.collapse_shape views), so the vector loop covers the plane.
-// Dynamic dims stay apart: they are the program's row slabs.
 // A broadcast operand reads its unit dims at a constant 0 (a per-channel
 // [C, 1, 1] as (d1, 0, 0)), which makes its map no projected permutation, the
 // form the collapse reads. A collapse_shape view without those dims leaves the
@@ -210,6 +203,13 @@ static void dropBroadcastUnitDims(mlir::linalg::GenericOp op, mlir::IRRewriter& 
   if (changed) op.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
 }
 
+// LLVM vectorizes a generic's innermost loop by the vector width and runs the
+// rest scalar: an NCHW plane's rows of 7, 14 or 28 leave 7, 6 or 4 elements of
+// each row to scalar code, which for a Sigmoid or Erf body costs more than the
+// vector part (EfficientNetV2-S's all-off Sigmoids took 7x ORT's). Adjacent
+// static dims that every operand reads contiguously and in order become one
+// dim (memref.collapse_shape views), so the vector loop covers the plane.
+// Dynamic dims stay apart: they are the program's row slabs.
 void collapseElementwiseDims(mlir::ModuleOp module, const CodegenOptions&) {
   llvm::SmallVector<mlir::linalg::GenericOp> generics;
   module.walk([&](mlir::linalg::GenericOp op) {
