@@ -14,6 +14,8 @@ namespace friction::ukernels {
 namespace {
 
 constexpr int64_t kParallelElements = int64_t(1) << 16;
+// The least a thread copies of a contiguous run cut into chunks (64 KB).
+constexpr int64_t kChunkElements = int64_t(1) << 14;
 
 // The x and y offsets of element `index` of the row-major space of dims [0, end), dim `skip` left out.
 std::pair<int64_t, int64_t> offsetsOf(int64_t index, const std::vector<int64_t>& dims, const std::vector<int64_t>& xs,
@@ -87,16 +89,24 @@ void copyStrided(const float* x, const std::vector<int64_t>& xStrides, float* y,
   }
   int64_t rows = 1;
   for (size_t d = 0; d + 1 < r; ++d) rows *= dims[d];
+  if (xInner == 1 && yInner == 1) {
+    // Contiguous runs. With fewer runs than threads (an NCHW Concat input at batch 1 is one run of up to
+    // megabytes) each run is cut into chunks of at least kChunkElements, so every thread copies.
+    const int64_t threads = omp_get_max_threads();
+    const int64_t chunks = rows >= threads ? 1 : std::clamp<int64_t>(inner / kChunkElements, 1, threads);
+    const int64_t chunk = (inner + chunks - 1) / chunks;
+#pragma omp parallel for schedule(static) if (rows * chunks > 1 && rows * inner > kChunkElements)
+    for (int64_t task = 0; task < rows * chunks; ++task) {
+      const auto [xo, yo] = offsetsOf(task / chunks, dims, xs, ys, r - 1);
+      const int64_t j0 = task % chunks * chunk, j1 = std::min(inner, j0 + chunk);
+      std::memcpy(y + yo + j0, x + xo + j0, size_t(j1 - j0) * sizeof(float));
+    }
+    return;
+  }
 #pragma omp parallel for schedule(static) if (rows * inner > kParallelElements)
   for (int64_t row = 0; row < rows; ++row) {
     const auto [xo, yo] = offsetsOf(row, dims, xs, ys, r - 1);
-    const float* in = x + xo;
-    float* out = y + yo;
-    if (xInner == 1 && yInner == 1) {
-      std::memcpy(out, in, size_t(inner) * sizeof(float));
-    } else {
-      for (int64_t j = 0; j < inner; ++j) out[j * yInner] = in[j * xInner];
-    }
+    for (int64_t j = 0; j < inner; ++j) y[yo + j * yInner] = x[xo + j * xInner];
   }
 }
 

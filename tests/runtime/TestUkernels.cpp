@@ -497,6 +497,31 @@ TEST(CopyStrided, TransposesMatchTheDefinitionOverTileEdges) {
   }
 }
 
+// An NCHW Concat input: each batch row is one contiguous run of 267,337 elements, fewer runs than threads, so
+// the runs are cut into chunks (uneven with 3 threads); written at a channel offset into a destination twice
+// as wide, whose other channels stay untouched.
+TEST(CopyStrided, ContiguousRunsAreCutIntoChunksAcrossThreads) {
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 2, 3})
+    for (int64_t batch : {1, 2}) {
+      omp_set_num_threads(threads);
+      const std::vector<int64_t> shape = {batch, 7, 181, 211}, out = {batch, 14, 181, 211};
+      const int64_t plane = 7 * 181 * 211;
+      std::vector<float> x = randoms(size_t(batch * plane), 5), y(size_t(2 * batch * plane), NAN);
+      const std::vector<int64_t> ys = denseStrides(out);
+      copyStrided(x.data(), denseStrides(shape), y.data() + 7 * ys[1], ys, shape);
+      bool same = true, untouched = true;
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t i = 0; i < plane; ++i) {
+          same &= y[size_t(b * ys[0] + plane + i)] == x[size_t(b * plane + i)];
+          untouched &= std::isnan(y[size_t(b * ys[0] + i)]);
+        }
+      EXPECT_TRUE(same) << threads << " threads, batch " << batch;
+      EXPECT_TRUE(untouched) << threads << " threads, batch " << batch;
+    }
+  omp_set_num_threads(saved);
+}
+
 TEST(AffineFor, RunsEveryItemOnceForAnyCountAndTeam) {
   for (int64_t n : {0, 1, 2, 3, 7, 64, 1001})
     for (int threads : {1, 2, 3, 8}) {
