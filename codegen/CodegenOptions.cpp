@@ -75,6 +75,15 @@ void CodegenOptions::set(const std::string& stage, const std::string& value) {
   else disabled.erase(stage);
 }
 
+void CodegenOptions::setSwitch(const std::string& setting) {
+  const size_t eq = setting.find('=');
+  FRICTION_CHECK(eq != std::string::npos, "codegen: a stage switch is NAME=on|off, got '" + setting + "'");
+  const std::string stage = setting.substr(0, eq);
+  set(stage, setting.substr(eq + 1));
+  FRICTION_CHECK(codegenStage(stage).in(target),
+                 "codegen: stage '" + stage + "' is not in the " + targetName(target) + " pipeline");
+}
+
 std::string CodegenOptions::str() const {
   std::string s;
   for (const CodegenStage& stage : codegenStages())

@@ -88,6 +88,8 @@ struct CodegenOptions {
   // Turns a stage on or off from a backend option NAME=on|off; throws Error
   // for unknown stages, stages that cannot be switched and other values.
   void set(const std::string& stage, const std::string& value);
+  // The same from "NAME=on|off", where NAME must also be a stage of `target`'s pipeline.
+  void setSwitch(const std::string& setting);
   // The switches that differ from their defaults ("ukernels=off,gpu-shared=on"),
   // or "default stages".
   std::string str() const;

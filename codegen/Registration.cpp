@@ -66,6 +66,9 @@ std::unique_ptr<Backend> makeCpuBackend(const std::map<std::string, std::string>
   for (const char* gpuOnly : {"gpu-block", "gpu-thread-outputs", "gpu-thread-columns", "gpu-shared-columns", "gpu-coarsen-min-threads"})
     FRICTION_CHECK(!options.count(gpuOnly) || cpu.codegen.target != Target::Cpu,
                    std::string("backend cpu: ") + gpuOnly + " needs target=cuda-nests");
+  for (const CodegenStage& s : codegenStages())
+    FRICTION_CHECK(!options.count(s.name) || s.in(cpu.codegen.target),
+                   std::string("backend cpu: stage ") + s.name + " is not in the " + targetName(cpu.codegen.target) + " pipeline");
   return createCpuBackend(cpu, createJitSource(cpu.codegen, cpu.compileEach));
 }
 

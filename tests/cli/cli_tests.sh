@@ -251,8 +251,11 @@ expect_error cpu-bad-thread-columns "gpu-thread-columns must be a power of 2 fro
   "$F" run zoo:mlp --backend 'cpu?target=cuda-nests&gpu-thread-columns=0'
 expect_error cuda-bad-thread-columns "--gpu-thread-columns must be a power of 2 from 1 to 64, got '12'" -- \
   "$F" compile "$AOT_M" --backend cuda --emit-ptx "$T/x" --gpu-thread-columns 12
-expect_error cuda-bad-stage "--stage takes NAME=on|off with NAME a switchable stage of the cuda pipeline, got 'ukernels=off'" -- \
+expect_error cuda-cpu-stage "stage 'ukernels' is not in the cuda pipeline" -- \
   "$F" compile "$AOT_M" --backend cuda --emit-ptx "$T/x" --stage ukernels=off
+expect_error cuda-stage-without-value "a stage switch is NAME=on\\|off, got 'gpu-shared'" -- \
+  "$F" compile "$AOT_M" --backend cuda --emit-ptx "$T/x" --stage gpu-shared
+expect_error cuda-stage-on-cpu "stage gpu-shared is not in the cpu pipeline" -- "$F" run zoo:mlp --backend 'cpu?gpu-shared=on'
 expect_error cuda-bad-shared-columns "--gpu-shared-columns must be a power of 2 from 1 to 64, got '0'" -- \
   "$F" compile "$AOT_M" --backend cuda --emit-ptx "$T/x" --gpu-shared-columns 0
 expect_error shared-columns-on-cpu "gpu-shared-columns needs target=cuda-nests" -- \

@@ -64,15 +64,8 @@ void compileForCuda(const CompileArgs& a) {
   if (a.gpuThreadOutputs == 0) o.set("gpu-coarsen", "off");
   else o.gpuThreadOutputs = codegen::parseThreadOutputs("compile", "--gpu-thread-outputs", std::to_string(a.gpuThreadOutputs));
   o.gpuThreadColumns = codegen::parseThreadOutputs("compile", "--gpu-thread-columns", std::to_string(a.gpuThreadColumns));
-  for (const std::string& setting : a.stages) {
-    const size_t eq = setting.find('=');
-    const std::string stage = setting.substr(0, eq), value = eq == std::string::npos ? "" : setting.substr(eq + 1);
-    FRICTION_CHECK(codegen::isStageSwitch(stage) && codegen::codegenStage(stage).in(codegen::Target::Cuda) &&
-                       (value == "on" || value == "off"),
-                   "compile: --stage takes NAME=on|off with NAME a switchable stage of the cuda pipeline, got '" +
-                       setting + "'");
-    o.set(stage, value);
-  }
+  o.target = codegen::Target::Cuda;
+  for (const std::string& setting : a.stages) o.setSwitch(setting);
   o.gpuSharedColumns = codegen::parseThreadOutputs("compile", "--gpu-shared-columns", std::to_string(a.gpuSharedColumns));
   codegen::GpuCompileReport r = codegen::compileForGpu(*g, o);
   if (!a.emitPtx.empty()) codegen::writePtxFolder(r, a.emitPtx);
