@@ -59,7 +59,8 @@ void addPackedWrappers(llvm::Module& m, const std::vector<std::string>& names) {
   }
 }
 
-// Float operations in a loop body from which on it is a long dependent chain.
+// A loop body with at least this many float operations holds a long dependent
+// chain (an exp, erf or tanh approximation), not a multiply-add or two.
 constexpr int kLongFloatBody = 16;
 
 // The pipeline below interleaves no loop unless told (compile time). An
