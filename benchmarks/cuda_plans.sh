@@ -6,8 +6,8 @@
 #   numerics/<name>: with --reference (seeded inputs, the interpreter's outputs):
 #     the zoo archetypes at batch 1 and 2 (one with 7-thread blocks, so every
 #     nest ends in a partial block; three with every contraction in shared-memory
-#     tiles), the torch fixtures, MobileNetV2 full size at batch 1 and, with
-#     shared-memory tiles, 8.
+#     tiles), the torch fixtures, MobileNetV2 full size at batch 1 and 8 (where
+#     its large pointwise convolutions take shared-memory tiles).
 #   timing/<model>-b<N>: ResNet-50, MobileNetV2 and ViT-B/16 at batch 1 and 32,
 #     weights.bin left out (too large to carry; friction-cuda-run --fill-weights).
 #   ablate/<model>-b<N>/<config>: the default pipeline (without convert-layout),
@@ -15,7 +15,7 @@
 #     changes the GPU program (ResNet-50 and MobileNetV2
 #     at batch 1 and 32, ViT-B/16 at batch 1), at batch 32 also 64- and
 #     1024-thread blocks; and for all of them and ViT-B/16 at batch 32 the
-#     codegen switches (gpu-shared on and its tiles' columns, contract off,
+#     codegen switches (gpu-shared off, its tiles' columns, contract off,
 #     gpu-coarsen's options); weights left out.
 # PASSES=0 leaves out the pass configurations, CODEGEN=shared the gpu-coarsen
 # switches (a shorter device run).
@@ -44,16 +44,16 @@ while read -r spec; do
   i=$((i + 1))
 done <<< "$zoo_specs"
 plan "zoo:mobilenetv2?depth=3&width=8&resolution=16" "$out/numerics/zoo2-b2-block7" --batch 2 --gpu-block 7 --reference
-# Shared-memory tiles (an opt-in stage) for every contraction: the zoo's nests are too small for the default threshold.
+# Shared-memory tiles for every contraction: the zoo's nests are too small for the default threshold.
 for i in 1 2 3; do
   spec=$(sed -n "$((i + 1))p" <<< "$zoo_specs")
-  plan "zoo:$spec" "$out/numerics/zoo$i-b2-tiled" --batch 2 --stage gpu-shared=on --gpu-coarsen-min-threads 1 --reference
+  plan "zoo:$spec" "$out/numerics/zoo$i-b2-tiled" --batch 2 --gpu-coarsen-min-threads 1 --reference
 done
 for m in "$root"/tests/models/torch/*/; do plan "$m/model.onnx" "$out/numerics/torch-$(basename "$m")" --reference; done
 if [[ -f $families/mobilenet_v2/model.onnx ]]; then
   plan "$families/mobilenet_v2/model.onnx" "$out/numerics/mobilenet_v2-full" --reference
   # At batch 8 its large pointwise convolutions take shared-memory tiles under the default threshold.
-  plan "$families/mobilenet_v2/model.onnx" "$out/numerics/mobilenet_v2-full-b8-shared" --batch 8 --stage gpu-shared=on --reference
+  plan "$families/mobilenet_v2/model.onnx" "$out/numerics/mobilenet_v2-full-b8" --batch 8 --reference
 fi
 for m in resnet50 mobilenet_v2 vit_b_16; do
   [[ -f $families/$m/model.onnx ]] || { echo "skip $m: no $families/$m/model.onnx (see benchmarks/e2e_vs_ort.sh for the export)" >&2; continue; }
@@ -68,12 +68,12 @@ for m in resnet50-1 resnet50-32 mobilenet_v2-1 mobilenet_v2-32 vit_b_16-1 vit_b_
   [[ -f $families/$model/model.onnx ]] || continue
   d=$out/ablate/$model-b$b
   plan "$families/$model/model.onnx" "$d/default" --batch "$b"
-  # Codegen switches as axes of their own: shared-memory tiles (gpu-shared on) 4 wide (its default), 2 or 8,
-  # no fused multiply-adds (contract off); contractions one output per thread read and written at every
-  # reduction step (gpu-coarsen off) or with its accumulator in a register, register tiles of 1 or 8 columns
-  # (the default: 2).
-  codegen_configs=("shared:--stage gpu-shared=on" "shared-columns2:--stage gpu-shared=on --gpu-shared-columns 2"
-                   "shared-columns8:--stage gpu-shared=on --gpu-shared-columns 8" "contract-off:--stage contract=off")
+  # Codegen switches as axes of their own: no shared-memory tiles (gpu-shared off), tiles 4 or 8 columns wide
+  # (the default: 2), no fused multiply-adds (contract off); contractions one output per thread read and
+  # written at every reduction step (gpu-coarsen off) or with its accumulator in a register, register tiles
+  # of 1 or 8 columns (the default: 2).
+  codegen_configs=("shared-off:--stage gpu-shared=off" "shared-columns4:--gpu-shared-columns 4"
+                   "shared-columns8:--gpu-shared-columns 8" "contract-off:--stage contract=off")
   [[ ${CODEGEN:-all} == shared ]] || codegen_configs+=(
     "coarsen-off:--gpu-thread-outputs 0" "thread-outputs1:--gpu-thread-outputs 1"
     "columns1:--gpu-thread-columns 1" "columns8:--gpu-thread-columns 8")

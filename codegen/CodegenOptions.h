@@ -59,8 +59,10 @@ struct CodegenOptions {
   // ResNet-50 in 0.93x; 4 and 8 less well (docs/performance.md).
   int64_t gpuThreadColumns = 2;
   // gpu-shared: a thread's outputs along that dim in a shared-memory tile
-  // (times gpuThreadOutputs rows); a tile's width need only be divisible.
-  int64_t gpuSharedColumns = 4;
+  // (times gpuThreadOutputs rows); a tile's width need only be divisible. On
+  // an H200, 2 ran ResNet-50 at batch 32 in 0.97x the time of 4, 8 in 1.5x
+  // (docs/performance.md).
+  int64_t gpuSharedColumns = 2;
   // Coarsening divides a nest's threads; a nest that would keep fewer than
   // this many keeps one output per thread. On an H100 (132 multiprocessors)
   // 65536 ran ResNet-50 at batch 1 in 0.73x the time of 16384 and nothing

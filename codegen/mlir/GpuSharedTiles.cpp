@@ -116,7 +116,8 @@ struct SharedTiling {
 };
 
 // The tiles of `op`, or none when it does not qualify or no tiling leaves
-// gpuCoarsenMinThreads threads (gpu-coarsen takes it then). Among the tilings
+// gpuCoarsenMinThreads threads of gpuThreadOutputs outputs or more each
+// (gpu-coarsen takes it then). Among the tilings
 // that do, the one staging the fewest elements per output, in blocks whose
 // warps are fullest and whose tile is wide along the fast dim; then the
 // widest, then the one with the most threads.
@@ -171,8 +172,12 @@ std::optional<SharedTiling> planSharedTiling(mlir::linalg::GenericOp op, const C
     p.threads = outputs / p.perThread();
     p.blocks = 1;
     for (unsigned d : loops->parallel) p.blocks *= ranges[d] / p.tile[d];
-    if (p.rows == 1 || p.threads < kMinBlockThreads || p.threads > kMaxBlockThreads ||
-        p.threads * p.blocks < options.gpuCoarsenMinThreads)
+    // A thread's register tile must be full (gpu-thread-outputs outputs): with
+    // 2 or 3 outputs it reads shared memory about as often as gpu-coarsen's
+    // threads read the cache, and the barriers come on top (an H200 ran
+    // ResNet-50's batch-1 convolutions 1.1-3x slower staged that way).
+    if (p.rows == 1 || p.perThread() < options.gpuThreadOutputs || p.threads < kMinBlockThreads ||
+        p.threads > kMaxBlockThreads || p.threads * p.blocks < options.gpuCoarsenMinThreads)
       return;
     llvm::SmallVector<int64_t> last;
     for (int64_t t : p.tile) last.push_back(t - 1);

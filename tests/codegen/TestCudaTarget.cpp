@@ -65,23 +65,23 @@ TEST(CudaTarget, PipelinesRunTheirStagesInTableOrder) {
   Graph g;
   GraphBuilder b(g);
   b.output(b.op("Relu", {b.input("x", {DType::F32, {4, 8}})}));
-  auto stages = [&](codegen::Target t, bool shared = false) {
+  auto stages = [&](codegen::Target t, bool shared = true) {
     codegen::CodegenOptions o;
     o.target = t;
-    if (shared) o.set("gpu-shared", "on");
+    if (!shared) o.set("gpu-shared", "off");
     std::vector<std::string> names;
     for (const auto& s : codegen::kernelStages({g.nodes()[0].get()}, o)) names.push_back(s.stage);
     return names;
   };
-  EXPECT_EQ(stages(codegen::Target::Cuda), (std::vector<std::string>{"built", "bufferize", "gpu-coarsen", "parallel-loops",
-                                                                     "gpu-tile", "approximate", "contract", "gpu-outline",
-                                                                     "nvvm"}));
-  EXPECT_EQ(stages(codegen::Target::CudaNests), (std::vector<std::string>{"built", "bufferize", "gpu-coarsen",
-                                                                          "parallel-loops", "gpu-tile", "approximate",
-                                                                          "contract", "llvm"}));
-  // gpu-shared is opt-in.
-  EXPECT_EQ(stages(codegen::Target::Cuda, true)[2], "gpu-shared");
-  EXPECT_EQ(stages(codegen::Target::CudaNests, true)[2], "gpu-shared");
+  EXPECT_EQ(stages(codegen::Target::Cuda), (std::vector<std::string>{"built", "bufferize", "gpu-shared", "gpu-coarsen",
+                                                                     "parallel-loops", "gpu-tile", "approximate", "contract",
+                                                                     "gpu-outline", "nvvm"}));
+  EXPECT_EQ(stages(codegen::Target::CudaNests), (std::vector<std::string>{"built", "bufferize", "gpu-shared",
+                                                                          "gpu-coarsen", "parallel-loops", "gpu-tile",
+                                                                          "approximate", "contract", "llvm"}));
+  // gpu-shared switches off like a graph pass.
+  EXPECT_EQ(stages(codegen::Target::Cuda, false)[2], "gpu-coarsen");
+  EXPECT_EQ(stages(codegen::Target::CudaNests, false)[2], "gpu-coarsen");
 }
 
 // A fused elementwise region is one launch over the flattened domain: 1000
@@ -160,14 +160,14 @@ std::string firstReductionLoop(const std::string& module) {
 // many), its k cut into 2 slices of 16: A's slice (64 x 16, padded to 17 so a
 // column's reads hit different banks) and B's (16 x 48, odd-padded to 49) are
 // copied to workgroup memory between barriers, and each of 64 x 48 / (8 x 4)
-// = 96 threads accumulates 8 rows x 4 columns from there: 12 loads of shared
-// memory for 32 multiplies a step, none of global memory.
+// = 96 threads accumulates 8 rows x 4 columns (shared-columns 4) from there:
+// 12 loads of shared memory for 32 multiplies a step, none of global memory.
 TEST(CudaTarget, ContractionBlocksStageTheirInputsInSharedMemory) {
   Graph g;
   GraphBuilder b(g);
   b.output(b.op("MatMul", {b.input("a", {DType::F32, {64, 32}}), b.constant(randomTensor({32, 48}, 6), "b")}));
   codegen::CodegenOptions o = cudaOptions();
-  o.set("gpu-shared", "on");
+  o.gpuSharedColumns = 4;
   o.gpuCoarsenMinThreads = 1;
   std::string shared = afterStage(g, o, "gpu-shared");
   EXPECT_TRUE(std::regex_search(shared, std::regex("gpu.launch blocks\\(.*\\) in \\(%\\w+ = %c1, %\\w+ = %c1, %\\w+ = %c1\\) "
@@ -195,6 +195,16 @@ TEST(CudaTarget, ContractionBlocksStageTheirInputsInSharedMemory) {
   // Too few threads for the default threshold: gpu-coarsen takes it.
   o.gpuCoarsenMinThreads = codegen::CodegenOptions{}.gpuCoarsenMinThreads;
   EXPECT_EQ(afterStage(g, o, "gpu-shared").find("gpu.launch"), std::string::npos);
+  // A thread's register tile must be full. In one column, 3072 outputs in 384
+  // threads are 8 rows a thread (blocks of 8 x 48): staged. In 768 threads a
+  // tile would be 4 rows: gpu-coarsen takes it, unless 4 is the full tile.
+  o.gpuSharedColumns = 1;
+  o.gpuCoarsenMinThreads = 384;
+  EXPECT_NE(afterStage(g, o, "gpu-shared").find("gpu.launch"), std::string::npos);
+  o.gpuCoarsenMinThreads = 768;
+  EXPECT_EQ(afterStage(g, o, "gpu-shared").find("gpu.launch"), std::string::npos);
+  o.gpuThreadOutputs = 4;
+  EXPECT_NE(afterStage(g, o, "gpu-shared").find("gpu.launch"), std::string::npos);
 }
 
 // gpu-shared's blocks, slices and footprints run on the host (cuda-nests)
@@ -204,7 +214,7 @@ TEST(CudaTarget, ContractionBlocksStageTheirInputsInSharedMemory) {
 // threshold that leaves several blocks each.
 TEST(CudaTarget, SharedTilesMatchTheInterpreterAcrossBlocksAndSlices) {
   codegen::registerCpuBackend();
-  const std::string spec = "cpu?target=cuda-nests&gpu-shared=on&gpu-coarsen-min-threads=256";
+  const std::string spec = "cpu?target=cuda-nests&gpu-coarsen-min-threads=128";
   struct Case {
     std::string name;
     std::function<void(GraphBuilder&)> build;
@@ -229,8 +239,7 @@ TEST(CudaTarget, SharedTilesMatchTheInterpreterAcrossBlocksAndSlices) {
   };
   codegen::CodegenOptions nests;
   nests.target = codegen::Target::CudaNests;
-  nests.set("gpu-shared", "on");
-  nests.gpuCoarsenMinThreads = 256;
+  nests.gpuCoarsenMinThreads = 128;
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     Graph g;
@@ -270,6 +279,7 @@ TEST(CudaTarget, ContractionThreadsComputeSeveralOutputsInRegisters) {
   GraphBuilder b(g);
   b.output(b.op("MatMul", {b.input("a", {DType::F32, {64, 32}}), b.constant(randomTensor({32, 48}, 6), "b")}));
   codegen::CodegenOptions o = cudaOptions();
+  o.set("gpu-shared", "off");  // gpu-coarsen's nests
   o.gpuCoarsenMinThreads = 1;  // 64 x 48 outputs: too few for an H100's default
   o.gpuThreadColumns = 1;      // rows only: CudaTarget.ContractionThreadsComputeARegisterTile
   std::string coarse = afterStage(g, o, "gpu-coarsen");
@@ -297,6 +307,7 @@ TEST(CudaTarget, ContractionThreadsComputeARegisterTile) {
   GraphBuilder b(g);
   b.output(b.op("MatMul", {b.input("a", {DType::F32, {64, 32}}), b.constant(randomTensor({32, 48}, 6), "b")}));
   codegen::CodegenOptions o = cudaOptions();
+  o.set("gpu-shared", "off");  // gpu-coarsen's nests
   o.gpuCoarsenMinThreads = 1;
   o.gpuThreadColumns = 4;
   std::string tile = afterStage(g, o, "gpu-coarsen");
@@ -328,6 +339,7 @@ TEST(CudaTarget, ConvolutionThreadsStepOutputChannels) {
   Value* x = b.input("x", {DType::F32, {1, 4, 10, 10}});
   b.output(b.op("Conv", {x, b.constant(randomTensor({16, 4, 3, 3}, 4))}));
   codegen::CodegenOptions o = cudaOptions();
+  o.set("gpu-shared", "off");  // gpu-coarsen's nests
   o.gpuCoarsenMinThreads = 1;
   // Whole window, dims (n, g, k, oh, ow, c, r, s): k stepped by 8, and 2
   // columns of the row of pixels, 4 apart (the weights do not read them).
@@ -500,20 +512,21 @@ std::vector<NestCase> nestCases() {
   for (const char* spec : kArchetypes) cases.push_back({spec, "cpu?target=cuda-nests"});
   cases.push_back({kArchetypes[0], "cpu?target=cuda-nests&gpu-block=7"});
   cases.push_back({kArchetypes[2], "cpu?target=cuda-nests&gpu-block=7"});
-  // Every contraction coarsened, however few threads that leaves (the zoo's nests are small).
+  // Every contraction coarsened by gpu-coarsen, however few threads that leaves (the zoo's nests are small).
   for (const char* spec : kArchetypes)
-    cases.push_back({spec, "cpu?target=cuda-nests&gpu-thread-outputs=4&gpu-coarsen-min-threads=1"});
+    cases.push_back({spec, "cpu?target=cuda-nests&gpu-shared=off&gpu-thread-outputs=4&gpu-coarsen-min-threads=1"});
   // Rows only, and a tile of 2 x 8 whose columns leave partial blocks.
   for (const char* spec : {kArchetypes[1], kArchetypes[4]}) {
-    cases.push_back({spec, "cpu?target=cuda-nests&gpu-thread-columns=1&gpu-coarsen-min-threads=1"});
-    cases.push_back({spec, "cpu?target=cuda-nests&gpu-thread-outputs=2&gpu-thread-columns=8&gpu-coarsen-min-threads=1&gpu-block=7"});
+    cases.push_back({spec, "cpu?target=cuda-nests&gpu-shared=off&gpu-thread-columns=1&gpu-coarsen-min-threads=1"});
+    cases.push_back({spec, "cpu?target=cuda-nests&gpu-shared=off&gpu-thread-outputs=2&gpu-thread-columns=8&"
+                           "gpu-coarsen-min-threads=1&gpu-block=7"});
   }
   cases.push_back({kArchetypes[0], "cpu?target=cuda-nests&gpu-coarsen=off"});
   // Shared-memory tiles for every contraction they take (convolutions, window
   // cells of padded ones, matmuls), and without fused multiply-adds.
   for (const char* spec : {kArchetypes[1], kArchetypes[2], kArchetypes[3]})
-    cases.push_back({spec, "cpu?target=cuda-nests&gpu-shared=on&gpu-coarsen-min-threads=1"});
-  cases.push_back({kArchetypes[4], "cpu?target=cuda-nests&gpu-shared=on&contract=off&gpu-coarsen-min-threads=1"});
+    cases.push_back({spec, "cpu?target=cuda-nests&gpu-coarsen-min-threads=1"});
+  cases.push_back({kArchetypes[4], "cpu?target=cuda-nests&contract=off&gpu-coarsen-min-threads=1"});
   return cases;
 }
 
@@ -553,10 +566,7 @@ TEST_P(CudaPtx, PtxasAcceptsEveryKernelOfTheZooAndTheTorchFixtures) {
     bindInputDims(*g, batchBindings(*g, 1));
     runPipeline(*g, buildPipeline(gpuPipeline));
     codegen::CodegenOptions options = cudaOptions(chip);
-    if (name.find(everyTile) != std::string::npos) {
-      options.set("gpu-shared", "on");
-      options.gpuCoarsenMinThreads = 1;
-    }
+    if (name.find(everyTile) != std::string::npos) options.gpuCoarsenMinThreads = 1;
     auto report = codegen::compileForGpu(*g, options);
     for (const auto& [what, count] : report.hostSteps)
       ADD_FAILURE() << name << ": " << count << " steps without a GPU kernel: " << what;

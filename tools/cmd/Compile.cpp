@@ -192,8 +192,8 @@ void addCompile(CLI::App& app) {
                   "cuda: gpu-coarsen's outputs along the dim consecutive threads step, times --gpu-thread-outputs (a "
                   "power of 2; 1: none)");
   cmd->add_option("--gpu-shared-columns", args->gpuSharedColumns,
-                  "cuda: a thread's outputs along the dim consecutive threads step in gpu-shared's tiles (--stage "
-                  "gpu-shared=on), times --gpu-thread-outputs (a power of 2)");
+                  "cuda: a thread's outputs along the dim consecutive threads step in gpu-shared's tiles, times "
+                  "--gpu-thread-outputs (a power of 2)");
   cmd->add_option("--gpu-coarsen-min-threads", args->gpuCoarsenMinThreads,
                   "cuda: gpu-coarsen leaves a contraction one output per thread where coarsening would leave fewer "
                   "threads than this")
