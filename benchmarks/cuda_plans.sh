@@ -70,12 +70,12 @@ for m in resnet50-1 resnet50-32 mobilenet_v2-1 mobilenet_v2-32 vit_b_16-1 vit_b_
   plan "$families/$model/model.onnx" "$d/default" --batch "$b"
   # Codegen switches as axes of their own: no shared-memory tiles (gpu-shared off), tiles 4 or 8 columns wide
   # (the default: 2), no fused multiply-adds (contract off); contractions one output per thread read and
-  # written at every reduction step (gpu-coarsen off) or with its accumulator in a register, register tiles
-  # of 1 or 8 columns (the default: 2).
+  # written at every reduction step (gpu-coarsen and gpu-shared off) or with its accumulator in a register,
+  # register tiles of 1 or 8 columns (the default: 2).
   codegen_configs=("shared-off:--stage gpu-shared=off" "shared-columns4:--gpu-shared-columns 4"
                    "shared-columns8:--gpu-shared-columns 8" "contract-off:--stage contract=off")
   [[ ${CODEGEN:-all} == shared ]] || codegen_configs+=(
-    "coarsen-off:--gpu-thread-outputs 0" "thread-outputs1:--gpu-thread-outputs 1"
+    "coarsen-off:--gpu-thread-outputs 0 --stage gpu-shared=off" "thread-outputs1:--gpu-thread-outputs 1"
     "columns1:--gpu-thread-columns 1" "columns8:--gpu-thread-columns 8")
   for config in "${codegen_configs[@]}"; do
     # shellcheck disable=SC2086
