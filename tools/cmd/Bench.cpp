@@ -68,7 +68,7 @@ void benchCompared(const BenchArgs& a, const ResolvedModel& model) {
       std::printf("  %-44s median %9.3f ms (95%% CI %.3f-%.3f)%s  ratio to first %.3f (CI %.3f-%.3f)%s%s\n",
                   names[k].c_str(), m.summary.median, m.summary.medianCI.low, m.summary.medianCI.high,
                   m.summary.unstable ? " UNSTABLE" : "", p.ratio, p.ci.low, p.ci.high,
-                  k == 0 ? "" : p.direction ? "" : "  no difference beyond 2%",
+                  k == 0 ? "" : p.direction ? "" : "  not shown to differ by more than 2%",
                   m.outputsDiffer() ? "  OUTPUTS DIFFER" : "");
   }
   if (a.json)
