@@ -472,27 +472,34 @@ TEST(ReduceMiddle, EveryKindMatchesDoubleSumsInEverySplit) {
     }
 }
 
-// Every permutation of a 4-D tensor whose dims straddle the 16-element tiles
-// (and one large enough to run threaded), against the element-by-element definition.
+// Every permutation of a 4-D tensor whose dims straddle the 16- and 32-element tiles and the 1024-element runs
+// of rows 2-4 long (and ones large enough to run threaded), through copyStrided (a permuted view copied dense)
+// and transposeF32 (the cpu backend's Transpose), against the element-by-element definition.
 TEST(CopyStrided, TransposesMatchTheDefinitionOverTileEdges) {
-  for (std::vector<int64_t> shape : {std::vector<int64_t>{2, 3, 17, 5}, {1, 33, 1, 18}, {1, 3, 224, 224}}) {
+  for (std::vector<int64_t> shape :
+       {std::vector<int64_t>{2, 3, 17, 5}, {1, 33, 1, 18}, {1, 3, 224, 224}, {2, 4, 33, 35}, {3, 2, 1025, 2}}) {
     std::vector<float> x = randoms(size_t(shape[0] * shape[1] * shape[2] * shape[3]), 3);
     std::vector<int64_t> perm = {0, 1, 2, 3};
     do {
       std::vector<int64_t> out(4), xStrides(4), inStrides = denseStrides(shape);
       for (size_t i = 0; i < 4; ++i) out[i] = shape[size_t(perm[i])], xStrides[i] = inStrides[size_t(perm[i])];
-      std::vector<float> y(x.size(), NAN);
-      copyStrided(x.data(), xStrides, y.data(), denseStrides(out), out);
       const std::vector<int64_t> ys = denseStrides(out);
-      bool same = true;
-      for (int64_t a = 0; a < out[0]; ++a)
-        for (int64_t b = 0; b < out[1]; ++b)
-          for (int64_t c = 0; c < out[2]; ++c)
-            for (int64_t d = 0; d < out[3]; ++d)
-              same &= y[size_t(a * ys[0] + b * ys[1] + c * ys[2] + d * ys[3])] ==
-                      x[size_t(a * xStrides[0] + b * xStrides[1] + c * xStrides[2] + d * xStrides[3])];
-      EXPECT_TRUE(same) << "shape " << shape[0] << "x" << shape[1] << "x" << shape[2] << "x" << shape[3] << " perm "
-                        << perm[0] << perm[1] << perm[2] << perm[3];
+      for (bool viaCopy : {true, false}) {
+        std::vector<float> y(x.size(), NAN);
+        if (viaCopy)
+          copyStrided(x.data(), xStrides, y.data(), ys, out);
+        else
+          transposeF32(x.data(), y.data(), shape, perm);
+        bool same = true;
+        for (int64_t a = 0; a < out[0]; ++a)
+          for (int64_t b = 0; b < out[1]; ++b)
+            for (int64_t c = 0; c < out[2]; ++c)
+              for (int64_t d = 0; d < out[3]; ++d)
+                same &= y[size_t(a * ys[0] + b * ys[1] + c * ys[2] + d * ys[3])] ==
+                        x[size_t(a * xStrides[0] + b * xStrides[1] + c * xStrides[2] + d * xStrides[3])];
+        EXPECT_TRUE(same) << (viaCopy ? "copyStrided" : "transposeF32") << " shape " << shape[0] << "x" << shape[1]
+                          << "x" << shape[2] << "x" << shape[3] << " perm " << perm[0] << perm[1] << perm[2] << perm[3];
+      }
     } while (std::next_permutation(perm.begin(), perm.end()));
   }
 }
