@@ -2,7 +2,7 @@
 //  - f32 GEMM 1024^3 on one thread: friction's `cpu` and `interp` backends
 //    running a one-node MatMul graph vs dnnl_sgemm and the oneDNN matmul primitive;
 //  - ResNet-50 (or, with --shapes mobilenetv2, MobileNetV2: 1x1 and depthwise)
-//    convolution shapes at --batch (default 1) on --threads threads (default 2):
+//    convolution shapes (--shapes stems: RGB first convolutions) at --batch (default 1) on --threads threads (default 2):
 //    friction `cpu`, `interp` and `onednn` on a one-Conv graph, NCHW and NHWC
 //    (a convert-layout region), vs the oneDNN convolution primitive with
 //    format_tag::any everywhere (src/weights reordered outside the timed region)
@@ -10,7 +10,7 @@
 // Each cell: one warm-up, then repetitions until --budget seconds (median of at
 // least 3; --reps fixes the count). Prints GFLOP/s and friction/oneDNN ratios.
 // Usage: bench_vs_onednn [--threads N] [--gemm-threads N] [--reps R] [--budget S]
-//                        [--only gemm|conv] [--shapes resnet50|mobilenetv2] [--batch N] [--json]
+//                        [--only gemm|conv] [--shapes resnet50|mobilenetv2|stems] [--batch N] [--json]
 #include <omp.h>
 
 #include <algorithm>
@@ -194,8 +194,10 @@ void conv() {
               {56, 144, 144, 3, 1, true}, {28, 192, 32, 1, 1},         {28, 192, 192, 3, 1, true},
               {14, 384, 64, 1, 1},        {14, 384, 384, 3, 1, true},  {7, 960, 160, 1, 1},
               {7, 960, 960, 3, 1, true},  {7, 320, 1280, 1, 1}};
+  else if (args.shapes == "stems")  // first convolutions on RGB images: MobileNetV3, EfficientNet/MobileNetV2, ResNet
+    shapes = {{224, 3, 16, 3, 2}, {224, 3, 32, 3, 2}, {224, 3, 64, 7, 2}};
   else
-    FRICTION_CHECK(args.shapes == "resnet50", "--shapes: resnet50 or mobilenetv2, got '" + args.shapes + "'");
+    FRICTION_CHECK(args.shapes == "resnet50", "--shapes: resnet50, mobilenetv2 or stems, got '" + args.shapes + "'");
   if (!args.json)
     std::fprintf(stderr, "Conv f32 batch %ld (%s shapes), %d thread(s)\n", long(args.batch), args.shapes.c_str(), args.threads);
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
@@ -267,7 +269,7 @@ int main(int argc, char** argv) {
     else if (a == "--json") args.json = true;
     else {
       std::fprintf(stderr, "usage: bench_vs_onednn [--threads N] [--gemm-threads N] [--reps R] [--budget S] "
-                           "[--only gemm|conv] [--shapes resnet50|mobilenetv2] [--batch N] [--json]\n");
+                           "[--only gemm|conv] [--shapes resnet50|mobilenetv2|stems] [--batch N] [--json]\n");
       return 2;
     }
   }
