@@ -1,8 +1,9 @@
 // Kernel speed against oneDNN (issue 5's performance targets), in one process:
 //  - f32 GEMM 1024^3 on one thread: friction's `cpu` and `interp` backends
 //    running a one-node MatMul graph vs dnnl_sgemm and the oneDNN matmul primitive;
-//  - ResNet-50 (or, with --shapes mobilenetv2, MobileNetV2: 1x1 and depthwise)
-//    convolution shapes (--shapes stems: RGB first convolutions) at --batch (default 1) on --threads threads (default 2):
+//  - ResNet-50 (or, with --shapes mobilenetv2, MobileNetV2: 1x1 and depthwise;
+//    --shapes stems: first convolutions on RGB images) convolution shapes at
+//    --batch (default 1) on --threads threads (default 2):
 //    friction `cpu`, `interp` and `onednn` on a one-Conv graph, NCHW and NHWC
 //    (a convert-layout region), vs the oneDNN convolution primitive with
 //    format_tag::any everywhere (src/weights reordered outside the timed region)
@@ -194,7 +195,7 @@ void conv() {
               {56, 144, 144, 3, 1, true}, {28, 192, 32, 1, 1},         {28, 192, 192, 3, 1, true},
               {14, 384, 64, 1, 1},        {14, 384, 384, 3, 1, true},  {7, 960, 160, 1, 1},
               {7, 960, 960, 3, 1, true},  {7, 320, 1280, 1, 1}};
-  else if (args.shapes == "stems")  // first convolutions on RGB images: MobileNetV3, EfficientNet/MobileNetV2, ResNet
+  else if (args.shapes == "stems")  // MobileNetV3's, EfficientNet's and MobileNetV2's, ResNet's
     shapes = {{224, 3, 16, 3, 2}, {224, 3, 32, 3, 2}, {224, 3, 64, 7, 2}};
   else
     FRICTION_CHECK(args.shapes == "resnet50", "--shapes: resnet50, mobilenetv2 or stems, got '" + args.shapes + "'");

@@ -54,7 +54,8 @@ void interleaveRows(const float* x, const std::vector<int64_t>& xs, float* y, co
 
 // A transpose: y is contiguous along the innermost dim, x along dim `a`.
 // Copies tiles of kTile x kTile elements of those two dims, so that both the
-// reads and the writes of a tile stay within kTile cache lines each.
+// reads and the writes of a tile stay within kTile cache lines each; y rows
+// of 2-4 elements go to interleaveRows instead.
 void transposeTiles(const float* x, const std::vector<int64_t>& xs, float* y, const std::vector<int64_t>& ys,
                     const std::vector<int64_t>& dims, size_t a) {
   constexpr int64_t kTile = 16;
