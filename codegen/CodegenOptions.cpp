@@ -31,6 +31,13 @@ std::set<std::string> defaultOffStages() {
   return off;
 }
 
+std::string stageSwitchList(unsigned targets) {
+  std::string list;
+  for (const CodegenStage& s : codegenStages())
+    if (s.switchable != kRequired && (s.targets & targets)) list += (list.empty() ? "" : ", ") + std::string(s.name) + "=on|off";
+  return list;
+}
+
 bool isStageSwitch(const std::string& name) {
   for (const CodegenStage& s : codegenStages())
     if (s.switchable != kRequired && name == s.name) return true;
@@ -80,8 +87,12 @@ void CodegenOptions::setSwitch(const std::string& setting) {
   FRICTION_CHECK(eq != std::string::npos, "codegen: a stage switch is NAME=on|off, got '" + setting + "'");
   const std::string stage = setting.substr(0, eq);
   set(stage, setting.substr(eq + 1));
+  requireInTarget(stage, "codegen");
+}
+
+void CodegenOptions::requireInTarget(const std::string& stage, const std::string& who) const {
   FRICTION_CHECK(codegenStage(stage).in(target),
-                 "codegen: stage '" + stage + "' is not in the " + targetName(target) + " pipeline");
+                 who + ": stage '" + stage + "' is not in the " + targetName(target) + " pipeline");
 }
 
 std::string CodegenOptions::str() const {

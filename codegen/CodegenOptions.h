@@ -41,6 +41,8 @@ struct CodegenStage {
 const std::vector<CodegenStage>& codegenStages();
 // The stages that are off unless switched on (kOff).
 std::set<std::string> defaultOffStages();
+// "NAME=on|off" of every switchable stage in one of `targets`' pipelines, joined by ", ": option lists in errors.
+std::string stageSwitchList(unsigned targets);
 
 struct CodegenOptions {
   Target target = Target::Cpu;
@@ -92,6 +94,8 @@ struct CodegenOptions {
   void set(const std::string& stage, const std::string& value);
   // The same from "NAME=on|off", where NAME must also be a stage of `target`'s pipeline.
   void setSwitch(const std::string& setting);
+  // Throws Error ("WHO: stage NAME is not in the TARGET pipeline") unless `stage` is part of `target`'s pipeline.
+  void requireInTarget(const std::string& stage, const std::string& who) const;
   // The switches that differ from their defaults ("ukernels=off,gpu-shared=on"),
   // or "default stages".
   std::string str() const;

@@ -18,10 +18,7 @@ bool onOff(const std::string& key, const std::string& value) {
 }
 
 std::string optionList() {
-  std::string stages;
-  for (const CodegenStage& s : codegenStages())
-    if (s.switchable != kRequired) stages += std::string(s.name) + "=on|off, ";
-  return stages + "profile=on|off|all, compile=batch|each, dump=on|off, target=cpu|cuda-nests, gpu-block=N, gpu-thread-outputs=N, gpu-thread-columns=N, gpu-shared-columns=N, gpu-coarsen-min-threads=N, aot=FILE";
+  return stageSwitchList(kCpu | kCudaNests) + ", profile=on|off|all, compile=batch|each, dump=on|off, target=cpu|cuda-nests, gpu-block=N, gpu-thread-outputs=N, gpu-thread-columns=N, gpu-shared-columns=N, gpu-coarsen-min-threads=N, aot=FILE";
 }
 
 std::unique_ptr<Backend> makeCpuBackend(const std::map<std::string, std::string>& options) {
@@ -66,9 +63,8 @@ std::unique_ptr<Backend> makeCpuBackend(const std::map<std::string, std::string>
   for (const char* gpuOnly : {"gpu-block", "gpu-thread-outputs", "gpu-thread-columns", "gpu-shared-columns", "gpu-coarsen-min-threads"})
     FRICTION_CHECK(!options.count(gpuOnly) || cpu.codegen.target != Target::Cpu,
                    std::string("backend cpu: ") + gpuOnly + " needs target=cuda-nests");
-  for (const CodegenStage& s : codegenStages())
-    FRICTION_CHECK(!options.count(s.name) || s.in(cpu.codegen.target),
-                   std::string("backend cpu: stage ") + s.name + " is not in the " + targetName(cpu.codegen.target) + " pipeline");
+  for (const auto& option : options)  // after the loop: target= may follow a stage
+    if (isStage(option.first)) cpu.codegen.requireInTarget(option.first, "backend cpu");
   return createCpuBackend(cpu, createJitSource(cpu.codegen, cpu.compileEach));
 }
 

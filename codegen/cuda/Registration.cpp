@@ -104,6 +104,7 @@ std::unique_ptr<Backend> makeCudaBackend(const std::map<std::string, std::string
   std::string why = gpu::cudaUnavailableReason();
   FRICTION_CHECK(why.empty(), "backend cuda: " + why);
   CodegenOptions o;
+  o.target = Target::Cuda;
   o.gpuChip = chipFor(gpu::CudaDriver::get().computeCapability());
   int profileTop = 0;
   for (const auto& [key, value] : options) {
@@ -127,12 +128,11 @@ std::unique_ptr<Backend> makeCudaBackend(const std::map<std::string, std::string
       FRICTION_CHECK(value == "on" || value == "off" || value == "all",
                      "backend cuda: profile must be on, off or all, got '" + value + "'");
       profileTop = value == "off" ? 0 : value == "on" ? kSlowestStepsNamed : std::numeric_limits<int>::max();
-    } else if (isStageSwitch(key) && codegenStage(key).in(Target::Cuda)) {
+    } else if (isStageSwitch(key)) {
+      o.requireInTarget(key, "backend cuda");
       o.set(key, value);
     } else {
-      std::string stages;
-      for (const CodegenStage& s : codegenStages())
-        if (s.switchable != kRequired && s.in(Target::Cuda)) stages += std::string(", ") + s.name + "=on|off";
+      const std::string stages = ", " + stageSwitchList(kCuda);
       throw Error("backend cuda: unknown option '" + key + "' (options: chip=" + Spec::alternatives(kGpuChips) +
                   ", block=N, thread-outputs=N, thread-columns=N, shared-columns=N, coarsen-min-threads=N" + stages +
                   ", profile=on|off|all)");

@@ -255,7 +255,7 @@ expect_error cuda-cpu-stage "stage 'ukernels' is not in the cuda pipeline" -- \
   "$F" compile "$AOT_M" --backend cuda --emit-ptx "$T/x" --stage ukernels=off
 expect_error cuda-stage-without-value "a stage switch is NAME=on\\|off, got 'gpu-shared'" -- \
   "$F" compile "$AOT_M" --backend cuda --emit-ptx "$T/x" --stage gpu-shared
-expect_error cuda-stage-on-cpu "stage gpu-shared is not in the cpu pipeline" -- "$F" run zoo:mlp --backend 'cpu?gpu-shared=on'
+expect_error cuda-stage-on-cpu "backend cpu: stage 'gpu-shared' is not in the cpu pipeline" -- "$F" run zoo:mlp --backend 'cpu?gpu-shared=on'
 expect_error cuda-bad-shared-columns "--gpu-shared-columns must be a power of 2 from 1 to 64, got '0'" -- \
   "$F" compile "$AOT_M" --backend cuda --emit-ptx "$T/x" --gpu-shared-columns 0
 expect_error shared-columns-on-cpu "gpu-shared-columns needs target=cuda-nests" -- \
