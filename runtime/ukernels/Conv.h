@@ -41,8 +41,9 @@ struct Conv2d {
 
 // OIHW weights [K, C/group, R, S] rearranged once, at compile time: the NHWC
 // GEMM's B operand [R*S*C, K] (dense), [R*S, C] (depthwise), or for the
-// direct kernels per block of 16 output channels R*S cells of [the block's
-// input channels, 16] (grouped in either layout; dense over <= 4 channels).
+// direct kernels per block of 16 (or 32) output channels R*S cells of [the
+// block's input channels, its width] (grouped in either layout; dense over
+// <= 4 channels: ConvDirect.h).
 std::vector<float> packConvWeights(const Conv2d& g, const float* oihw);
 // Whether conv{Nhwc,Nchw} reads packConvWeights' weights (else OIHW as it is).
 bool convPacksWeights(const Conv2d& g, bool nhwc);

@@ -113,10 +113,10 @@ struct GroupedCells : GroupedInputs<P, Planar> {
 #pragma GCC unroll 4
       for (int i = 0; i < N; ++i) {
         if (Count > 0 && to[i] == from[i]) continue;  // lanes past K
-        const float* wi = w + from[i] * kLanes + i * W;
+        const float* wi = w + from[i] * P::kWidth + i * W;
         forInputs(to[i] - from[i], [&](int64_t ci) FRICTION_LAMBDA_INLINE {
           V wv;
-          std::memcpy(&wv, wi + ci * kLanes, sizeof(V));
+          std::memcpy(&wv, wi + ci * P::kWidth, sizeof(V));
 #pragma GCC unroll 8
           for (int p = 0; p < T; ++p) acc[p].v[i] += xp[p][(from[i] + ci) * cs] * wv;
         });
@@ -124,7 +124,7 @@ struct GroupedCells : GroupedInputs<P, Planar> {
       return;
     }
     forInputs(inputs, [&](int64_t ci) FRICTION_LAMBDA_INLINE {
-      const P wv = P::load(w + ci * kLanes);
+      const P wv = P::load(w + ci * P::kWidth);
 #pragma GCC unroll 8
       for (int p = 0; p < T; ++p) acc[p].multiplyAdd(xp[p][ci * cs], wv);
     });
@@ -147,9 +147,13 @@ struct GroupedCells : GroupedInputs<P, Planar> {
 template <class Cells, bool HasResidual, bool Planar>
 struct DirectRow {
   using P = typename Cells::Block;
-  // Pixels per interior tile: at most 8 vector accumulators, which leaves
-  // registers for the weights and the inputs on every ISA (16 ymm on AVX2).
-  static constexpr int kTile = std::max(1, 8 / (int(sizeof(P)) / int(sizeof(typename P::V))));
+  // Pixels per interior tile: 8 vector accumulators for blocks of 16 channels, which leaves registers for the
+  // weights and the inputs on every ISA (16 ymm on AVX2). AVX-512's blocks of 32 (dense stems) take 16 of its
+  // 32 registers, so each broadcast input feeds two vectors; 24 (tiles of 12 pixels) ran 3 -> 32 stems in 1.4x
+  // the time.
+  static constexpr int kVectors = int(sizeof(P)) / int(sizeof(typename P::V));
+  static constexpr int kAccumulators = P::kWidth > kLanes && sizeof(typename P::V) == 64 ? 16 : 8;
+  static constexpr int kTile = std::max(1, kAccumulators / kVectors);
   const Conv2d& g;
   Cells cells;
   const float* x;        // input at image n's first pixel of the block's first input channel
@@ -242,13 +246,22 @@ struct Block {
   int64_t k0, lanes;
   int64_t count = 1;  // depthwise: this many blocks of `lanes` from k0, computed together pixel by pixel
 };
-// Grouped: blocks of 16 (the packed weights' blocks; the last may be partial).
+// Output channels per block of the packed weights. Grouped: 16. Dense (over at most 4 input channels) on
+// AVX-512: 32 where K is a multiple of 32, so a tile's broadcast inputs are loaded once for 32 channels, not
+// once per 16 (3x3 stems to 32 and 64 channels and ResNet's 7x7 to 64: 0.88-0.92x the time). Blocks of 64
+// (4 vectors in tiles of 4 pixels) ran ResNet's 7x7 stem in 1.7x the time; a partial block of 32 (stems to
+// 24) lost to 16 + 8 (1.11x). From the machine's width, not the running copy's: it fixes how the weights are packed.
+int64_t blockLanes(const Conv2d& g) {
+  return g.group == 1 && machineFloatLanes() >= 16 && g.K % (2 * kLanes) == 0 ? 2 * kLanes : kLanes;
+}
+
+// Grouped and dense: blocks of blockLanes (the packed weights' blocks; the last may be partial).
 // Depthwise: blocks of 16, then of 8, 4 and 1 for the rest, each one whole
 // Pack (72 channels took 3.3x the time of 64 with a partial last block).
 std::vector<Block> blocksOf(const Conv2d& g) {
   std::vector<Block> blocks;
   for (int64_t k0 = 0; k0 < g.K; k0 += blocks.back().lanes) {
-    int64_t w = kLanes;
+    int64_t w = g.depthwise() ? kLanes : blockLanes(g);
     if (g.depthwise())
       while (w > g.K - k0) w = w == kLanes ? 8 : w == 8 ? 4 : 1;
     blocks.push_back({k0, std::min(w, g.K - k0)});
@@ -256,14 +269,15 @@ std::vector<Block> blocksOf(const Conv2d& g) {
   return blocks;
 }
 
-BlockInputs blockInputs(const Conv2d& g, int64_t k0) {
-  const int64_t cg = g.C / g.group, kg = g.K / g.group, k1 = std::min(g.K, k0 + kLanes);
+// The input channels the block of output channels [k0, k0 + lanes) reads.
+BlockInputs blockInputs(const Conv2d& g, int64_t k0, int64_t lanes) {
+  const int64_t cg = g.C / g.group, kg = g.K / g.group, k1 = std::min(g.K, k0 + lanes);
   return {k0 / kg * cg, ((k1 - 1) / kg - k0 / kg + 1) * cg};
 }
-// Grouped weights: per 16-channel block, R*S cells of `maxBlockInputs` x 16 lanes.
+// The packed weights: per block of blockLanes channels, R*S cells of `maxBlockInputs` x blockLanes.
 int64_t maxBlockInputs(const Conv2d& g) {
   int64_t m = 0;
-  for (int64_t k0 = 0; k0 < g.K; k0 += kLanes) m = std::max(m, blockInputs(g, k0).count);
+  for (int64_t k0 = 0, lanes = blockLanes(g); k0 < g.K; k0 += lanes) m = std::max(m, blockInputs(g, k0, lanes).count);
   return m;
 }
 
@@ -444,14 +458,52 @@ struct DirectConv {
   const ConvEpilogue& e;
   float* y;             // output, in the input's layout
   bool planar;          // NCHW (grouped convolutions only)
-  int64_t cellStride;   // the grouped weights' (maxBlockInputs * 16)
+  int64_t blockLanes;   // the packed weights' block width (blockLanes)
+  int64_t cellStride;   // floats per window cell of a block's weights: maxBlockInputs * blockLanes
 };
+
+// Output row (n, oh) of the grouped or dense block `blk` with NW-float vectors, the packed weights' blocks
+// L channels wide: xn is image n's input, out the offset of output (n, oh, 0) of channel blk.k0, res the
+// residual there or null.
+template <int L, int NW>
+FRICTION_INLINE void blockRowOf(const DirectConv& d, const float* xn, int64_t oh, RowSpan span, Block blk,
+                                int64_t out, const float* res) {
+  using P = PackOf<L, NW>;
+  const Conv2d& g = d.g;
+  const P bias = d.e.bias ? P::load(d.e.bias + blk.k0, blk.lanes) : P::splat(0.f);
+  const float* w = d.packed + blk.k0 / L * g.R * g.S * d.cellStride;
+  const P lo = P::splat(d.e.lo), hi = P::splat(d.e.hi);
+  const BlockInputs in = blockInputs(g, blk.k0, blk.lanes);
+  auto run = [&]<bool Planar>() FRICTION_LAMBDA_INLINE {
+    const GroupedInputs<P, Planar> inputs(g, blk.k0, in);
+    const float* xk = xn + in.first * inputs.channelStride();
+    auto withCount = [&]<int Count>() FRICTION_LAMBDA_INLINE {
+      runRow<GroupedCells<P, Planar, Count>, Planar>(res, g, GroupedCells<P, Planar, Count>{inputs}, xk, w,
+                                                     d.cellStride, oh, span.rLo, span.rHi, bias, lo, hi, res,
+                                                     d.y + out, blk.lanes, d.e);
+    };
+    // The counts of the models' grouped blocks (groups of 4 or 8 split into 8 a vector, of 16 whole) and of
+    // RGB stems; wider blocks are dense stems' only.
+    switch (inputs.uniformCount()) {
+      case 3: return withCount.template operator()<3>();
+      case 8:
+        if constexpr (L == kLanes) return withCount.template operator()<8>();
+        break;
+      case 16:
+        if constexpr (L == kLanes) return withCount.template operator()<16>();
+        break;
+    }
+    withCount.template operator()<0>();
+  };
+  if constexpr (L == kLanes)
+    if (d.planar) return run.template operator()<true>();
+  run.template operator()<false>();
+}
 
 // Output row (n, oh) of block `blk` with NW-float vectors.
 template <int NW>
 FRICTION_INLINE void directRowOf(const DirectConv& d, int64_t n, int64_t oh, RowSpan span, Block blk) {
   const Conv2d& g = d.g;
-  const auto [rLo, rHi, owA, owB] = span;
   // Output (n, oh, 0) of channel k0, and image n's input.
   const int64_t out = d.planar ? (n * g.K + blk.k0) * g.OH * g.OW + oh * g.OW : (n * g.OH + oh) * g.OW * g.K + blk.k0;
   const float* res = d.e.residual ? d.e.residual + out : nullptr;
@@ -466,32 +518,8 @@ FRICTION_INLINE void directRowOf(const DirectConv& d, int64_t n, int64_t oh, Row
       default: assert(false && "blocksOf makes depthwise blocks of 16, 8, 4 or 1 channels"); return;
     }
   }
-  using P = PackOf<kLanes, NW>;
-  const P bias = d.e.bias ? P::load(d.e.bias + blk.k0, blk.lanes) : P::splat(0.f);
-  const float* w = d.packed + blk.k0 / kLanes * g.R * g.S * d.cellStride;
-  const P lo = P::splat(d.e.lo), hi = P::splat(d.e.hi);
-  const BlockInputs in = blockInputs(g, blk.k0);
-  auto run = [&]<bool Planar>() FRICTION_LAMBDA_INLINE {
-    const GroupedInputs<P, Planar> inputs(g, blk.k0, in);
-    const float* xk = xn + in.first * inputs.channelStride();
-    auto withCount = [&]<int Count>() FRICTION_LAMBDA_INLINE {
-      runRow<GroupedCells<P, Planar, Count>, Planar>(res, g, GroupedCells<P, Planar, Count>{inputs}, xk, w,
-                                                     d.cellStride, oh, rLo, rHi, bias, lo, hi, res, d.y + out,
-                                                     blk.lanes, d.e);
-    };
-    // The counts of the models' grouped blocks (groups of 4 or 8 split into 8 a vector, of 16 whole) and of
-    // RGB stems.
-    switch (inputs.uniformCount()) {
-      case 3: return withCount.template operator()<3>();
-      case 8: return withCount.template operator()<8>();
-      case 16: return withCount.template operator()<16>();
-      default: return withCount.template operator()<0>();
-    }
-  };
-  if (d.planar)
-    run.template operator()<true>();
-  else
-    run.template operator()<false>();
+  if (d.blockLanes == 2 * kLanes) return blockRowOf<2 * kLanes, NW>(d, xn, oh, span, blk, out, res);
+  blockRowOf<kLanes, NW>(d, xn, oh, span, blk, out, res);
 }
 
 }  // namespace
@@ -510,18 +538,18 @@ FRICTION_INLINE void directRowOf(const DirectConv& d, int64_t n, int64_t oh, Row
 bool runsDirect(const Conv2d& g) { return g.group > 1 || (g.C <= 4 && (machineFloatLanes() >= 16 || g.K <= 16)); }
 
 std::vector<float> packBlockWeights(const Conv2d& g, const float* oihw) {
-  // Per block of 16 output channels: R*S cells of [maxBlockInputs, 16], zero
+  // Per block of L = blockLanes output channels: R*S cells of [maxBlockInputs, L], zero
   // where an input channel is outside the lane's group (or the lane past K).
-  const int64_t cg = g.C / g.group, kg = g.K / g.group;
-  const int64_t inputs = maxBlockInputs(g), cell = inputs * kLanes, nb = (g.K + kLanes - 1) / kLanes;
+  const int64_t cg = g.C / g.group, kg = g.K / g.group, L = blockLanes(g);
+  const int64_t inputs = maxBlockInputs(g), cell = inputs * L, nb = (g.K + L - 1) / L;
   std::vector<float> p(size_t(nb * g.R * g.S * cell), 0.f);
   for (int64_t b = 0; b < nb; ++b) {
-    const BlockInputs in = blockInputs(g, b * kLanes);
-    for (int64_t lane = 0; lane < kLanes && b * kLanes + lane < g.K; ++lane) {
-      const int64_t k = b * kLanes + lane, c0 = k / kg * cg - in.first;  // the lane's group, from the block's first input
+    const BlockInputs in = blockInputs(g, b * L, L);
+    for (int64_t lane = 0; lane < L && b * L + lane < g.K; ++lane) {
+      const int64_t k = b * L + lane, c0 = k / kg * cg - in.first;  // the lane's group, from the block's first input
       for (int64_t rs = 0; rs < g.R * g.S; ++rs)
         for (int64_t c = 0; c < cg; ++c)
-          p[size_t((b * g.R * g.S + rs) * cell + (c0 + c) * kLanes + lane)] = oihw[(k * cg + c) * g.R * g.S + rs];
+          p[size_t((b * g.R * g.S + rs) * cell + (c0 + c) * L + lane)] = oihw[(k * cg + c) * g.R * g.S + rs];
     }
   }
   return p;
@@ -530,7 +558,8 @@ std::vector<float> packBlockWeights(const Conv2d& g, const float* oihw) {
 void convDirect(const Conv2d& g, const float* x, const float* packed, const ConvEpilogue& e, float* y, bool planar) {
   assert(!planar || !g.depthwise());
   const std::vector<Block> blocks = blocksOf(g);
-  const DirectConv d{g, x, packed, e, y, planar, g.depthwise() ? 0 : maxBlockInputs(g) * kLanes};
+  const int64_t lanes = blockLanes(g);
+  const DirectConv d{g, x, packed, e, y, planar, lanes, g.depthwise() ? 0 : maxBlockInputs(g) * lanes};
   const std::pair<int64_t, int64_t> columns = interiorColumns(g);  // a pair: the loop body captures it
   // Tasks: output rows, each split into chunks of channel blocks only as far as needed for about four
   // tasks a thread.

@@ -32,8 +32,9 @@ inline std::pair<int64_t, int64_t> interiorColumns(const Conv2d& g) {
 // most 16 output channels.
 bool runsDirect(const Conv2d& g);
 
-// The direct kernels' weights for a grouped or dense g: per block of 16
-// output channels, R*S cells of [the block's input channels, 16].
+// The direct kernels' weights for a grouped or dense g: per block of 16 output
+// channels (dense on AVX-512 where K is a multiple of 32: of 32), R*S cells of
+// [the block's input channels, the block's width].
 std::vector<float> packBlockWeights(const Conv2d& g, const float* oihw);
 
 // y = epilogue(conv(x, w)) computed direct, w from packConvWeights; NHWC in

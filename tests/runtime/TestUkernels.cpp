@@ -236,9 +236,10 @@ TEST(Conv, BothLayoutsAnyGroupWithEpiloguesOfBiasResidualAndClamp) {
                                          {64, 64, 3, 1, 1, 2, 1},  {40, 80, 1, 1, 0, 5, 1},    {48, 48, 3, 2, 1, 3, 1},
                                          // depthwise blocks of 16, then 8, 4 and 1 channels
                                          {24, 24, 3, 1, 1, 24, 1}, {31, 31, 3, 2, 1, 31, 1},
-                                         // dense over <= 4 channels, direct: RGB stems, a partial block, dilated
+                                         // dense over <= 4 channels, direct (on AVX-512 in blocks of 32 where
+                                         // K is a multiple of 32): RGB stems, partial blocks, dilated, grayscale
                                          {3, 16, 3, 2, 1, 1, 1},   {3, 64, 7, 2, 3, 1, 1},   {4, 19, 3, 1, 1, 1, 1},
-                                         {2, 5, 3, 1, 2, 1, 2}}) {
+                                         {3, 24, 3, 2, 1, 1, 1},   {2, 5, 3, 1, 2, 1, 2},    {1, 32, 3, 1, 1, 1, 1}}) {
     Conv2d g;
     g.N = 2, g.H = 9, g.W = 13, g.C = c.C, g.K = c.K, g.R = g.S = c.R, g.strideH = g.strideW = c.stride;
     g.padTop = g.padLeft = c.pad, g.group = c.group, g.dilH = g.dilW = c.dil;
