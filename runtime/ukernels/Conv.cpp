@@ -188,32 +188,6 @@ ConvEpilogue shifted(const ConvEpilogue& e, int64_t offset) {
   return s;
 }
 
-// Runs `cell(out, in, r, s)` for every in-bounds window cell of every output
-// pixel (NHWC rows of C channels), pixels spread over threads; `start(out)`
-// initializes a pixel, `finish(out, cells)` completes it.
-template <typename Start, typename Cell, typename Finish>
-void forEachWindow(const Conv2d& g, const float* x, float* y, int64_t C, Start start, Cell cell, Finish finish) {
-#pragma omp parallel for collapse(2) schedule(static) if (windowWork(g, C) > kParallelWork)
-  for (int64_t n = 0; n < g.N; ++n)
-    for (int64_t oh = 0; oh < g.OH; ++oh)
-      for (int64_t ow = 0; ow < g.OW; ++ow) {
-        float* out = y + ((n * g.OH + oh) * g.OW + ow) * C;
-        start(out);
-        int64_t cells = 0;
-        for (int64_t r = 0; r < g.R; ++r) {
-          int64_t ih = oh * g.strideH - g.padTop + r * g.dilH;
-          if (ih < 0 || ih >= g.H) continue;
-          for (int64_t s = 0; s < g.S; ++s) {
-            int64_t iw = ow * g.strideW - g.padLeft + s * g.dilW;
-            if (iw < 0 || iw >= g.W) continue;
-            cell(out, x + ((n * g.H + ih) * g.W + iw) * C, r, s);
-            ++cells;
-          }
-        }
-        finish(out, cells);
-      }
-}
-
 }  // namespace
 
 std::pair<int64_t, int64_t> insideOutputs(int64_t shift, int64_t stride, int64_t extent, int64_t outputs) {
@@ -423,38 +397,67 @@ void convNchw(const Conv2d& g, const float* x, const float* w, const ConvEpilogu
   }
 }
 
+namespace {
+
+// One NHWC output pixel's channels pooled over its inside window cells
+// (`rows` x `cols` of them from `in`) in registers: P is a block of vectors,
+// loaded once per cell and stored once (its first `lanes` floats).
+template <class P, bool IsMax>
+FRICTION_INLINE void poolCells(const float* in, int64_t rows, int64_t cols, int64_t rowStride, int64_t colStride,
+                               float scale, int64_t lanes, float* out) {
+  P acc = P::splat(IsMax ? -std::numeric_limits<float>::infinity() : 0.f);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t s = 0; s < cols; ++s) {
+      const P v = P::load(in + r * rowStride + s * colStride, lanes);
+      IsMax ? acc.max(v) : acc.add(v);
+    }
+  if (!IsMax) acc.scale(scale);
+  acc.store(out, lanes);
+}
+
+// Output row (n, oh) of an NHWC pooling: per pixel, the inside window cells
+// are clipped once (no bounds test per cell), and the channels run in blocks
+// of four vectors, then single vectors (the last one partial). The kernel
+// this replaces (a read-modify-write of the output per cell, baseline SSE)
+// took SqueezeNet's first MaxPool 3.1 ms at batch 8 against ORT's 1.2.
+template <int W, bool IsMax>
+void poolRowNhwc(const Conv2d& g, PoolKind kind, const float* x, float* y, int64_t n, int64_t oh) {
+  using Block = Pack<W, 4>;
+  using Single = Pack<W, 1>;
+  const int64_t C = g.C, rowStride = g.dilH * g.W * C, colStride = g.dilW * C;
+  const auto [r0, r1] = insideWindowRows(g, oh);
+  for (int64_t ow = 0; ow < g.OW; ++ow) {
+    const int64_t left = ow * g.strideW - g.padLeft;
+    const auto [s0, s1] = insideOutputs(left, g.dilW, g.W, g.S);
+    const int64_t cells = (r1 - r0) * (s1 - s0);
+    const float scale = 1.f / float(kind == PoolKind::AverageCountPad ? g.R * g.S : std::max<int64_t>(cells, 1));
+    const float* in = x + ((n * g.H + oh * g.strideH - g.padTop + r0 * g.dilH) * g.W + left + s0 * g.dilW) * C;
+    float* out = y + ((n * g.OH + oh) * g.OW + ow) * C;
+    int64_t c = 0;
+    for (; c + Block::kWidth <= C; c += Block::kWidth)
+      poolCells<Block, IsMax>(in + c, r1 - r0, s1 - s0, rowStride, colStride, scale, Block::kWidth, out + c);
+    for (; c < C; c += W)
+      poolCells<Single, IsMax>(in + c, r1 - r0, s1 - s0, rowStride, colStride, scale, std::min<int64_t>(W, C - c),
+                               out + c);
+  }
+}
+
+}  // namespace
+
 void poolNhwc(const Conv2d& g, PoolKind kind, const float* x, float* y) {
-  const int64_t C = g.C;
-  const float init = kind == PoolKind::Max ? -std::numeric_limits<float>::infinity() : 0.f;
-  forEachWindow(
-      g, x, y, C, [&](float* out) { std::fill(out, out + C, init); },
-      [&](float* out, const float* in, int64_t, int64_t) {
-        if (kind == PoolKind::Max) {
-#pragma omp simd
-          for (int64_t c = 0; c < C; ++c) out[c] = std::max(out[c], in[c]);
-        } else {
-#pragma omp simd
-          for (int64_t c = 0; c < C; ++c) out[c] += in[c];
-        }
-      },
-      [&](float* out, int64_t cells) {
-        if (kind == PoolKind::Max) return;
-        float inv = 1.f / float(kind == PoolKind::Average ? std::max<int64_t>(cells, 1) : g.R * g.S);
-        for (int64_t c = 0; c < C; ++c) out[c] *= inv;
+#pragma omp parallel for collapse(2) schedule(static) if (windowWork(g, g.C) > kParallelWork)
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t oh = 0; oh < g.OH; ++oh)
+      withNativeWidth([&]<int W>() FRICTION_LAMBDA_INLINE {
+        kind == PoolKind::Max ? poolRowNhwc<W, true>(g, kind, x, y, n, oh) : poolRowNhwc<W, false>(g, kind, x, y, n, oh);
       });
 }
 
 void globalAveragePoolNhwc(int64_t N, int64_t HW, int64_t C, const float* x, float* y) {
-  for (int64_t n = 0; n < N; ++n) {
-    float* out = y + n * C;
-    std::fill(out, out + C, 0.f);
-    for (int64_t p = 0; p < HW; ++p) {
-      const float* in = x + (n * HW + p) * C;
-#pragma omp simd
-      for (int64_t c = 0; c < C; ++c) out[c] += in[c];
-    }
-    for (int64_t c = 0; c < C; ++c) out[c] /= float(HW);
-  }
+  // One window over each image's pixels as a row.
+  Conv2d g;
+  g.N = N, g.C = g.K = C, g.W = g.S = HW;
+  poolNhwc(g, PoolKind::Average, x, y);
 }
 
 // One output row at a time, separably: the window's inside input rows are

@@ -88,6 +88,12 @@ struct Pack {
   FRICTION_INLINE void add(const Pack& o) {
     for (int i = 0; i < N; ++i) v[i] += o.v[i];
   }
+  FRICTION_INLINE void max(const Pack& o) {
+    for (int i = 0; i < N; ++i) v[i] = v[i] < o.v[i] ? o.v[i] : v[i];
+  }
+  FRICTION_INLINE void scale(float s) {
+    for (int i = 0; i < N; ++i) v[i] *= s;
+  }
   FRICTION_INLINE void clamp(const Pack& lo, const Pack& hi) {
     for (int i = 0; i < N; ++i) {
       v[i] = v[i] < lo.v[i] ? lo.v[i] : v[i];

@@ -357,9 +357,29 @@ std::vector<double> naivePoolNchw(const Conv2d& g, PoolKind kind, const std::vec
   return y;
 }
 
-// Pooling in both layouts against naivePoolNchw, every kind: strides 1, 2 and 3 (the NCHW rows' fixed and
-// runtime strides), pads, a ceil-mode extent whose last windows hang past the input, a 3x5 window with strides
-// 2/1, pads 0/2 and dilations 1/2, a window wider than the image.
+// g pooled in both layouts against naivePoolNchw (NHWC: the same values transposed in and out).
+void expectPoolMatchesNaive(const Conv2d& g, PoolKind kind, const std::string& what) {
+  const auto x = randoms(size_t(g.N * g.C * g.H * g.W), 21);
+  const std::vector<double> want = naivePoolNchw(g, kind, x);
+  std::vector<float> y(want.size());
+  poolNchw(g, kind, x.data(), y.data());
+  expectNear(y, want, 1e-6, "nchw " + what);
+  std::vector<float> xt(x.size()), yt(y.size()), back(y.size());
+  const int64_t hw = g.H * g.W, ohw = g.OH * g.OW;
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t c = 0; c < g.C; ++c)
+      for (int64_t p = 0; p < hw; ++p) xt[size_t((n * hw + p) * g.C + c)] = x[size_t((n * g.C + c) * hw + p)];
+  poolNhwc(g, kind, xt.data(), yt.data());
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t c = 0; c < g.C; ++c)
+      for (int64_t p = 0; p < ohw; ++p) back[size_t((n * g.C + c) * ohw + p)] = yt[size_t((n * ohw + p) * g.C + c)];
+  expectNear(back, want, 1e-6, "nhwc " + what);
+}
+
+// Pooling in both layouts, every kind: strides 1, 2 and 3 (the NCHW rows' fixed and runtime strides), pads, a
+// ceil-mode extent whose last windows hang past the input, a 3x5 window with strides 2/1, pads 0/2 and dilations
+// 1/2, a window wider than the image; 5 channels and 83 (the NHWC kernel's blocks of four vectors, single vectors
+// and a partial one), at each vector width of the machine.
 TEST(Pool, BothLayoutsMatchNaiveForEveryKindStrideAndPad) {
   struct Geometry {
     int64_t H, W, R, S, strideH, strideW, padTop, padLeft, dilH, dilW, OH, OW;
@@ -370,30 +390,44 @@ TEST(Pool, BothLayoutsMatchNaiveForEveryKindStrideAndPad) {
                                                  {9, 13, 3, 5, 2, 1, 0, 2, 1, 2, 4, 13},
                                                  {11, 12, 3, 3, 3, 3, 1, 1, 1, 1, 4, 4},
                                                  {3, 3, 5, 5, 1, 1, 2, 2, 1, 1, 3, 3}})
-    for (PoolKind kind : {PoolKind::Max, PoolKind::Average, PoolKind::AverageCountPad}) {
+    for (PoolKind kind : {PoolKind::Max, PoolKind::Average, PoolKind::AverageCountPad})
+      for (int64_t channels : {5, 83})
+        for (int lanes : machineWidths()) {
+          const LanesLimit limit(lanes);
+          Conv2d g;
+          g.N = 2, g.C = g.K = channels, g.H = q.H, g.W = q.W, g.R = q.R, g.S = q.S, g.strideH = q.strideH;
+          g.strideW = q.strideW, g.padTop = q.padTop, g.padLeft = q.padLeft, g.dilH = q.dilH, g.dilW = q.dilW;
+          g.OH = q.OH, g.OW = q.OW;
+          expectPoolMatchesNaive(g, kind,
+                                 std::to_string(q.H) + "x" + std::to_string(q.W) + " window " + std::to_string(q.R) +
+                                     "x" + std::to_string(q.S) + " stride " + std::to_string(q.strideH) + "/" +
+                                     std::to_string(q.strideW) + " kind " + std::to_string(int(kind)) + " channels " +
+                                     std::to_string(channels) + " lanes " + std::to_string(lanes));
+        }
+}
+
+// Global average pooling in both layouts against naivePoolNchw's whole-image window: 83 channels (the NHWC
+// kernel's blocks), an image of one pixel and one of 7x9, at each vector width of the machine.
+TEST(Pool, GlobalAverageMatchesWholeImageWindow) {
+  for (auto [H, W] : {std::pair<int64_t, int64_t>{1, 1}, {7, 9}})
+    for (int lanes : machineWidths()) {
+      const LanesLimit limit(lanes);
       Conv2d g;
-      g.N = 2, g.C = g.K = 5, g.H = q.H, g.W = q.W, g.R = q.R, g.S = q.S, g.strideH = q.strideH;
-      g.strideW = q.strideW, g.padTop = q.padTop, g.padLeft = q.padLeft, g.dilH = q.dilH, g.dilW = q.dilW;
-      g.OH = q.OH, g.OW = q.OW;
-      const auto x = randoms(size_t(g.N * g.C * g.H * g.W), 21);
-      const std::string what = std::to_string(q.H) + "x" + std::to_string(q.W) + " window " + std::to_string(q.R) +
-                               "x" + std::to_string(q.S) + " stride " + std::to_string(q.strideH) + "/" +
-                               std::to_string(q.strideW) + " kind " + std::to_string(int(kind));
-      const std::vector<double> want = naivePoolNchw(g, kind, x);
+      g.N = 3, g.C = g.K = 83, g.H = g.R = H, g.W = g.S = W;
+      const auto x = randoms(size_t(g.N * g.C * H * W), 5);
+      const std::vector<double> want = naivePoolNchw(g, PoolKind::Average, x);
+      const std::string what = std::to_string(H) + "x" + std::to_string(W) + " lanes " + std::to_string(lanes);
       std::vector<float> y(want.size());
-      poolNchw(g, kind, x.data(), y.data());
+      globalAveragePoolNchw(g.N, g.C, H * W, x.data(), y.data());
       expectNear(y, want, 1e-6, "nchw " + what);
-      // NHWC: the same values transposed in and out.
-      std::vector<float> xt(x.size()), yt(y.size()), back(y.size());
-      const int64_t hw = g.H * g.W, ohw = g.OH * g.OW;
+      // NHWC [N, H*W, C]: the same values transposed.
+      std::vector<float> xt(x.size());
       for (int64_t n = 0; n < g.N; ++n)
         for (int64_t c = 0; c < g.C; ++c)
-          for (int64_t p = 0; p < hw; ++p) xt[size_t((n * hw + p) * g.C + c)] = x[size_t((n * g.C + c) * hw + p)];
-      poolNhwc(g, kind, xt.data(), yt.data());
-      for (int64_t n = 0; n < g.N; ++n)
-        for (int64_t c = 0; c < g.C; ++c)
-          for (int64_t p = 0; p < ohw; ++p) back[size_t((n * g.C + c) * ohw + p)] = yt[size_t((n * ohw + p) * g.C + c)];
-      expectNear(back, want, 1e-6, "nhwc " + what);
+          for (int64_t p = 0; p < H * W; ++p)
+            xt[size_t((n * H * W + p) * g.C + c)] = x[size_t((n * g.C + c) * H * W + p)];
+      globalAveragePoolNhwc(g.N, H * W, g.C, xt.data(), y.data());
+      expectNear(y, want, 1e-6, "nhwc " + what);
     }
 }
 
