@@ -23,9 +23,9 @@ int64_t ownBandRows(int64_t depth) {
   return (rows + 23) / 24 * 24;
 }
 
-// Applies a ConvEpilogue to each finished block of the GEMM, while it is in cache.
-FRICTION_MULTIVERSION
-void epilogueRow(float* __restrict c, const float* __restrict b, const float* __restrict r, int64_t n, float lo, float hi) {
+// One row of a ConvEpilogue over n outputs, before the activation: + b[j], + r[j], clamp to [lo, hi].
+FRICTION_INLINE void epilogueRow(float* __restrict c, const float* __restrict b, const float* __restrict r, int64_t n,
+                                 float lo, float hi) {
   if (b && r) {
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j) c[j] = std::min(std::max(c[j] + b[j] + r[j], lo), hi);
@@ -41,9 +41,8 @@ void epilogueRow(float* __restrict c, const float* __restrict b, const float* __
   }
 }
 
-// e's activation over n outputs, in place (after the clamp, while they are in cache).
-FRICTION_MULTIVERSION
-void activateRow(float* __restrict c, int64_t n, const ConvEpilogue& e) {
+// e's activation over n outputs, in place.
+FRICTION_INLINE void activateValues(float* __restrict c, int64_t n, const ConvEpilogue& e) {
   if (e.activation == Activation::None) return;
   const float alpha = e.alpha, beta = e.beta;
   if (e.activation == Activation::HardSigmoid) {
@@ -55,13 +54,26 @@ void activateRow(float* __restrict c, int64_t n, const ConvEpilogue& e) {
   }
 }
 
+// e's activation over n outputs, in place (after the clamp, while they are in cache).
+FRICTION_MULTIVERSION
+void activateRow(float* __restrict c, int64_t n, const ConvEpilogue& e) { activateValues(c, n, e); }
+
+// A ConvEpilogue over a finished block of the NHWC GEMM (rows x cols at c, ldc apart; the bias per column,
+// the residual laid out like C), while it is in cache. The row loop runs inside the per-ISA copy: with two
+// calls per 16-float row (MnasNet's 1x1 convs to 16 channels) the epilogue had 14% of a driver's samples, 9% now.
+FRICTION_MULTIVERSION
+void epilogueBlock(float* c, int64_t ldc, int64_t rows, int64_t cols, const float* bias, const float* res,
+                   const ConvEpilogue& e) {
+  for (int64_t i = 0; i < rows; ++i) {
+    epilogueRow(c + i * ldc, bias, res ? res + i * ldc : nullptr, cols, e.lo, e.hi);
+    activateValues(c + i * ldc, cols, e);
+  }
+}
+
 void gemmEpilogue(void* ctx, float* C, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols) {
   const auto& e = *static_cast<const ConvEpilogue*>(ctx);
-  for (int64_t i = i0; i < i0 + rows; ++i) {
-    epilogueRow(C + i * ldc + j0, e.bias ? e.bias + j0 : nullptr, e.residual ? e.residual + i * ldc + j0 : nullptr, cols,
-                e.lo, e.hi);
-    activateRow(C + i * ldc + j0, cols, e);
-  }
+  epilogueBlock(C + i0 * ldc + j0, ldc, rows, cols, e.bias ? e.bias + j0 : nullptr,
+                e.residual ? e.residual + i0 * ldc + j0 : nullptr, e);
 }
 
 // One row of the NHWC im2col matrix: the (kh, kw, c) patch of output pixel
@@ -449,7 +461,10 @@ void poolNhwc(const Conv2d& g, PoolKind kind, const float* x, float* y) {
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t oh = 0; oh < g.OH; ++oh)
       withNativeWidth([&]<int W>() FRICTION_LAMBDA_INLINE {
-        kind == PoolKind::Max ? poolRowNhwc<W, true>(g, kind, x, y, n, oh) : poolRowNhwc<W, false>(g, kind, x, y, n, oh);
+        if (kind == PoolKind::Max)
+          poolRowNhwc<W, true>(g, kind, x, y, n, oh);
+        else
+          poolRowNhwc<W, false>(g, kind, x, y, n, oh);
       });
 }
 
