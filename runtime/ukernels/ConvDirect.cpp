@@ -260,8 +260,9 @@ int64_t blockLanes(const Conv2d& g) {
 // Pack (72 channels took 3.3x the time of 64 with a partial last block).
 std::vector<Block> blocksOf(const Conv2d& g) {
   std::vector<Block> blocks;
+  const int64_t widest = g.depthwise() ? kLanes : blockLanes(g);
   for (int64_t k0 = 0; k0 < g.K; k0 += blocks.back().lanes) {
-    int64_t w = g.depthwise() ? kLanes : blockLanes(g);
+    int64_t w = widest;
     if (g.depthwise())
       while (w > g.K - k0) w = w == kLanes ? 8 : w == 8 ? 4 : 1;
     blocks.push_back({k0, std::min(w, g.K - k0)});

@@ -357,6 +357,18 @@ std::vector<double> naivePoolNchw(const Conv2d& g, PoolKind kind, const std::vec
   return y;
 }
 
+// x [N, C, HW] as [N, HW, C] (toChannelsLast), or back (toChannelsLast false: x is [N, HW, C]).
+std::vector<float> swapChannels(const std::vector<float>& x, int64_t N, int64_t C, int64_t HW, bool toChannelsLast) {
+  std::vector<float> y(x.size());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t p = 0; p < HW; ++p) {
+        const size_t planar = size_t((n * C + c) * HW + p), last = size_t((n * HW + p) * C + c);
+        (toChannelsLast ? y[last] : y[planar]) = toChannelsLast ? x[planar] : x[last];
+      }
+  return y;
+}
+
 // g pooled in both layouts against naivePoolNchw (NHWC: the same values transposed in and out).
 void expectPoolMatchesNaive(const Conv2d& g, PoolKind kind, const std::string& what) {
   const auto x = randoms(size_t(g.N * g.C * g.H * g.W), 21);
@@ -364,16 +376,9 @@ void expectPoolMatchesNaive(const Conv2d& g, PoolKind kind, const std::string& w
   std::vector<float> y(want.size());
   poolNchw(g, kind, x.data(), y.data());
   expectNear(y, want, 1e-6, "nchw " + what);
-  std::vector<float> xt(x.size()), yt(y.size()), back(y.size());
-  const int64_t hw = g.H * g.W, ohw = g.OH * g.OW;
-  for (int64_t n = 0; n < g.N; ++n)
-    for (int64_t c = 0; c < g.C; ++c)
-      for (int64_t p = 0; p < hw; ++p) xt[size_t((n * hw + p) * g.C + c)] = x[size_t((n * g.C + c) * hw + p)];
-  poolNhwc(g, kind, xt.data(), yt.data());
-  for (int64_t n = 0; n < g.N; ++n)
-    for (int64_t c = 0; c < g.C; ++c)
-      for (int64_t p = 0; p < ohw; ++p) back[size_t((n * g.C + c) * ohw + p)] = yt[size_t((n * ohw + p) * g.C + c)];
-  expectNear(back, want, 1e-6, "nhwc " + what);
+  const std::vector<float> xt = swapChannels(x, g.N, g.C, g.H * g.W, true);
+  poolNhwc(g, kind, xt.data(), y.data());
+  expectNear(swapChannels(y, g.N, g.C, g.OH * g.OW, false), want, 1e-6, "nhwc " + what);
 }
 
 // Pooling in both layouts, every kind: strides 1, 2 and 3 (the NCHW rows' fixed and runtime strides), pads, a
@@ -421,11 +426,7 @@ TEST(Pool, GlobalAverageMatchesWholeImageWindow) {
       globalAveragePoolNchw(g.N, g.C, H * W, x.data(), y.data());
       expectNear(y, want, 1e-6, "nchw " + what);
       // NHWC [N, H*W, C]: the same values transposed.
-      std::vector<float> xt(x.size());
-      for (int64_t n = 0; n < g.N; ++n)
-        for (int64_t c = 0; c < g.C; ++c)
-          for (int64_t p = 0; p < H * W; ++p)
-            xt[size_t((n * H * W + p) * g.C + c)] = x[size_t((n * g.C + c) * H * W + p)];
+      const std::vector<float> xt = swapChannels(x, g.N, g.C, H * W, true);
       globalAveragePoolNhwc(g.N, H * W, g.C, xt.data(), y.data());
       expectNear(y, want, 1e-6, "nhwc " + what);
     }
