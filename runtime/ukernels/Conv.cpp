@@ -413,7 +413,8 @@ namespace {
 
 // One NHWC output pixel's channels pooled over its inside window cells
 // (`rows` x `cols` of them from `in`) in registers: P is a block of vectors,
-// loaded once per cell and stored once (its first `lanes` floats).
+// loaded once per cell and stored once (its first `lanes` floats); an
+// average is the sum times `scale`.
 template <class P, bool IsMax>
 FRICTION_INLINE void poolCells(const float* in, int64_t rows, int64_t cols, int64_t rowStride, int64_t colStride,
                                float scale, int64_t lanes, float* out) {
@@ -442,7 +443,8 @@ void poolRowNhwc(const Conv2d& g, PoolKind kind, const float* x, float* y, int64
     const int64_t left = ow * g.strideW - g.padLeft;
     const auto [s0, s1] = insideOutputs(left, g.dilW, g.W, g.S);
     const int64_t cells = (r1 - r0) * (s1 - s0);
-    const float scale = 1.f / float(kind == PoolKind::AverageCountPad ? g.R * g.S : std::max<int64_t>(cells, 1));
+    const float scale =
+        IsMax ? 1.f : 1.f / float(kind == PoolKind::AverageCountPad ? g.R * g.S : std::max<int64_t>(cells, 1));
     const float* in = x + ((n * g.H + oh * g.strideH - g.padTop + r0 * g.dilH) * g.W + left + s0 * g.dilW) * C;
     float* out = y + ((n * g.OH + oh) * g.OW + ow) * C;
     int64_t c = 0;

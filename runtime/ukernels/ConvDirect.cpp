@@ -248,7 +248,7 @@ struct Block {
 };
 // Output channels per block of the packed weights. Grouped: 16. Dense (over at most 4 input channels) on
 // AVX-512: 32 where K is a multiple of 32, so a tile's broadcast inputs are loaded once for 32 channels, not
-// once per 16 (3x3 stems to 32 and 64 channels and ResNet's 7x7 to 64: 0.88-0.92x the time). Blocks of 64
+// once per 16 (3x3 stems to 32 and 64 channels and ResNet's 7x7 to 64: 0.81-0.87x the time). Blocks of 64
 // (4 vectors in tiles of 4 pixels) ran ResNet's 7x7 stem in 1.7x the time; a partial block of 32 (stems to
 // 24) lost to 16 + 8 (1.11x). From the machine's width, not the running copy's: it fixes how the weights are packed.
 int64_t blockLanes(const Conv2d& g) {
