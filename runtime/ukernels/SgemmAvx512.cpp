@@ -10,6 +10,8 @@ void sgemmAvx512(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
   // per tile; the 32-wide tile would compute as many zeros as results.
   if (N <= 16)
     return sgemmBlocked<v16f, 24, 1>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, e, threads, source);
+  if (N > 32 && N <= 48)
+    return sgemmBlocked<v16f, 8, 3>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, e, threads, source);
   sgemmBlocked<v16f, 12, 2>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, e, threads, source);
 }
 }  // namespace friction::ukernels
