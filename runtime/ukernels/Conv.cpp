@@ -23,24 +23,6 @@ int64_t ownBandRows(int64_t depth) {
   return (rows + 23) / 24 * 24;
 }
 
-// One row of a ConvEpilogue over n outputs, before the activation: + b[j], + r[j], clamp to [lo, hi].
-FRICTION_INLINE void epilogueRow(float* __restrict c, const float* __restrict b, const float* __restrict r, int64_t n,
-                                 float lo, float hi) {
-  if (b && r) {
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j) c[j] = std::min(std::max(c[j] + b[j] + r[j], lo), hi);
-  } else if (b) {
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j) c[j] = std::min(std::max(c[j] + b[j], lo), hi);
-  } else if (r) {
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j) c[j] = std::min(std::max(c[j] + r[j], lo), hi);
-  } else {
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j) c[j] = std::min(std::max(c[j], lo), hi);
-  }
-}
-
 // e's activation over n outputs, in place.
 FRICTION_INLINE void activateValues(float* __restrict c, int64_t n, const ConvEpilogue& e) {
   if (e.activation == Activation::None) return;
@@ -58,22 +40,17 @@ FRICTION_INLINE void activateValues(float* __restrict c, int64_t n, const ConvEp
 FRICTION_MULTIVERSION
 void activateRow(float* __restrict c, int64_t n, const ConvEpilogue& e) { activateValues(c, n, e); }
 
-// A ConvEpilogue over a finished block of the NHWC GEMM (rows x cols at c, ldc apart; the bias per column,
-// the residual laid out like C), while it is in cache. The row loop runs inside the per-ISA copy: with two
-// calls per 16-float row (MnasNet's 1x1 convs to 16 channels) the epilogue had 14% of a driver's samples, 9% now.
+// e's activation over a finished block of the NHWC GEMM (rows x cols at c, ldc apart), while it is in cache
+// (the bias, residual and clamp before it were applied in the SGEMM's registers). The row loop runs inside
+// the per-ISA copy: with a call per 16-float row (MnasNet's 1x1 convs to 16 channels) the epilogue had 14% of
+// a driver's samples.
 FRICTION_MULTIVERSION
-void epilogueBlock(float* c, int64_t ldc, int64_t rows, int64_t cols, const float* bias, const float* res,
-                   const ConvEpilogue& e) {
-  for (int64_t i = 0; i < rows; ++i) {
-    epilogueRow(c + i * ldc, bias, res ? res + i * ldc : nullptr, cols, e.lo, e.hi);
-    activateValues(c + i * ldc, cols, e);
-  }
+void activateBlock(float* c, int64_t ldc, int64_t rows, int64_t cols, const ConvEpilogue& e) {
+  for (int64_t i = 0; i < rows; ++i) activateValues(c + i * ldc, cols, e);
 }
 
-void gemmEpilogue(void* ctx, float* C, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols) {
-  const auto& e = *static_cast<const ConvEpilogue*>(ctx);
-  epilogueBlock(C + i0 * ldc + j0, ldc, rows, cols, e.bias ? e.bias + j0 : nullptr,
-                e.residual ? e.residual + i0 * ldc + j0 : nullptr, e);
+void gemmActivation(void* ctx, float* C, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols) {
+  activateBlock(C + i0 * ldc + j0, ldc, rows, cols, *static_cast<const ConvEpilogue*>(ctx));
 }
 
 // One row of the NHWC im2col matrix: the (kh, kw, c) patch of output pixel
@@ -235,7 +212,7 @@ void convNhwc(const Conv2d& g, const float* x, const float* packedW, const ConvE
   const int64_t rows = g.N * g.OH * g.OW, depth = g.R * g.S * g.C;
   auto gemm = [&](int64_t r0, int64_t nr, const float* a, int64_t lda, int threads) {
     ConvEpilogue ge = shifted(e, r0 * g.K);
-    GemmEpilogue ep{&gemmEpilogue, &ge};
+    GemmEpilogue ep{e.activation != Activation::None ? &gemmActivation : nullptr, &ge, e.bias, ge.residual, e.lo, e.hi};
     sgemm(false, false, nr, g.K, depth, 1.f, a, lda, packedW, g.K, 0.f, y + r0 * g.K, g.K,
           anyEpilogue(e) ? &ep : nullptr, threads);
   };

@@ -5,22 +5,33 @@
 // Blocking follows BLIS: a KC x NC panel of op(B) is packed into
 // register-tile panels (a constant B once), rows of A are read in place (a
 // transposed A is packed into MR-row panels), and an MR x NR register tile of
-// C accumulates in vector registers. The tile and the instruction set are
-// picked once at load time: AVX-512 (12 x 32), AVX2+FMA (6 x 16), or portable
-// 128-bit vectors (4 x 8). Blocks of C are spread over OpenMP threads.
+// C accumulates in vector registers. The instruction set is picked once at
+// load time, the tile per call from N: AVX-512 (12 x 32; 24 x 16 up to 16
+// columns, 8 x 48 for 33-48), AVX2+FMA (6 x 16), or portable 128-bit vectors
+// (4 x 8). Blocks of C are spread over OpenMP threads.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 namespace friction::ukernels {
 
-// Called once per finished block of C (rows [i0, i0+rows), columns
-// [j0, j0+cols)), right after its last K step, while the block is still in
-// cache: a fused epilogue (bias, activation, residual) applied there costs no
-// extra pass over memory. May run on any OpenMP thread, blocks in any order.
+// A fused epilogue. bias, residual and the clamp are applied in the register
+// tile, before its one store after the last K step: C = min(max(C + bias[j]
+// + residual[i, j], lo), hi). Then fn, if set, is called once per finished
+// block of C (rows [i0, i0+rows), columns [j0, j0+cols)) while the block is
+// still in cache (an activation, a bias per row), on any OpenMP thread,
+// blocks in any order.
 struct GemmEpilogue {
   void (*fn)(void* ctx, float* C, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols) = nullptr;
   void* ctx = nullptr;
+  const float* bias = nullptr;      // per column of C
+  const float* residual = nullptr;  // laid out like C (ldc apart)
+  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+  bool inTile() const {
+    return bias || residual || lo != -std::numeric_limits<float>::infinity() ||
+           hi != std::numeric_limits<float>::infinity();
+  }
 };
 
 // C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, row-major with leading

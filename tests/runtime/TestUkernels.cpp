@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <thread>
@@ -96,6 +97,50 @@ TEST(Sgemm, EpilogueSeesEveryElementOnceAfterTheLastKStep) {
   sgemm(false, false, M, N, K, 1.f, A.data(), K, B.data(), N, 0.f, plain.data(), N);
   EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), M * N);
   for (size_t i = 0; i < C.size(); ++i) ASSERT_EQ(C[i], -plain[i]) << i;
+}
+
+// The epilogue applied in the register tile (bias per column, a residual laid out like C, the clamp), with and
+// without a block hook after it and with each part alone, against the plain GEMM finished by a loop: over
+// every tile width (N up to 70), row-tile edges, K = 0, steps of four with a remainder, and two K blocks.
+TEST(Sgemm, InTileEpilogueMatchesTheGemmFinishedAfterwards) {
+  int cases = 0;
+  for (int64_t M : {1, 7, 13, 37})
+    for (int64_t N : {1, 16, 17, 33, 48, 70})
+      for (int64_t K : {0, 7, 385})
+        for (int parts = 1; parts < 16; ++parts) {
+          const bool bias = parts & 1, residual = parts & 2, clamp = parts & 4, hook = parts & 8;
+          const int64_t ldc = N + 3;
+          auto A = randoms(size_t(M * std::max<int64_t>(K, 1)), 6), B = randoms(size_t(K * N), 7);
+          auto b = randoms(size_t(N), 8), r = randoms(size_t(M * ldc), 9);
+          std::vector<float> C(size_t(M * ldc), 0.f), want(size_t(M * ldc), 0.f);
+          sgemm(false, false, M, N, K, 1.f, A.data(), K, B.data(), N, 0.f, want.data(), ldc);
+          const float lo = clamp ? -0.5f : -std::numeric_limits<float>::infinity();
+          const float hi = clamp ? 0.75f : std::numeric_limits<float>::infinity();
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) {
+              float& w = want[size_t(i * ldc + j)];
+              w = std::min(std::max(w + (bias ? b[size_t(j)] : 0.f) + (residual ? r[size_t(i * ldc + j)] : 0.f), lo), hi);
+              if (hook) w *= 2.f;
+            }
+          GemmEpilogue e;
+          if (hook)
+            e.fn = [](void*, float* c, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols) {
+              for (int64_t i = i0; i < i0 + rows; ++i)
+                for (int64_t j = j0; j < j0 + cols; ++j) c[i * ldc + j] *= 2.f;
+            };
+          e.bias = bias ? b.data() : nullptr;
+          e.residual = residual ? r.data() : nullptr;
+          e.lo = lo;
+          e.hi = hi;
+          sgemm(false, false, M, N, K, 1.f, A.data(), K, B.data(), N, 0.f, C.data(), ldc, &e);
+          const std::string what = "M " + std::to_string(M) + " N " + std::to_string(N) + " K " + std::to_string(K) +
+                                   " parts " + std::to_string(parts);
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j)
+              ASSERT_NEAR(C[size_t(i * ldc + j)], want[size_t(i * ldc + j)], 1e-5) << what << " at " << i << ", " << j;
+          ++cases;
+        }
+  EXPECT_EQ(cases, 4 * 6 * 3 * 15);
 }
 
 // B made by a GemmPanelSource gives what the same B read from memory gives, bit for bit: one row block (each
