@@ -69,8 +69,8 @@ struct Tile {
   static constexpr int NR = W * NV;
 
   // The first n lanes from p (the rest zero), and back: masked where the instruction set has masks. GEMMs
-  // 24, 40 or 72 wide end every row in a partial vector: their 1x1 convs took 1.13-1.14x the time with a lane
-  // by lane copy than with a memcpy, 0.72-0.83x with masks.
+  // 24, 40 or 72 wide end every row in a partial vector: their 1x1 convs took up to 1.14x the time with a
+  // lane-by-lane copy than with a memcpy, 0.72-0.83x with masks.
   static inline __attribute__((always_inline)) V loadn(const float* p, int64_t n) {
     if (n == W) return loadu<V>(p);
 #ifdef __AVX512F__
