@@ -28,8 +28,9 @@ struct Choice {
   SgemmFn fn;
   const char* isa;
 };
-// The direct kernels' rule (Multiversion.h), so the two never disagree.
-Choice choose() {
+// The direct kernels' rule (Multiversion.h), so the two never disagree; asked on every call, so that the
+// tests' cap on the width (limitVectorLanes) runs the narrower copies too.
+Choice chosen() {
 #if defined(__x86_64__) && defined(FRICTION_UKERNELS_X86)
   switch (nativeFloatLanes()) {
     case 16: return {sgemmAvx512, "avx512"};
@@ -38,10 +39,6 @@ Choice choose() {
   }
 #endif
   return {sgemmGeneric, "generic"};
-}
-const Choice& chosen() {
-  static const Choice c = choose();
-  return c;
 }
 }  // namespace
 

@@ -44,35 +44,54 @@ void expectNear(const std::vector<float>& got, const std::vector<double>& want, 
   EXPECT_LE(worst, rtol) << what;
 }
 
+// Caps the kernels' vector width (the direct kernels' copies, the SGEMM's instruction set) while in scope.
+struct LanesLimit {
+  explicit LanesLimit(int lanes) : previous(limitVectorLanes(lanes)) {}
+  ~LanesLimit() { limitVectorLanes(previous); }
+  int previous;
+};
+
+// The vector widths the machine can run: 4 (SSE), 8 (AVX2), 16 (AVX-512), up to its own.
+std::vector<int> machineWidths() {
+  std::vector<int> widths;
+  for (int lanes : {4, 8, 16})
+    if (lanes <= nativeFloatLanes()) widths.push_back(lanes);
+  return widths;
+}
+
 TEST(Sgemm, MatchesNaiveOverTileEdgesTransposesAndBeta) {
   // Sizes around the register tiles (AVX-512 12x32, 8x48 and 24x16, AVX2 6x16, portable 4x8), the row counts
   // of the partial tiles (1, 2, 4, 8 rows), K steps in fours with a remainder (7), and KC = 384.
   const std::vector<int64_t> ms = {1, 2, 3, 5, 7, 12, 13, 22, 37}, ns = {1, 8, 16, 17, 24, 33, 48, 70},
                              ks = {1, 7, 16, 385};
   int cases = 0;
-  for (int64_t M : ms)
-    for (int64_t N : ns)
-      for (int64_t K : ks)
-        for (int t = 0; t < 4; ++t) {
-          bool ta = t & 1, tb = t & 2;
-          float alpha = t == 3 ? 0.5f : 1.f, beta = t == 1 ? 0.f : t == 2 ? 1.f : 0.25f;
-          int64_t lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 2, ldc = N + 5;  // padded rows: strides matter
-          auto A = randoms(size_t((ta ? K : M) * lda), 1), B = randoms(size_t((tb ? N : K) * ldb), 2);
-          auto C = randoms(size_t(M * ldc), 3);
-          std::vector<double> want(C.begin(), C.end());
-          for (int64_t i = 0; i < M; ++i)
-            for (int64_t j = 0; j < N; ++j) {
-              double acc = 0;
-              for (int64_t k = 0; k < K; ++k)
-                acc += double(ta ? A[k * lda + i] : A[i * lda + k]) * double(tb ? B[j * ldb + k] : B[k * ldb + j]);
-              want[size_t(i * ldc + j)] = alpha * acc + (beta == 0.f ? 0.0 : beta * double(C[size_t(i * ldc + j)]));
-            }
-          sgemm(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
-          expectNear(C, want, 1e-5, "M " + std::to_string(M) + " N " + std::to_string(N) + " K " + std::to_string(K) +
-                                         " transA " + std::to_string(ta) + " transB " + std::to_string(tb));
-          ++cases;
-        }
-  EXPECT_EQ(cases, 9 * 8 * 4 * 4);
+  for (int lanes : machineWidths()) {
+    LanesLimit limit(lanes);
+    for (int64_t M : ms)
+      for (int64_t N : ns)
+        for (int64_t K : ks)
+          for (int t = 0; t < 4; ++t) {
+            bool ta = t & 1, tb = t & 2;
+            float alpha = t == 3 ? 0.5f : 1.f, beta = t == 1 ? 0.f : t == 2 ? 1.f : 0.25f;
+            int64_t lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 2, ldc = N + 5;  // padded rows: strides matter
+            auto A = randoms(size_t((ta ? K : M) * lda), 1), B = randoms(size_t((tb ? N : K) * ldb), 2);
+            auto C = randoms(size_t(M * ldc), 3);
+            std::vector<double> want(C.begin(), C.end());
+            for (int64_t i = 0; i < M; ++i)
+              for (int64_t j = 0; j < N; ++j) {
+                double acc = 0;
+                for (int64_t k = 0; k < K; ++k)
+                  acc += double(ta ? A[k * lda + i] : A[i * lda + k]) * double(tb ? B[j * ldb + k] : B[k * ldb + j]);
+                want[size_t(i * ldc + j)] = alpha * acc + (beta == 0.f ? 0.0 : beta * double(C[size_t(i * ldc + j)]));
+              }
+            sgemm(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
+            expectNear(C, want, 1e-5, "M " + std::to_string(M) + " N " + std::to_string(N) + " K " + std::to_string(K) +
+                                           " transA " + std::to_string(ta) + " transB " + std::to_string(tb) +
+                                           " on " + sgemmIsa());
+            ++cases;
+          }
+  }
+  EXPECT_EQ(cases, int(machineWidths().size()) * 9 * 8 * 4 * 4);
 }
 
 TEST(Sgemm, EpilogueSeesEveryElementOnceAfterTheLastKStep) {
@@ -104,43 +123,48 @@ TEST(Sgemm, EpilogueSeesEveryElementOnceAfterTheLastKStep) {
 // every tile width (N up to 70), row-tile edges, K = 0, steps of four with a remainder, and two K blocks.
 TEST(Sgemm, InTileEpilogueMatchesTheGemmFinishedAfterwards) {
   int cases = 0;
-  for (int64_t M : {1, 7, 13, 37})
-    for (int64_t N : {1, 16, 17, 33, 48, 70})
-      for (int64_t K : {0, 7, 385})
-        for (int parts = 1; parts < 16; ++parts) {
-          const bool bias = parts & 1, residual = parts & 2, clamp = parts & 4, hook = parts & 8;
-          const int64_t ldc = N + 3;
-          auto A = randoms(size_t(M * std::max<int64_t>(K, 1)), 6), B = randoms(size_t(K * N), 7);
-          auto b = randoms(size_t(N), 8), r = randoms(size_t(M * ldc), 9);
-          std::vector<float> C(size_t(M * ldc), 0.f), want(size_t(M * ldc), 0.f);
-          sgemm(false, false, M, N, K, 1.f, A.data(), K, B.data(), N, 0.f, want.data(), ldc);
-          const float lo = clamp ? -0.5f : -std::numeric_limits<float>::infinity();
-          const float hi = clamp ? 0.75f : std::numeric_limits<float>::infinity();
-          for (int64_t i = 0; i < M; ++i)
-            for (int64_t j = 0; j < N; ++j) {
-              float& w = want[size_t(i * ldc + j)];
-              w = std::min(std::max(w + (bias ? b[size_t(j)] : 0.f) + (residual ? r[size_t(i * ldc + j)] : 0.f), lo), hi);
-              if (hook) w *= 2.f;
-            }
-          GemmEpilogue e;
-          if (hook)
-            e.fn = [](void*, float* c, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols) {
-              for (int64_t i = i0; i < i0 + rows; ++i)
-                for (int64_t j = j0; j < j0 + cols; ++j) c[i * ldc + j] *= 2.f;
-            };
-          e.bias = bias ? b.data() : nullptr;
-          e.residual = residual ? r.data() : nullptr;
-          e.lo = lo;
-          e.hi = hi;
-          sgemm(false, false, M, N, K, 1.f, A.data(), K, B.data(), N, 0.f, C.data(), ldc, &e);
-          const std::string what = "M " + std::to_string(M) + " N " + std::to_string(N) + " K " + std::to_string(K) +
-                                   " parts " + std::to_string(parts);
-          for (int64_t i = 0; i < M; ++i)
-            for (int64_t j = 0; j < N; ++j)
-              ASSERT_NEAR(C[size_t(i * ldc + j)], want[size_t(i * ldc + j)], 1e-5) << what << " at " << i << ", " << j;
-          ++cases;
-        }
-  EXPECT_EQ(cases, 4 * 6 * 3 * 15);
+  for (int lanes : machineWidths()) {
+    LanesLimit limit(lanes);
+    for (int64_t M : {1, 7, 13, 37})
+      for (int64_t N : {1, 16, 17, 33, 48, 70})
+        for (int64_t K : {0, 7, 385})
+          for (int parts = 1; parts < 16; ++parts) {
+            const bool bias = parts & 1, residual = parts & 2, clamp = parts & 4, hook = parts & 8;
+            const int64_t ldc = N + 3;
+            auto A = randoms(size_t(M * std::max<int64_t>(K, 1)), 6), B = randoms(size_t(K * N), 7);
+            auto b = randoms(size_t(N), 8), r = randoms(size_t(M * ldc), 9);
+            std::vector<float> C(size_t(M * ldc), 0.f), want(size_t(M * ldc), 0.f);
+            sgemm(false, false, M, N, K, 1.f, A.data(), K, B.data(), N, 0.f, want.data(), ldc);
+            const float lo = clamp ? -0.5f : -std::numeric_limits<float>::infinity();
+            const float hi = clamp ? 0.75f : std::numeric_limits<float>::infinity();
+            for (int64_t i = 0; i < M; ++i)
+              for (int64_t j = 0; j < N; ++j) {
+                float& w = want[size_t(i * ldc + j)];
+                const float sum = w + (bias ? b[size_t(j)] : 0.f) + (residual ? r[size_t(i * ldc + j)] : 0.f);
+                w = std::min(std::max(sum, lo), hi);
+                if (hook) w *= 2.f;
+              }
+            GemmEpilogue e;
+            if (hook)
+              e.fn = [](void*, float* c, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols) {
+                for (int64_t i = i0; i < i0 + rows; ++i)
+                  for (int64_t j = j0; j < j0 + cols; ++j) c[i * ldc + j] *= 2.f;
+              };
+            e.bias = bias ? b.data() : nullptr;
+            e.residual = residual ? r.data() : nullptr;
+            e.lo = lo;
+            e.hi = hi;
+            sgemm(false, false, M, N, K, 1.f, A.data(), K, B.data(), N, 0.f, C.data(), ldc, &e);
+            const std::string what = "M " + std::to_string(M) + " N " + std::to_string(N) + " K " + std::to_string(K) +
+                                     " parts " + std::to_string(parts) + " on " + sgemmIsa();
+            for (int64_t i = 0; i < M; ++i)
+              for (int64_t j = 0; j < N; ++j)
+                ASSERT_NEAR(C[size_t(i * ldc + j)], want[size_t(i * ldc + j)], 1e-5)
+                    << what << " at " << i << ", " << j;
+            ++cases;
+          }
+  }
+  EXPECT_EQ(cases, int(machineWidths().size()) * 4 * 6 * 3 * 15);
 }
 
 // B made by a GemmPanelSource gives what the same B read from memory gives, bit for bit: one row block (each
@@ -210,20 +234,6 @@ std::vector<double> naiveConv(const Conv2d& g, const std::vector<float>& x, cons
   return y;
 }
 
-// Caps the direct kernels' vector width while in scope.
-struct LanesLimit {
-  explicit LanesLimit(int lanes) : previous(limitVectorLanes(lanes)) {}
-  ~LanesLimit() { limitVectorLanes(previous); }
-  int previous;
-};
-
-// The vector widths the machine can run: 4 (SSE), 8 (AVX2), 16 (AVX-512), up to its own.
-std::vector<int> machineWidths() {
-  std::vector<int> widths;
-  for (int lanes : {4, 8, 16})
-    if (lanes <= nativeFloatLanes()) widths.push_back(lanes);
-  return widths;
-}
 
 // g in both layouts at every vector width the machine has (the direct
 // kernels' copies), with each epilogue: none, bias, bias + clamp, bias +
