@@ -155,19 +155,16 @@ void epilogueChannelRow(float* __restrict c, float bias, const float* __restrict
   }
 }
 
-void gemmEpilogueNchw(void* ctx, float* C, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols) {
-  const auto& e = *static_cast<const ConvEpilogue*>(ctx);
-  for (int64_t i = i0; i < i0 + rows; ++i) {
-    epilogueChannelRow(C + i * ldc + j0, e.bias ? e.bias[i] : 0.f, e.residual ? e.residual + i * ldc + j0 : nullptr,
-                       cols, e.lo, e.hi);
-    activateRow(C + i * ldc + j0, cols, e);
-  }
-}
-
-// Whether the GEMM needs an epilogue at all.
-bool anyEpilogue(const ConvEpilogue& e) {
-  return e.bias || e.residual || e.lo != -std::numeric_limits<float>::infinity() ||
-         e.hi != std::numeric_limits<float>::infinity() || e.activation != Activation::None;
+// e as the SGEMM's epilogue: the biases, residual and clamp in its register tiles, the activation per block.
+// The conv's channels are C's columns (NHWC: rows are pixels) or its rows (NCHW).
+GemmEpilogue gemmEpilogue(const ConvEpilogue& e, bool channelsPerColumn) {
+  return {.fn = e.activation != Activation::None ? &gemmActivation : nullptr,
+          .ctx = const_cast<ConvEpilogue*>(&e),
+          .bias = channelsPerColumn ? e.bias : nullptr,
+          .rowBias = channelsPerColumn ? nullptr : e.bias,
+          .residual = e.residual,
+          .lo = e.lo,
+          .hi = e.hi};
 }
 
 // `e` for the output elements from `offset` (a band's or an image's GEMM).
@@ -212,9 +209,8 @@ void convNhwc(const Conv2d& g, const float* x, const float* packedW, const ConvE
   const int64_t rows = g.N * g.OH * g.OW, depth = g.R * g.S * g.C;
   auto gemm = [&](int64_t r0, int64_t nr, const float* a, int64_t lda, int threads) {
     ConvEpilogue ge = shifted(e, r0 * g.K);
-    GemmEpilogue ep{e.activation != Activation::None ? &gemmActivation : nullptr, &ge, e.bias, ge.residual, e.lo, e.hi};
-    sgemm(false, false, nr, g.K, depth, 1.f, a, lda, packedW, g.K, 0.f, y + r0 * g.K, g.K,
-          anyEpilogue(e) ? &ep : nullptr, threads);
+    const GemmEpilogue ep = gemmEpilogue(ge, /*channelsPerColumn=*/true);
+    sgemm(false, false, nr, g.K, depth, 1.f, a, lda, packedW, g.K, 0.f, y + r0 * g.K, g.K, &ep, threads);
   };
   if (g.unitWindow()) return gemm(0, rows, x, g.C, 0);
   auto gather = [&](int64_t r0, int64_t nr, float* cols) {
@@ -373,15 +369,14 @@ void convNchw(const Conv2d& g, const float* x, const float* w, const ConvEpilogu
   // Per image: y [K, pixels] = W [K, depth] * im2col [depth, pixels]; a 1x1 window's im2col is the image.
   for (int64_t n = 0; n < g.N; ++n) {
     ConvEpilogue ge = shifted(e, n * g.K * pixels);
-    GemmEpilogue ep{&gemmEpilogueNchw, &ge};
-    const GemmEpilogue* epilogue = anyEpilogue(e) ? &ep : nullptr;
+    const GemmEpilogue ep = gemmEpilogue(ge, /*channelsPerColumn=*/false);
     float* out = y + n * g.K * pixels;
     if (g.unitWindow()) {
-      sgemm(false, false, g.K, pixels, depth, 1.f, w, depth, x + n * g.C * pixels, pixels, 0.f, out, pixels, epilogue);
+      sgemm(false, false, g.K, pixels, depth, 1.f, w, depth, x + n * g.C * pixels, pixels, 0.f, out, pixels, &ep);
     } else {
       // Implicit im2col: each SGEMM task gathers its own block of the matrix into its packed panels.
       const Im2colPanels panels{g, x + n * g.C * g.H * g.W};
-      sgemmFromPanels(g.K, pixels, depth, w, depth, {&Im2colPanels::pack, &panels}, out, pixels, epilogue);
+      sgemmFromPanels(g.K, pixels, depth, w, depth, {&Im2colPanels::pack, &panels}, out, pixels, &ep);
     }
   }
 }

@@ -16,20 +16,21 @@
 
 namespace friction::ukernels {
 
-// A fused epilogue. bias, residual and the clamp are applied in the register
-// tile, before its one store after the last K step: C = min(max(C + bias[j]
-// + residual[i, j], lo), hi). Then fn, if set, is called once per finished
-// block of C (rows [i0, i0+rows), columns [j0, j0+cols)) while the block is
-// still in cache (an activation, a bias per row), on any OpenMP thread,
+// A fused epilogue. The biases, the residual and the clamp are applied in the
+// register tile, before its one store after the last K step: C = min(max(C +
+// bias[j] + rowBias[i] + residual[i, j], lo), hi). Then fn, if set, is called
+// once per finished block of C (rows [i0, i0+rows), columns [j0, j0+cols))
+// while the block is still in cache (an activation), on any OpenMP thread,
 // blocks in any order.
 struct GemmEpilogue {
   void (*fn)(void* ctx, float* C, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols) = nullptr;
   void* ctx = nullptr;
-  const float* bias = nullptr;      // per column of C
+  const float* bias = nullptr;      // per column of C (an NHWC conv's channels)
+  const float* rowBias = nullptr;   // per row of C (an NCHW conv's channels)
   const float* residual = nullptr;  // laid out like C (ldc apart)
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
   bool inTile() const {
-    return bias || residual || lo != -std::numeric_limits<float>::infinity() ||
+    return bias || rowBias || residual || lo != -std::numeric_limits<float>::infinity() ||
            hi != std::numeric_limits<float>::infinity();
   }
 };

@@ -51,14 +51,15 @@ inline void storeu(float* p, V v) {
 
 // Where a register tile's results go: C at the tile's first element, ldc apart, rows x cols of it;
 // C = alpha * acc + (first ? beta * C : C). On the last K step of a GEMM whose epilogue is applied in the tile
-// (finish), then + bias[j] (at the tile's first column) + residual[i, j] (at its first element, ldc apart;
-// either may be null), clamped to [lo, hi].
+// (finish), then + bias[j] (at the tile's first column) + rowBias[i] (at its first row) + residual[i, j] (at
+// its first element, ldc apart; each may be null), clamped to [lo, hi].
 struct TileOut {
   float* C;
   int64_t ldc, rows, cols;
   float alpha, beta;
   bool first, finish;
   const float* bias;
+  const float* rowBias;
   const float* residual;
   float lo, hi;
 };
@@ -110,6 +111,7 @@ struct Tile {
       v += o.beta * loadn(c, n);
     if (o.finish) {
       if (o.bias) v += loadn(o.bias + col, n);
+      if (o.rowBias) v += o.rowBias[r];
       if (o.residual) v += loadn(o.residual + r * o.ldc + col, n);
       v = v < o.lo ? o.lo + V{} : v;  // NaN stays NaN, as std::min(std::max(v, lo), hi)
       v = v > o.hi ? o.hi + V{} : v;
@@ -257,7 +259,8 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
   if (K <= 0) {
     // No products: C = beta * C, then the epilogue.
     const TileOut o{C, ldc, M, N, 1.f, beta, true, inTile, inTile ? epilogue->bias : nullptr,
-                    inTile ? epilogue->residual : nullptr, inTile ? epilogue->lo : 0.f, inTile ? epilogue->hi : 0.f};
+                    inTile ? epilogue->rowBias : nullptr, inTile ? epilogue->residual : nullptr,
+                    inTile ? epilogue->lo : 0.f, inTile ? epilogue->hi : 0.f};
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) T::update(C + i * ldc + j, V{}, o, i, j, 1);
     if (epilogue && epilogue->fn) epilogue->fn(epilogue->ctx, C, ldc, 0, 0, M, N);
@@ -371,6 +374,7 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
           bool inPlace = inPlaceA && rows == MR;
           const TileOut o{C + i * ldc + j, ldc, rows, std::min(NR, nc - q * NR), alpha, beta, k0 == 0, finish,
                           finish && epilogue->bias ? epilogue->bias + j : nullptr,
+                          finish && epilogue->rowBias ? epilogue->rowBias + i : nullptr,
                           finish && epilogue->residual ? epilogue->residual + i * ldc + j : nullptr,
                           inTile ? epilogue->lo : 0.f, inTile ? epilogue->hi : 0.f};
           T::micro(kc, inPlace ? A + i * lda + k0 : ap + p * kc * MR, inPlace ? lda : 0, bpk + q * kc * NR, o);

@@ -118,9 +118,9 @@ TEST(Sgemm, EpilogueSeesEveryElementOnceAfterTheLastKStep) {
   for (size_t i = 0; i < C.size(); ++i) ASSERT_EQ(C[i], -plain[i]) << i;
 }
 
-// The epilogue applied in the register tile (bias per column, a residual laid out like C, the clamp), with and
-// without a block hook after it and with each part alone, against the plain GEMM finished by a loop: over
-// every tile width (N up to 70), row-tile edges, K = 0, steps of four with a remainder, and two K blocks.
+// The epilogue applied in the register tile (biases per column and per row, a residual laid out like C, the
+// clamp), with and without a block hook after it and with each part alone, against the plain GEMM finished by
+// a loop: over every tile width (N up to 70), row-tile edges, K = 0, steps of four with a remainder, and two K blocks.
 TEST(Sgemm, InTileEpilogueMatchesTheGemmFinishedAfterwards) {
   int cases = 0;
   for (int lanes : machineWidths()) {
@@ -128,11 +128,12 @@ TEST(Sgemm, InTileEpilogueMatchesTheGemmFinishedAfterwards) {
     for (int64_t M : {1, 7, 13, 37})
       for (int64_t N : {1, 16, 17, 33, 48, 70})
         for (int64_t K : {0, 7, 385})
-          for (int parts = 1; parts < 16; ++parts) {
+          for (int parts = 1; parts < 32; ++parts) {
             const bool bias = parts & 1, residual = parts & 2, clamp = parts & 4, hook = parts & 8;
+            const bool rowBias = parts & 16;
             const int64_t ldc = N + 3;
             auto A = randoms(size_t(M * std::max<int64_t>(K, 1)), 6), B = randoms(size_t(K * N), 7);
-            auto b = randoms(size_t(N), 8), r = randoms(size_t(M * ldc), 9);
+            auto b = randoms(size_t(N), 8), r = randoms(size_t(M * ldc), 9), rb = randoms(size_t(M), 10);
             std::vector<float> C(size_t(M * ldc), 0.f), want(size_t(M * ldc), 0.f);
             sgemm(false, false, M, N, K, 1.f, A.data(), K, B.data(), N, 0.f, want.data(), ldc);
             const float lo = clamp ? -0.5f : -std::numeric_limits<float>::infinity();
@@ -140,7 +141,8 @@ TEST(Sgemm, InTileEpilogueMatchesTheGemmFinishedAfterwards) {
             for (int64_t i = 0; i < M; ++i)
               for (int64_t j = 0; j < N; ++j) {
                 float& w = want[size_t(i * ldc + j)];
-                const float sum = w + (bias ? b[size_t(j)] : 0.f) + (residual ? r[size_t(i * ldc + j)] : 0.f);
+                const float sum = w + (bias ? b[size_t(j)] : 0.f) + (rowBias ? rb[size_t(i)] : 0.f) +
+                                  (residual ? r[size_t(i * ldc + j)] : 0.f);
                 w = std::min(std::max(sum, lo), hi);
                 if (hook) w *= 2.f;
               }
@@ -151,6 +153,7 @@ TEST(Sgemm, InTileEpilogueMatchesTheGemmFinishedAfterwards) {
                   for (int64_t j = j0; j < j0 + cols; ++j) c[i * ldc + j] *= 2.f;
               };
             e.bias = bias ? b.data() : nullptr;
+            e.rowBias = rowBias ? rb.data() : nullptr;
             e.residual = residual ? r.data() : nullptr;
             e.lo = lo;
             e.hi = hi;
@@ -164,7 +167,7 @@ TEST(Sgemm, InTileEpilogueMatchesTheGemmFinishedAfterwards) {
             ++cases;
           }
   }
-  EXPECT_EQ(cases, int(machineWidths().size()) * 4 * 6 * 3 * 15);
+  EXPECT_EQ(cases, int(machineWidths().size()) * 4 * 6 * 3 * 31);
 }
 
 // B made by a GemmPanelSource gives what the same B read from memory gives, bit for bit: one row block (each
