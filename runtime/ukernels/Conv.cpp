@@ -40,8 +40,8 @@ FRICTION_INLINE void activateValues(float* __restrict c, int64_t n, const ConvEp
 FRICTION_MULTIVERSION
 void activateRow(float* __restrict c, int64_t n, const ConvEpilogue& e) { activateValues(c, n, e); }
 
-// e's activation over a finished block of the NHWC GEMM (rows x cols at c, ldc apart), while it is in cache
-// (the bias, residual and clamp before it were applied in the SGEMM's registers). The row loop runs inside
+// e's activation over a finished block of a conv's GEMM (rows x cols at c, ldc apart), while it is in cache
+// (the biases, residual and clamp before it were applied in the SGEMM's registers). The row loop runs inside
 // the per-ISA copy: with a call per 16-float row (MnasNet's 1x1 convs to 16 channels) the epilogue had 14% of
 // a driver's samples.
 FRICTION_MULTIVERSION

@@ -5,10 +5,11 @@
 // Blocking follows BLIS: a KC x NC panel of op(B) is packed into
 // register-tile panels (a constant B once), rows of A are read in place (a
 // transposed A is packed into MR-row panels), and an MR x NR register tile of
-// C accumulates in vector registers. The instruction set is picked once at
-// load time, the tile per call from N: AVX-512 (12 x 32; 24 x 16 up to 16
-// columns, 8 x 48 for 33-48), AVX2+FMA (6 x 16), or portable 128-bit vectors
-// (4 x 8). Blocks of C are spread over OpenMP threads.
+// C accumulates in vector registers. The instruction set is the machine's
+// (the direct kernels' rule, Multiversion.h), the tile picked per call from N:
+// AVX-512 (12 x 32; 24 x 16 up to 16 columns, 8 x 48 for 33-48), AVX2+FMA
+// (6 x 16), or portable 128-bit vectors (4 x 8). Blocks of C are spread over
+// OpenMP threads.
 #pragma once
 #include <cstddef>
 #include <cstdint>

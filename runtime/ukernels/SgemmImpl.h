@@ -171,18 +171,14 @@ struct Tile {
       // Rows read in place take a pointer each: more than the free registers (24 in a one-vector tile), so a
       // k loop of one step reloaded most of them from the stack once per FMA. Four steps per reload.
       for (; k + 4 <= kc; k += 4) {
-        V b[4][CV];
+        V b[4];
 #pragma GCC unroll 4
-        for (int u = 0; u < 4; ++u)
-#pragma GCC unroll 4
-          for (int j = 0; j < CV; ++j) b[u][j] = loadu<V>(bp + (k + u) * NR + j * W);
+        for (int u = 0; u < 4; ++u) b[u] = loadu<V>(bp + (k + u) * NR);
 #pragma GCC unroll 32
         for (int r = 0; r < R; ++r) {
           const float* a = ap + r * lda + k;
 #pragma GCC unroll 4
-          for (int u = 0; u < 4; ++u)
-#pragma GCC unroll 4
-            for (int j = 0; j < CV; ++j) acc[r][j] += a[u] * b[u][j];
+          for (int u = 0; u < 4; ++u) acc[r][0] += a[u] * b[u];
         }
       }
     }
