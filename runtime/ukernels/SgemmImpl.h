@@ -64,6 +64,15 @@ struct TileOut {
   float lo, hi;
 };
 
+// The TileOut of the rows x cols tile at C[i, j]; when `finish`, e's parts offset to it.
+inline TileOut tileAt(float* C, int64_t ldc, int64_t i, int64_t j, int64_t rows, int64_t cols, float alpha, float beta,
+                      bool first, const GemmEpilogue* e, bool finish) {
+  auto at = [&](const float* part, int64_t offset) { return finish && part ? part + offset : nullptr; };
+  return {C + i * ldc + j, ldc, rows, cols, alpha, beta, first, finish, at(e ? e->bias : nullptr, j),
+          at(e ? e->rowBias : nullptr, i), at(e ? e->residual : nullptr, i * ldc + j), finish ? e->lo : 0.f,
+          finish ? e->hi : 0.f};
+}
+
 template <typename V, int MR, int NV>
 struct Tile {
   static constexpr int W = int(sizeof(V) / sizeof(float));
@@ -254,9 +263,7 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
   const bool inTile = epilogue && epilogue->inTile();
   if (K <= 0) {
     // No products: C = beta * C, then the epilogue.
-    const TileOut o{C, ldc, M, N, 1.f, beta, true, inTile, inTile ? epilogue->bias : nullptr,
-                    inTile ? epilogue->rowBias : nullptr, inTile ? epilogue->residual : nullptr,
-                    inTile ? epilogue->lo : 0.f, inTile ? epilogue->hi : 0.f};
+    const TileOut o = tileAt(C, ldc, 0, 0, M, N, 1.f, beta, true, epilogue, inTile);
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) T::update(C + i * ldc + j, V{}, o, i, j, 1);
     if (epilogue && epilogue->fn) epilogue->fn(epilogue->ctx, C, ldc, 0, 0, M, N);
@@ -368,12 +375,8 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
         for (int64_t p = 0; p < mPanels; ++p) {
           int64_t rows = std::min<int64_t>(MR, mc - p * MR), i = i0 + p * MR, j = j0 + q * NR;
           bool inPlace = inPlaceA && rows == MR;
-          const TileOut o{C + i * ldc + j, ldc, rows, std::min(NR, nc - q * NR), alpha, beta, k0 == 0, finish,
-                          finish && epilogue->bias ? epilogue->bias + j : nullptr,
-                          finish && epilogue->rowBias ? epilogue->rowBias + i : nullptr,
-                          finish && epilogue->residual ? epilogue->residual + i * ldc + j : nullptr,
-                          inTile ? epilogue->lo : 0.f, inTile ? epilogue->hi : 0.f};
-          T::micro(kc, inPlace ? A + i * lda + k0 : ap + p * kc * MR, inPlace ? lda : 0, bpk + q * kc * NR, o);
+          T::micro(kc, inPlace ? A + i * lda + k0 : ap + p * kc * MR, inPlace ? lda : 0, bpk + q * kc * NR,
+                   tileAt(C, ldc, i, j, rows, std::min(NR, nc - q * NR), alpha, beta, k0 == 0, epilogue, finish));
         }
     }
     if (epilogue && epilogue->fn) epilogue->fn(epilogue->ctx, C, ldc, i0, j0, mc, nc);
