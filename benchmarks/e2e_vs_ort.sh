@@ -2,12 +2,16 @@
 # End-to-end latency of friction's `cpu` backend against ONNX Runtime with all
 # graph optimizations and, with BASELINE set, against another friction build
 # (the previous one), measured in the same run. friction runs its default pass
-# pipeline; ORT gets the unoptimized model (--passes none) and applies its own
-# optimizations (level all). Same threads. Every round runs each executor once
-# per cell (its median over REPS runs), in a fresh random order, so drift over
-# minutes falls on every side alike; the table reports the median of the
-# per-round ratios with a distribution-free 95% interval (at least 6 rounds;
-# benchmarks/report/e2e_summary.py).
+# pipeline; ORT gets the unoptimized model (all-off) and applies its own
+# optimizations (level all). Same threads.
+# Each cell (model, batch) is one `friction bench --compare`: both executors
+# compiled once and kept resident, then timed in interleaved rounds under the
+# harness's protocol (a fresh random order each round, the cores quiesced and
+# calibrated between blocks: docs/metrics.md). With BASELINE, two builds cannot
+# share a process: each round runs every executor as a process of its own (its
+# median over REPS runs) in a fresh random order instead. Either way the table
+# reports the median of the per-round ratios with a distribution-free 95%
+# interval (at least 6 rounds; benchmarks/report/e2e_summary.py).
 # MODE=all-off compares the unoptimized sides instead: friction with every
 # pass off (--passes none) against ORT with its graph optimizations disabled.
 # MODELS=families runs the real architectures at their published sizes (every torchvision
@@ -16,9 +20,9 @@
 # a family's name alone (resnet18 densenet121 ...) runs that one.
 # Usage: benchmarks/e2e_vs_ort.sh [FRICTION_BINARY]
 #   env: MODELS (resnet50 mobilenetv2 vit_b, families, or any model paths / zoo specs / family names),
-#        BATCHES (1 8), THREADS (2), REPS (10), ROUNDS (6), MODE (default | all-off),
-#        BASELINE (path to another friction binary; optional), FAMILY_DIR (out/families),
-#        SAMPLES (keep the per-round samples in this file)
+#        BATCHES (1 8), THREADS (2), ROUNDS (6), MODE (default | all-off),
+#        BASELINE (path to another friction binary; optional), REPS (10: runs per process, with BASELINE),
+#        FAMILY_DIR (out/families), SAMPLES (keep the per-round samples in this file)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 F=${1:-$ROOT/build/bin/friction}
@@ -54,14 +58,6 @@ spec() {
 }
 for m in $MODELS; do spec "$m" >/dev/null; done  # export everything before the first timed round
 
-median() {  # BINARY MODEL BATCH BACKEND [friction flags...] -> median ms
-  local bin=$1 model=$2 batch=$3 backend=$4
-  shift 4
-  OMP_NUM_THREADS=$THREADS "$bin" bench "$model" --backend "$backend" --batch "$batch" --reps "$REPS" --warmup 2 \
-    --threads "$THREADS" --max-seconds 20 --no-check --json "$@" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["median_ms"])'
-}
-
-executors="cpu ort${BASELINE:+ baseline}"
 if [[ -n ${SAMPLES:-} ]]; then
   samples=$SAMPLES
   : > "$samples"
@@ -69,19 +65,48 @@ else
   samples=$(mktemp)
   trap 'rm -f "$samples"' EXIT
 fi
-for ((r = 0; r < ROUNDS; r++)); do
+ORT="ort?threads=$THREADS&level=$ORT_LEVEL"
+
+# One cell in one process: `bench --compare`'s per-round block medians become the samples.
+compared_cell() {  # MODEL BATCH
+  OMP_NUM_THREADS=$THREADS "$F" bench "$(spec "$1")" --backend cpu --batch "$2" --threads "$THREADS" --no-check \
+    "${CPU_FLAGS[@]}" --compare "$ORT|all-off" --rounds "$ROUNDS" --min-rounds "$ROUNDS" --json |
+    "$PY" -c 'import json, sys
+model, batch = sys.argv[1:3]
+for executor, name in zip(json.load(sys.stdin)["executors"], ("cpu", "ort")):
+    for r, ms in enumerate(executor["round_ms"]):
+        print(r, model, batch, name, ms, sep="\t")' "$1" "$2" >> "$samples"
+}
+
+median() {  # BINARY MODEL BATCH BACKEND [friction flags...] -> median ms of one process's runs
+  local bin=$1 model=$2 batch=$3 backend=$4
+  shift 4
+  OMP_NUM_THREADS=$THREADS "$bin" bench "$model" --backend "$backend" --batch "$batch" --reps "$REPS" --warmup 2 \
+    --threads "$THREADS" --max-seconds 20 --no-check --json "$@" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["median_ms"])'
+}
+
+if [[ -z $BASELINE ]]; then
   for m in $MODELS; do
     for b in $BATCHES; do
-      for e in $(shuf -e $executors); do
-        case $e in
-          cpu) ms=$(median "$F" "$(spec "$m")" "$b" cpu "${CPU_FLAGS[@]}") ;;
-          baseline) ms=$(median "$BASELINE" "$(spec "$m")" "$b" cpu "${CPU_FLAGS[@]}") ;;
-          ort) ms=$(median "$F" "$(spec "$m")" "$b" "ort?threads=$THREADS&level=$ORT_LEVEL" --passes none) ;;
-        esac
-        printf '%s\t%s\t%s\t%s\t%s\n' "$r" "$m" "$b" "$e" "$ms" >> "$samples"
-      done
+      compared_cell "$m" "$b"
+      echo "$m batch $b: $ROUNDS rounds done" >&2
     done
   done
-  echo "round $((r + 1))/$ROUNDS done" >&2
-done
+else
+  for ((r = 0; r < ROUNDS; r++)); do
+    for m in $MODELS; do
+      for b in $BATCHES; do
+        for e in $(shuf -e cpu ort baseline); do
+          case $e in
+            cpu) ms=$(median "$F" "$(spec "$m")" "$b" cpu "${CPU_FLAGS[@]}") ;;
+            baseline) ms=$(median "$BASELINE" "$(spec "$m")" "$b" cpu "${CPU_FLAGS[@]}") ;;
+            ort) ms=$(median "$F" "$(spec "$m")" "$b" "$ORT" --passes none) ;;
+          esac
+          printf '%s\t%s\t%s\t%s\t%s\n' "$r" "$m" "$b" "$e" "$ms" >> "$samples"
+        done
+      done
+    done
+    echo "round $((r + 1))/$ROUNDS done" >&2
+  done
+fi
 "$PY" "$ROOT/benchmarks/report/e2e_summary.py" "$samples"

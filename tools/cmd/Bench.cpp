@@ -60,6 +60,7 @@ void benchCompared(const BenchArgs& a, const ResolvedModel& model) {
                                                   metrics::kDefaultMinEffect);
     rows.push_back({{"executor", names[k]}, {"median_ms", m.summary.median},
                     {"ci95_ms", {m.summary.medianCI.low, m.summary.medianCI.high}}, {"unstable", m.summary.unstable},
+                    {"round_ms", r.roundValues(k)},  // the kept rounds' block medians, in round order
                     {"ratio_to_first", p.ratio}, {"ratio_ci", {p.ci.low, p.ci.high}}, {"differs", p.direction != 0},
                     {"max_rel_error", m.maxRelError >= 0 ? nlohmann::json(m.maxRelError) : nlohmann::json()},
                     {"outputs_differ", m.maxRelError >= 0 ? nlohmann::json(m.outputsDiffer()) : nlohmann::json()},
