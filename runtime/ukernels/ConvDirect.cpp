@@ -28,6 +28,8 @@ namespace {
 // ISAs (callAtWidth's calls stay within one).
 #pragma GCC diagnostic ignored "-Wpsabi"
 constexpr int64_t kLanes = 16;
+// A depthwise task's weights and one pixel's window, at most: an L1 of 32 KB (AVX2 EPYC) or 48 KB.
+constexpr int64_t kDepthwiseChunkBytes = int64_t(32) << 10;
 
 // The input channels a grouped block's output channels [k0, k0 + 16) read: [first, first + count).
 struct BlockInputs {
@@ -315,12 +317,6 @@ struct DepthwiseRowArgs {
   float alpha, beta;
 };
 
-// The bias of channels [k, k + P's width) past the first block's, or zeros.
-template <class P>
-FRICTION_INLINE P depthwiseBias(const DepthwiseRowArgs<P>& a, int64_t k) {
-  return a.bias ? P::load(a.bias + k) : P::splat(0.f);
-}
-
 // Bias already in v: the residual, the clamp and the activation, then the store of output pixel ow's
 // channels [k, k + P's width) past the first block's.
 template <class P>
@@ -331,63 +327,106 @@ FRICTION_INLINE void depthwiseFinish(const DepthwiseRowArgs<P>& a, P v, int64_t 
   v.store(a.y + ow * a.K + k);
 }
 
-// Interior pixels from ow (every window cell inside the input) in tiles of T while a whole tile fits before
-// `end`; returns the first pixel left. KS: the window width when fixed at compile time (0: a.S); Stride: the
-// horizontal stride when fixed and the window undilated (0: any). With both fixed, each input pixel of a
-// window row is loaded once and multiplied into every output pixel of the tile whose window holds it (3x3,
-// stride 1: 6 loads for 12 products).
-template <class P, int T, int KS, int Stride>
-FRICTION_INLINE int64_t depthwiseTiles(const DepthwiseRowArgs<P> a, int64_t ow, int64_t end) {
+// A depthwise tile's accumulators: output pixels [ow, ow + T) of the G blocks of P's width from channel k
+// past the first block's, as T x G*N vectors of `lanes` floats. G > 1 where a tile is one or two pixels
+// (small images, the remainder of a row): one block's window products are one chain of dependent
+// multiply-adds, G blocks are G chains to overlap.
+template <class P, int T, int G>
+struct DepthwiseAccumulators {
   using V = typename P::V;
-  constexpr int N = int(sizeof(P) / sizeof(V)), lanes = P::kWidth / N;  // N vectors of `lanes` floats
-  auto load = [](const float* p) FRICTION_LAMBDA_INLINE {
+  static constexpr int kPerBlock = int(sizeof(P) / sizeof(V)), N = G * kPerBlock, lanes = P::kWidth / kPerBlock;
+  V acc[T][N];
+
+  FRICTION_INLINE static V load(const float* p) {
     V v;
     std::memcpy(&v, p, sizeof(V));
     return v;
-  };
-  for (; ow + T <= end; ow += T)
-    for (int64_t k = 0; k < a.blocks * P::kWidth; k += P::kWidth) {
-      V acc[T][N];
-      const P bias = depthwiseBias(a, k);
+  }
+  FRICTION_INLINE void startAt(const DepthwiseRowArgs<P>& a, int64_t k) {
 #pragma GCC unroll 8
-      for (int p = 0; p < T; ++p)
+    for (int i = 0; i < N; ++i) {
+      const V bias = a.bias ? load(a.bias + k + i * lanes) : V{};
 #pragma GCC unroll 8
-        for (int i = 0; i < N; ++i) acc[p][i] = bias.v[i];
-      const float *x = a.x0 + ow * a.pixelStep + k, *w = a.w0 + k;
-      for (int64_t r = 0; r < a.windowRows; ++r, x += a.rowStep, w += a.S * a.C) {
-        if constexpr (KS > 0 && Stride > 0) {
-          const float* xj = x;
-#pragma GCC unroll 32
-          for (int j = 0; j < (T - 1) * Stride + KS; ++j, xj = advance(xj, a.C)) {
-            V xv[N];
+      for (int p = 0; p < T; ++p) acc[p][i] = bias;
+    }
+  }
+  FRICTION_INLINE void finish(const DepthwiseRowArgs<P>& a, int64_t ow, int64_t k) const {
 #pragma GCC unroll 8
-            for (int i = 0; i < N; ++i) xv[i] = load(xj + i * lanes);
+    for (int p = 0; p < T; ++p)
 #pragma GCC unroll 8
-            for (int s = 0; s < KS; ++s)  // input pixel j is cell s of output pixel (j - s) / Stride
-              if (j >= s && (j - s) % Stride == 0 && (j - s) / Stride < T)
-#pragma GCC unroll 8
-                for (int i = 0; i < N; ++i) acc[(j - s) / Stride][i] += xv[i] * load(w + s * a.C + i * lanes);
-          }
-        } else {
-          for (int64_t s = 0; s < (KS ? KS : a.S); ++s) {
-            V wv[N];
-#pragma GCC unroll 8
-            for (int i = 0; i < N; ++i) wv[i] = load(w + s * a.C + i * lanes);
-#pragma GCC unroll 8
-            for (int p = 0; p < T; ++p)
-#pragma GCC unroll 8
-              for (int i = 0; i < N; ++i) acc[p][i] += load(x + s * a.cellStep + p * a.pixelStep + i * lanes) * wv[i];
-          }
-        }
-      }
-#pragma GCC unroll 8
-      for (int p = 0; p < T; ++p) {
+      for (int b = 0; b < G; ++b) {
         P v;
 #pragma GCC unroll 8
-        for (int i = 0; i < N; ++i) v.v[i] = acc[p][i];
-        depthwiseFinish(a, v, ow + p, k);
+        for (int i = 0; i < kPerBlock; ++i) v.v[i] = acc[p][b * kPerBlock + i];
+        depthwiseFinish(a, v, ow + p, k + b * P::kWidth);
+      }
+  }
+};
+
+// Output pixels [ow, ow + T), all inside, of the G blocks from channel k. KS: the window width when fixed at
+// compile time (0: a.S); Stride: the horizontal stride when fixed and the window undilated (0: any). With
+// both fixed, each input pixel of a window row is loaded once and multiplied into every output pixel of the
+// tile whose window holds it (3x3, stride 1: 6 loads for 12 products).
+template <class P, int T, int G, int KS, int Stride>
+FRICTION_INLINE void depthwiseTile(const DepthwiseRowArgs<P>& a, int64_t ow, int64_t k) {
+  using A = DepthwiseAccumulators<P, T, G>;
+  using V = typename A::V;
+  constexpr int N = A::N, lanes = A::lanes;
+  A t;
+  t.startAt(a, k);
+  const float *x = a.x0 + ow * a.pixelStep + k, *w = a.w0 + k;
+  for (int64_t r = 0; r < a.windowRows; ++r, x += a.rowStep, w += a.S * a.C) {
+    if constexpr (KS > 0 && Stride > 0) {
+      const float* xj = x;
+#pragma GCC unroll 32
+      for (int j = 0; j < (T - 1) * Stride + KS; ++j, xj = advance(xj, a.C)) {
+        V xv[N];
+#pragma GCC unroll 8
+        for (int i = 0; i < N; ++i) xv[i] = A::load(xj + i * lanes);
+#pragma GCC unroll 8
+        for (int s = 0; s < KS; ++s)  // input pixel j is cell s of output pixel (j - s) / Stride
+          if (j >= s && (j - s) % Stride == 0 && (j - s) / Stride < T)
+#pragma GCC unroll 8
+            for (int i = 0; i < N; ++i) t.acc[(j - s) / Stride][i] += xv[i] * A::load(w + s * a.C + i * lanes);
+      }
+    } else {
+      for (int64_t s = 0; s < (KS ? KS : a.S); ++s) {
+        V wv[N];
+#pragma GCC unroll 8
+        for (int i = 0; i < N; ++i) wv[i] = A::load(w + s * a.C + i * lanes);
+#pragma GCC unroll 8
+        for (int p = 0; p < T; ++p)
+#pragma GCC unroll 8
+          for (int i = 0; i < N; ++i) t.acc[p][i] += A::load(x + s * a.cellStep + p * a.pixelStep + i * lanes) * wv[i];
       }
     }
+  }
+  t.finish(a, ow, k);
+}
+
+// Blocks per group for tiles of T pixels: about four accumulator vectors at least.
+template <class P, int T>
+constexpr int depthwiseGroup() {
+  return std::max(1, 4 / (T * int(sizeof(P) / sizeof(typename P::V))));
+}
+
+// Calls tile(k) for every block's channel offset k, G blocks a call while G fit, then one a call.
+template <class P, int G, class Tile>
+FRICTION_INLINE void forBlockGroups(const DepthwiseRowArgs<P>& a, const Tile& tile) {
+  const int64_t end = a.blocks * P::kWidth, groupsEnd = a.blocks / G * G * P::kWidth;
+  int64_t k = 0;
+  for (; k < groupsEnd; k += G * P::kWidth) tile.template operator()<G>(k);
+  if constexpr (G > 1)
+    for (; k < end; k += P::kWidth) tile.template operator()<1>(k);
+}
+
+// Interior pixels from ow in tiles of T while a whole tile fits before `end`; returns the first pixel left.
+template <class P, int T, int KS, int Stride>
+FRICTION_INLINE int64_t depthwiseTiles(const DepthwiseRowArgs<P> a, int64_t ow, int64_t end) {
+  for (; ow + T <= end; ow += T)
+    forBlockGroups<P, depthwiseGroup<P, T>()>(a, [&]<int G>(int64_t k) FRICTION_LAMBDA_INLINE {
+      depthwiseTile<P, T, G, KS, Stride>(a, ow, k);
+    });
   return ow;
 }
 
@@ -395,13 +434,18 @@ FRICTION_INLINE int64_t depthwiseTiles(const DepthwiseRowArgs<P> a, int64_t ow, 
 template <class P>
 FRICTION_INLINE void depthwiseBorder(const DepthwiseRowArgs<P>& a, int64_t ow) {
   const auto [sLo, sHi] = insideOutputs(ow * a.strideW - a.padLeft, a.dilW, a.inW, a.S);
-  for (int64_t k = 0; k < a.blocks * P::kWidth; k += P::kWidth) {
-    P acc = depthwiseBias(a, k);
+  forBlockGroups<P, depthwiseGroup<P, 1>()>(a, [&]<int G>(int64_t k) FRICTION_LAMBDA_INLINE {
+    using A = DepthwiseAccumulators<P, 1, G>;
+    A t;
+    t.startAt(a, k);
     const float *x = a.x0 + ow * a.pixelStep + k, *w = a.w0 + k;
     for (int64_t r = 0; r < a.windowRows; ++r, x += a.rowStep, w += a.S * a.C)
-      for (int64_t s = sLo; s < sHi; ++s) acc.multiplyAdd(P::load(x + s * a.cellStep), P::load(w + s * a.C));
-    depthwiseFinish(a, acc, ow, k);
-  }
+      for (int64_t s = sLo; s < sHi; ++s)
+#pragma GCC unroll 8
+        for (int i = 0; i < A::N; ++i)
+          t.acc[0][i] += A::load(x + s * a.cellStep + i * A::lanes) * A::load(w + s * a.C + i * A::lanes);
+    t.finish(a, ow, k);
+  });
 }
 
 // One output row (n, oh) of `blocks` consecutive depthwise blocks of L channels: x at image n's channel k0,
@@ -562,12 +606,16 @@ void convDirect(const Conv2d& g, const float* x, const float* packed, const Conv
   const int64_t lanes = blockLanes(g);
   const DirectConv d{g, x, packed, e, y, planar, lanes, g.depthwise() ? 0 : maxBlockInputs(g) * lanes};
   const std::pair<int64_t, int64_t> columns = interiorColumns(g);  // a pair: the loop body captures it
-  // Tasks: output rows, each split into chunks of channel blocks only as far as needed for about four
-  // tasks a thread.
+  // Tasks: output rows, each split into chunks of channel blocks as far as needed for about four tasks a
+  // thread, and, depthwise, into chunks whose weights and one pixel's window stay in L1 while the chunk's row is
+  // computed pixel by pixel (7 x 7 x 1152, 5x5: every pixel swept all 1152 channels' 115 KB of weights).
   const int64_t nb = int64_t(blocks.size()), rows = g.N * g.OH;
   if (rows == 0 || nb == 0) return;
   const int64_t wanted = 4 * int64_t(omp_get_max_threads());
-  const int64_t perChunk = ceilDiv(nb, std::min(nb, ceilDiv(wanted, rows))), chunks = ceilDiv(nb, perChunk);
+  int64_t chunks = std::min(nb, ceilDiv(wanted, rows));
+  if (g.depthwise()) chunks = std::max(chunks, std::min(nb, ceilDiv(2 * g.R * g.S * g.C * 4, kDepthwiseChunkBytes)));
+  const int64_t perChunk = ceilDiv(nb, chunks);
+  chunks = ceilDiv(nb, perChunk);
   const int threads = windowWork(g, g.K * (g.C / g.group)) > kParallelWork ? omp_get_max_threads() : 1;
   affineFor(rows * chunks, threads, [&](int64_t task) {
     const int64_t row = task / chunks, c = task % chunks;

@@ -352,7 +352,10 @@ TEST(Conv, AsymmetricWindowsWideRowsAndWindowsWiderThanTheImage) {
 // stride not); 72 channels over 4 output rows (a run of four 16-lane blocks,
 // computed pixel by pixel, then one of 8), 35 (a run of three 1-lane blocks),
 // 200 over 2 rows and 29 over one (a row split into chunks of blocks, the runs
-// cut at the chunks' ends). With pad 3, the 1x7 window has output rows whose
+// cut at the chunks' ends), 176 over 10 rows of 7 pixels (5x5: rows cut
+// into two chunks whose weights fit L1, runs of six and five 16-lane blocks
+// that the one-pixel tiles and the border pixels take in groups, then one by
+// one). With pad 3, the 1x7 window has output rows whose
 // window lies wholly in the padding.
 TEST(Conv, DepthwiseRowsOfEveryBlockWidthStrideAndWindow) {
   struct Case {
@@ -367,6 +370,7 @@ TEST(Conv, DepthwiseRowsOfEveryBlockWidthStrideAndWindow) {
                                          {1, 4, 16, 72, 3, 3, 1, 1},
                                          {1, 6, 20, 35, 3, 3, 1, 1},
                                          {1, 2, 9, 200, 3, 3, 1, 1},
+                                         {2, 5, 7, 176, 5, 5, 1, 2},
                                          {1, 1, 1, 29, 3, 3, 1, 1}}) {
     Conv2d g;
     g.N = c.N, g.H = c.H, g.W = c.W, g.C = g.K = g.group = c.C, g.R = c.R, g.S = c.S;
