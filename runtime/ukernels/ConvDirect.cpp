@@ -404,7 +404,7 @@ FRICTION_INLINE void depthwiseTile(const DepthwiseRowArgs<P>& a, int64_t ow, int
   t.finish(a, ow, k);
 }
 
-// Blocks per group for tiles of T pixels: about four accumulator vectors at least.
+// Blocks a tile of T pixels takes at once: enough for about four accumulator vectors (four independent chains).
 template <class P, int T>
 constexpr int depthwiseGroup() {
   return std::max(1, 4 / (T * int(sizeof(P) / sizeof(typename P::V))));
