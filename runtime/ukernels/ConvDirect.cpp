@@ -103,8 +103,9 @@ struct GroupedCells : GroupedInputs<P, Planar> {
   using Base = GroupedInputs<P, Planar>;
   using typename Base::V;
   using Base::N, Base::W, Base::from, Base::to, Base::inputs, Base::split;
+  // acc[p]: pixel p's accumulators, the block's N vectors.
   template <int T>
-  FRICTION_INLINE void accumulate(P* acc, const float* x, int64_t pixelStride, const float* w) const {
+  FRICTION_INLINE void accumulate(V (*acc)[N], const float* x, int64_t pixelStride, const float* w) const {
     const int64_t cs = this->channelStride();
     // Each pixel's input as a pointer of its own: the unrolled loads are then constant offsets from it (left
     // to itself, GCC kept the T * Count addresses on the stack and reloaded one per broadcast).
@@ -120,7 +121,7 @@ struct GroupedCells : GroupedInputs<P, Planar> {
           V wv;
           std::memcpy(&wv, wi + ci * P::kWidth, sizeof(V));
 #pragma GCC unroll 8
-          for (int p = 0; p < T; ++p) acc[p].v[i] += xp[p][(from[i] + ci) * cs] * wv;
+          for (int p = 0; p < T; ++p) acc[p][i] += xp[p][(from[i] + ci) * cs] * wv;
         });
       }
       return;
@@ -128,7 +129,9 @@ struct GroupedCells : GroupedInputs<P, Planar> {
     forInputs(inputs, [&](int64_t ci) FRICTION_LAMBDA_INLINE {
       const P wv = P::load(w + ci * P::kWidth);
 #pragma GCC unroll 8
-      for (int p = 0; p < T; ++p) acc[p].multiplyAdd(xp[p][ci * cs], wv);
+      for (int p = 0; p < T; ++p)
+#pragma GCC unroll 4
+        for (int i = 0; i < N; ++i) acc[p][i] += xp[p][ci * cs] * wv.v[i];
     });
   }
   // body(ci) for the inputs ci in [0, Count), unrolled, or in [0, count) as a plain loop (unrolled by 16 it only
@@ -153,7 +156,8 @@ struct DirectRow {
   // weights and the inputs on every ISA (16 ymm on AVX2). AVX-512's blocks of 32 (dense stems) take 16 of its
   // 32 registers, so each broadcast input feeds two vectors; 24 (tiles of 12 pixels) ran 3 -> 32 stems in 1.4x
   // the time.
-  static constexpr int kVectors = int(sizeof(P)) / int(sizeof(typename P::V));
+  using V = typename P::V;
+  static constexpr int kVectors = int(sizeof(P)) / int(sizeof(V));
   static constexpr int kAccumulators = P::kWidth > kLanes && sizeof(typename P::V) == 64 ? 16 : 8;
   static constexpr int kTile = std::max(1, kAccumulators / kVectors);
   const Conv2d& g;
@@ -172,13 +176,19 @@ struct DirectRow {
   FRICTION_INLINE const float* inputRow(int64_t r) const {
     return x + (oh * g.strideH - g.padTop + r * g.dilH) * g.W * pixelFloats();
   }
+  FRICTION_INLINE static P pack(const V (&acc)[kVectors]) {
+    P v;
+#pragma GCC unroll 4
+    for (int i = 0; i < kVectors; ++i) v.v[i] = acc[i];
+    return v;
+  }
   // T finished accumulators of the pixels from ow0: residual, clamp, store.
   template <int T>
-  FRICTION_INLINE void store(int64_t ow0, P* acc) const {
+  FRICTION_INLINE void store(int64_t ow0, const V (*acc)[kVectors]) const {
     const int64_t stored = lanes;  // the last block may be partial
     if constexpr (Planar) {
       float tile[T][P::kWidth];
-      for (int p = 0; p < T; ++p) acc[p].store(tile[p]);
+      for (int p = 0; p < T; ++p) pack(acc[p]).store(tile[p]);
       const int64_t plane = g.OH * g.OW;
       const float l0 = lo.v[0][0], h0 = hi.v[0][0];
       for (int64_t l = 0; l < stored; ++l) {
@@ -192,7 +202,7 @@ struct DirectRow {
     } else {
 #pragma GCC unroll 8
       for (int p = 0; p < T; ++p) {
-        P v = acc[p];
+        P v = pack(acc[p]);
         if constexpr (HasResidual) v.add(P::load(residual + (ow0 + p) * g.K, stored));
         v.clamp(lo, hi);
         if (e.activation != Activation::None) v.hardSigmoid(e.alpha, e.beta, e.activation == Activation::HardSwish);
@@ -203,11 +213,15 @@ struct DirectRow {
   // T pixels from ow0, every window cell inside the row.
   // The loops over the tile's pixels are unrolled so that acc stays in registers: the store's loop, left
   // rolled, indexed acc at run time, which kept it in memory (RGB stem: 40% of its time reloading it there).
+  // Plain vector arrays, not Packs: an array of Packs went through the stack (AVX-512 stems: 18 stores to
+  // the stack among 15 multiply-adds).
   template <int T>
   FRICTION_INLINE void interior(int64_t ow0) const {
-    P acc[T];
+    V acc[T][kVectors];
 #pragma GCC unroll 8
-    for (int p = 0; p < T; ++p) acc[p] = bias;
+    for (int p = 0; p < T; ++p)
+#pragma GCC unroll 4
+      for (int i = 0; i < kVectors; ++i) acc[p][i] = bias.v[i];
     for (int64_t r = rLo; r < rHi; ++r) {
       const float* xrow = inputRow(r);
       for (int64_t s = 0; s < g.S; ++s)
@@ -223,21 +237,32 @@ struct DirectRow {
     if constexpr (T > 1) interiorTiles<T / 2>(ow, owB);
   }
   FRICTION_INLINE void border(int64_t ow) const {
-    P acc = bias;
+    V acc[1][kVectors];
+#pragma GCC unroll 4
+    for (int i = 0; i < kVectors; ++i) acc[0][i] = bias.v[i];
     for (int64_t r = rLo; r < rHi; ++r)
       for (int64_t s = 0; s < g.S; ++s) {
         int64_t iw = ow * g.strideW - g.padLeft + s * g.dilW;
         if (iw >= 0 && iw < g.W)
-          cells.template accumulate<1>(&acc, inputRow(r) + iw * pixelFloats(), 0, w + (r * g.S + s) * cellStride);
+          cells.template accumulate<1>(acc, inputRow(r) + iw * pixelFloats(), 0, w + (r * g.S + s) * cellStride);
       }
-    store<1>(ow, &acc);
+    store<1>(ow, acc);
+  }
+  // The whole tiles of kTile pixels from ow on a copy of the row (by value: its fields then live in registers,
+  // not behind a pointer); returns the first pixel left.
+  FRICTION_INLINE static int64_t wholeTiles(const DirectRow row, int64_t ow, int64_t owB) {
+    for (; ow + kTile <= owB; ow += kTile) row.template interior<kTile>(ow);
+    return ow;
   }
   FRICTION_INLINE void run() const {
     // Output columns [owA, owB) read only inside the input row.
     const auto [owA, owB] = interiorColumns(g);
     for (int64_t ow = 0; ow < owA; ++ow) border(ow);
     int64_t ow = owA;
-    interiorTiles<kTile>(ow, owB);
+    // The whole tiles in a function of its own (callAtWidth): sharing one with the border pixels and the
+    // smaller tiles, the RGB stem's accumulators spilled.
+    callAtWidth<int(sizeof(V) / sizeof(float))>([&]<int>() FRICTION_LAMBDA_INLINE { ow = wholeTiles(*this, ow, owB); });
+    if constexpr (kTile > 1) interiorTiles<kTile / 2>(ow, owB);
     for (; ow < g.OW; ++ow) border(ow);
   }
 };
