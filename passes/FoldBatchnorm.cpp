@@ -3,6 +3,9 @@
 // ConvTranspose, Gemm or MatMul (rank-2, constant weight) that feeds it when
 // that producer has no other use: w' = w·s per output channel and
 // b' = b·s + t. A MatMul has no bias input, so its BN becomes Add(·, t).
+// Any other inference BN with constant parameters (after a Concat, a pool, a
+// conv with other uses) becomes Mul(x, s) and Add(·, t), which
+// fuse-elementwise can merge with its neighbours.
 //
 // Rounding: s, t, w' and b' are computed in double and rounded once to the
 // weights' dtype. The unfolded graph rounds the conv result and then each BN
@@ -105,6 +108,71 @@ Tensor scaleWeight(const Tensor& w, const ChannelMap& map, const std::vector<dou
   return fromDoubles(v, w.shape(), w.dtype());
 }
 
+// Folds bn (affine a) into its producer p's weights and bias; false, with nothing changed, where p's weights do not
+// fit. A MatMul has no bias input: bn becomes the bias Add. Otherwise bn goes: replace maps its output to p's.
+bool foldIntoProducer(Graph& g, Node& p, Node& bn, const Affine& a, std::unordered_map<const Value*, Value*>& replace,
+                      std::unordered_set<const Value*>& oldParams) {
+  const Tensor* w = floatConstant(p.input(1));
+  if (!w) return false;
+  auto channel = channelOf(p, *w, a.s.size());
+  if (!channel.of) return false;
+
+  // The existing bias, as a per-channel vector (Gemm's C scaled by beta).
+  size_t C = a.s.size();
+  std::vector<double> b(C, 0.0);
+  bool gemm = p.op() == "Gemm";
+  if (p.op() != "MatMul" && p.input(2)) {
+    const Tensor* bias = floatConstant(p.input(2));
+    if (!bias || !(bias->numel() == int64_t(C) || bias->numel() == 1)) return false;
+    if (bias->numel() == int64_t(C) && bias->rank() > 1 && bias->dim(-1) != int64_t(C)) return false;
+    std::vector<double> bv = bias->toDoubleVector();
+    double beta = gemm ? p.attrFloat("beta", 1.0f) : 1.0;
+    for (size_t c = 0; c < C; ++c) b[c] = beta * bv[bv.size() == 1 ? 0 : c];
+  }
+
+  std::vector<double> bv(C);
+  for (size_t c = 0; c < C; ++c) bv[c] = b[c] * a.s[c] + a.t[c];
+  DType dt = w->dtype();
+  for (size_t i = 1; i < 5; ++i) oldParams.insert(bn.input(i));
+  oldParams.insert(p.input(1));
+  p.setInput(1, g.addInitializer(g.freshName(p.input(1)->name() + ".bnfolded"), scaleWeight(*w, channel, a.s)));
+  Value* bias = g.addInitializer(g.freshName(bn.name() + ".folded_bias"), fromDoubles(bv, {int64_t(C)}, dt));
+  if (p.op() == "MatMul") {
+    bn.setInputs({bn.input(0), bias});
+    for (const char* attr : {"epsilon", "momentum", "training_mode"}) bn.removeAttr(attr);
+    bn.setOp("Add");
+    inferNode(bn);
+  } else {
+    p.padInputs(3);
+    if (p.input(2)) oldParams.insert(p.input(2));
+    p.setInput(2, bias);
+    if (gemm) p.setAttr("beta", 1.0f);
+    replace[bn.output(0)] = p.output(0);
+  }
+  inferNode(p);
+  return true;
+}
+
+// A BatchNormalization with no producer to fold into (DenseNet's, after a Concat) becomes y = x·s + t as a
+// per-channel Mul and Add, constants of shape [C, 1, ...] in x's dtype: fuse-elementwise then merges them with
+// the activation that follows (one pass over x where BatchNormalization and Relu took two).
+void toScaleAndShift(Graph& g, Node& bn, const Affine& a, std::unordered_set<const Value*>& oldParams) {
+  const Value* x = bn.input(0);
+  std::vector<int64_t> shape(x->shape().rank() - 1, 1);
+  shape[0] = int64_t(a.s.size());
+  Value* s = g.addInitializer(g.freshName(bn.name() + ".scale"), fromDoubles(a.s, shape, x->dtype()));
+  Value* t = g.addInitializer(g.freshName(bn.name() + ".shift"), fromDoubles(a.t, shape, x->dtype()));
+  for (size_t i = 1; i < 5; ++i) oldParams.insert(bn.input(i));
+  const size_t mark = g.nodes().size();
+  Node* mul = g.addNode("Mul", {bn.input(0), s}, {g.freshName(bn.output(0)->name() + ".scaled")}, {}, bn.name() + "/scale");
+  inferNode(*mul);
+  g.moveNodesBefore(mark, &bn);
+  bn.setInputs({mul->output(0), t});
+  for (const char* attr : {"epsilon", "momentum", "training_mode"}) bn.removeAttr(attr);
+  bn.setOp("Add");
+  inferNode(bn);
+}
+
 }  // namespace
 
 void foldBatchnorm(Graph& g, PassContext& ctx) {
@@ -112,58 +180,30 @@ void foldBatchnorm(Graph& g, PassContext& ctx) {
   std::unordered_map<const Value*, Value*> replace;  // BN output -> producer output
   std::unordered_set<const Node*> folded;
   std::unordered_set<const Value*> oldParams;
+  std::vector<std::pair<Node*, Affine>> unfolded;  // rewritten after the walk, which adding nodes would upset
+  ctx.count("batchnorms folded", 0);                // reported even when 0
   for (const auto& node : g.nodes()) {
     Node& bn = *node;
     if (bn.op() != "BatchNormalization") continue;
     bool extraOutputsUsed = false;
     for (size_t i = 1; i < bn.numOutputs(); ++i)
       extraOutputsUsed |= !u.users(bn.output(i)).empty() || u.isGraphOutput(bn.output(i));
-    Node* p = bn.input(0)->producer();
-    if (extraOutputsUsed || !p || u.soleUser(bn.input(0)) != &bn || p->numOutputs() != 1) continue;
     std::optional<Affine> a = bnAffine(bn);
-    const Tensor* w = floatConstant(p->input(1));
-    if (!a || !w) continue;
-    auto channel = channelOf(*p, *w, a->s.size());
-    if (!channel.of) continue;
-
-    // The existing bias, as a per-channel vector (Gemm's C scaled by beta).
-    size_t C = a->s.size();
-    std::vector<double> b(C, 0.0);
-    bool gemm = p->op() == "Gemm";
-    if (p->op() != "MatMul" && p->input(2)) {
-      const Tensor* bias = floatConstant(p->input(2));
-      if (!bias || !(bias->numel() == int64_t(C) || bias->numel() == 1)) continue;
-      if (bias->numel() == int64_t(C) && bias->rank() > 1 && bias->dim(-1) != int64_t(C)) continue;
-      std::vector<double> bv = bias->toDoubleVector();
-      double beta = gemm ? p->attrFloat("beta", 1.0f) : 1.0;
-      for (size_t c = 0; c < C; ++c) b[c] = beta * bv[bv.size() == 1 ? 0 : c];
-    }
-
-    std::vector<double> bv(C);
-    for (size_t c = 0; c < C; ++c) bv[c] = b[c] * a->s[c] + a->t[c];
-    DType dt = w->dtype();
-    for (size_t i = 1; i < 5; ++i) oldParams.insert(bn.input(i));
-    oldParams.insert(p->input(1));
-    p->setInput(1, g.addInitializer(g.freshName(p->input(1)->name() + ".bnfolded"), scaleWeight(*w, channel, a->s)));
-    Value* bias = g.addInitializer(g.freshName(bn.name() + ".folded_bias"), fromDoubles(bv, {int64_t(C)}, dt));
-    if (p->op() == "MatMul") {
-      // No bias input: the BN becomes the bias Add.
-      bn.setInputs({bn.input(0), bias});
-      for (const char* attr : {"epsilon", "momentum", "training_mode"}) bn.removeAttr(attr);
-      bn.setOp("Add");
-      inferNode(bn);
+    const Value* x = bn.input(0);
+    if (extraOutputsUsed || !a || !isFloat(x->dtype()) || x->shape().rank() < 2) continue;
+    Node* p = x->producer();
+    if (p && u.soleUser(x) == &bn && p->numOutputs() == 1 && foldIntoProducer(g, *p, bn, *a, replace, oldParams)) {
+      if (replace.count(bn.output(0))) folded.insert(&bn);
+      ctx.count("batchnorms folded");
     } else {
-      p->padInputs(3);
-      if (p->input(2)) oldParams.insert(p->input(2));
-      p->setInput(2, bias);
-      if (gemm) p->setAttr("beta", 1.0f);
-      replace[bn.output(0)] = p->output(0);
-      folded.insert(&bn);
+      unfolded.emplace_back(&bn, std::move(*a));
     }
-    inferNode(*p);
-    ctx.count("batchnorms folded");
   }
-  if (ctx.stats["batchnorms folded"] == 0) return;
+  for (auto& [bn, a] : unfolded) {
+    toScaleAndShift(g, *bn, a, oldParams);
+    ctx.count("batchnorms as channel scale and shift");
+  }
+  if (oldParams.empty()) return;
 
   replaceAllUses(g, replace);
   g.eraseNodes([&](const Node& n) { return folded.count(&n) > 0; });

@@ -75,8 +75,9 @@ graph "g" opset 17 {
   EXPECT_EQ(expectPassRewrites("fold-batchnorm", g, g)["batchnorms folded"], 0);
 }
 
-TEST(FoldBatchnorm, KeepsConvWithOtherUses) {
-  const char* g = R"(
+// A conv with other uses keeps its weights; the BN becomes y = x·2 + 1 per channel.
+TEST(FoldBatchnorm, ConvWithOtherUsesGetsAScaleAndShift) {
+  auto stats = expectPassRewrites("fold-batchnorm", R"(
 graph "g" opset 17 {
   input %x : f32[N,1,4,4]
   const %w : f32[1,1,1,1] = hex"00000040"
@@ -89,8 +90,51 @@ graph "g" opset 17 {
   %z : f32[N,1,4,4] = Add(%y, %c) @"add"
   output %z
 }
-)";
-  expectPassRewrites("fold-batchnorm", g, g);
+)",
+                                   R"(
+graph "g" opset 17 {
+  input %x : f32[N,1,4,4]
+  const %w : f32[1,1,1,1] = hex"00000040"
+  const %s : f32[1,1,1] = hex"00000040"
+  const %t : f32[1,1,1] = hex"0000803f"
+  %c : f32[N,1,4,4] = Conv(%x, %w) {kernel_shape = [1, 1]} @"conv"
+  %m : f32[N,1,4,4] = Mul(%c, %s) @"bn/scale"
+  %y : f32[N,1,4,4] = Add(%m, %t) @"bn"
+  %z : f32[N,1,4,4] = Add(%y, %c) @"add"
+  output %z
+}
+)");
+  EXPECT_EQ(stats["batchnorms folded"], 0);
+  EXPECT_EQ(stats["batchnorms as channel scale and shift"], 1);
+}
+
+// DenseNet's step: a BN after a Concat, and over a rank-2 input, become per-channel Mul and Add.
+TEST(FoldBatchnorm, BatchnormAfterConcatGetsAScaleAndShift) {
+  expectPassRewrites("fold-batchnorm", R"(
+graph "g" opset 17 {
+  input %a : f32[N,1,2,2]
+  input %b : f32[N,1,2,2]
+  const %gamma : f32[2] = hex"0000804000008040"
+  const %beta : f32[2] = hex"0000404000000000"
+  const %mean : f32[2] = hex"0000803f0000803f"
+  const %var : f32[2] = hex"0000804000008040"
+  %c : f32[N,2,2,2] = Concat(%a, %b) {axis = 1} @"cat"
+  %y : f32[N,2,2,2] = BatchNormalization(%c, %gamma, %beta, %mean, %var) {epsilon = 0.0} @"bn"
+  output %y
+}
+)",
+                     R"(
+graph "g" opset 17 {
+  input %a : f32[N,1,2,2]
+  input %b : f32[N,1,2,2]
+  const %s : f32[2,1,1] = hex"0000004000000040"
+  const %t : f32[2,1,1] = hex"0000803f000000c0"
+  %c : f32[N,2,2,2] = Concat(%a, %b) {axis = 1} @"cat"
+  %m : f32[N,2,2,2] = Mul(%c, %s) @"bn/scale"
+  %y : f32[N,2,2,2] = Add(%m, %t) @"bn"
+  output %y
+}
+)");
 }
 
 TEST(FoldBatchnorm, SameNumericsOnEveryModel) { expectSameNumericsOnAllModels({"fold-batchnorm"}); }
