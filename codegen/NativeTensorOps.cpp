@@ -1,6 +1,6 @@
 // Native kernels of the data-movement and per-axis ops (NativeKernels.h):
-// Slice, Concat, Pad (constant mode), Gather (constant indices) and Expand as
-// strided copies (runtime/ukernels/Copy.h), Gather of run-time indices as row
+// Slice, Pad (constant mode), Gather (constant indices) and Expand as strided
+// copies (runtime/ukernels/Copy.h), Concat as row copies, Gather of run-time indices as row
 // copies, ScatterND of constant indices as row copies over a copy of the
 // data, BatchNormalization as one per-channel scale and shift, the Reduce ops
 // over consecutive axes.
@@ -13,6 +13,8 @@
 #include <functional>
 #include <map>
 #include <numeric>
+
+#include <omp.h>
 
 #include "codegen/NativeKernels.h"
 #include "ir/Error.h"
@@ -71,6 +73,32 @@ class CopyKernel : public NativeKernel {
   std::optional<float> fill_;
 };
 
+// Concat of dense inputs: the output as `rows` rows (the dims before the axis), input i's part of each a run of
+// widths[i] floats at offsets[i] (its extent along the axis times the dims after it).
+class ConcatKernel : public NativeKernel {
+ public:
+  ConcatKernel(int64_t rows, int64_t yRow, Ints widths, Ints offsets)
+      : rows_(rows), yRow_(yRow), widths_(std::move(widths)), offsets_(std::move(offsets)) {}
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    float* y = out.data<float>();
+    std::vector<ukernels::RowPiece> pieces;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const float* x = in[i].data<float>();
+      const bool inPlace = x == y + offsets_[i] && (rows_ == 1 || widths_[i] == yRow_);  // plan-memory put it there
+      if (!inPlace && widths_[i] > 0) pieces.push_back({x, widths_[i], offsets_[i]});
+    }
+    if (rows_ >= omp_get_max_threads()) return ukernels::concatRows(rows_, pieces, y, yRow_);
+    // Fewer rows than threads (NCHW at batch 1: one row of megabytes): piece by piece, each cut among the threads.
+    for (const ukernels::RowPiece& p : pieces)
+      ukernels::copyStrided(p.x, {p.width, 1}, y + p.offset, {yRow_, 1}, {rows_, p.width});
+  }
+  std::string describe() const override { return "Concat (row copy)"; }
+
+ private:
+  int64_t rows_, yRow_;
+  Ints widths_, offsets_;
+};
+
 // The whole of input 0 read densely, written at `yOffset` with the output's strides.
 CopyPiece denseInto(size_t input, const Ints& xShape, const Ints& yShape, int64_t yOffset) {
   return {input, 0, yOffset, ukernels::denseStrides(xShape), ukernels::denseStrides(yShape), xShape};
@@ -104,17 +132,22 @@ std::unique_ptr<NativeKernel> matchConcat(const Node& n, const std::vector<const
   const int64_t axis = normalized(n.attrInt("axis", 0), int64_t(ys.size()));
   if (axis < 0 || axis >= int64_t(ys.size())) return noNative(why, "Concat axis out of range");
   const Ints yStrides = ukernels::denseStrides(ys);
-  std::vector<CopyPiece> pieces;
+  const int64_t inner = yStrides[size_t(axis)];  // floats per step along the axis
+  Ints widths, offsets;
   int64_t at = 0;
   for (size_t i = 0; i < in.size(); ++i) {
     if (!isStaticF32(in[i])) return noNative(why, "Concat input not f32/static");
     Ints s = in[i]->shape().staticDims();
     if (s.size() != ys.size()) return noNative(why, "Concat input rank differs");
-    pieces.push_back(denseInto(i, s, ys, at * yStrides[size_t(axis)]));
+    for (size_t d = 0; d < s.size(); ++d)
+      if (int64_t(d) != axis && s[d] != ys[d]) return noNative(why, "Concat input shape differs off the axis");
+    widths.push_back(s[size_t(axis)] * inner), offsets.push_back(at * inner);
     at += s[size_t(axis)];
   }
   if (at != ys[size_t(axis)]) return noNative(why, "Concat inputs do not add up to the result");
-  return std::make_unique<CopyKernel>("Concat", std::move(pieces));
+  int64_t rows = 1;
+  for (int64_t d = 0; d < axis; ++d) rows *= ys[size_t(d)];
+  return std::make_unique<ConcatKernel>(rows, ys[size_t(axis)] * inner, std::move(widths), std::move(offsets));
 }
 
 std::unique_ptr<NativeKernel> matchPad(const Node& n, const std::vector<const Value*>& in, const Ints& xs,

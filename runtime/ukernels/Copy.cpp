@@ -10,6 +10,8 @@
 
 #include <omp.h>
 
+#include "runtime/ukernels/Multiversion.h"
+
 namespace friction::ukernels {
 namespace {
 
@@ -137,6 +139,38 @@ void copyStrided(const float* x, const std::vector<int64_t>& xStrides, float* y,
   for (int64_t row = 0; row < rows; ++row) {
     const auto [xo, yo] = offsetsOf(row, dims, xs, ys, r - 1);
     for (int64_t j = 0; j < inner; ++j) y[yo + j * yInner] = x[xo + j * xInner];
+  }
+}
+
+namespace {
+// Rows [r0, r1) of concatRows. Narrow pieces (NHWC channel groups of 16-256 floats) copy in a vector loop of the
+// machine's width: a memcpy call for each took longer than its bytes.
+FRICTION_MULTIVERSION
+void concatRowRange(int64_t r0, int64_t r1, const RowPiece* pieces, size_t count, float* y, int64_t yRow) {
+  constexpr int64_t kNarrow = 256;
+  for (int64_t r = r0; r < r1; ++r)
+    for (size_t p = 0; p < count; ++p) {
+      const int64_t width = pieces[p].width;
+      const float* __restrict x = pieces[p].x + r * width;
+      float* __restrict yr = y + r * yRow + pieces[p].offset;
+      if (width > kNarrow) {
+        std::memcpy(yr, x, size_t(width) * sizeof(float));
+        continue;
+      }
+#pragma omp simd
+      for (int64_t j = 0; j < width; ++j) yr[j] = x[j];
+    }
+}
+}  // namespace
+
+void concatRows(int64_t rows, const std::vector<RowPiece>& pieces, float* y, int64_t yRow) {
+  int64_t copied = 0;
+  for (const RowPiece& p : pieces) copied += p.width;
+  const int threads = rows * copied > kParallelElements ? std::min<int64_t>(rows, omp_get_max_threads()) : 1;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+    concatRowRange(rows * t / n, rows * (t + 1) / n, pieces.data(), pieces.size(), y, yRow);
   }
 }
 

@@ -1,6 +1,6 @@
 // Data movement for the compiled `cpu` backend: one strided copy that Slice,
-// Concat, Pad, Gather and Expand reduce to (each a view of the source with
-// other strides written into a region of the destination), plus the two
+// Pad, Gather and Expand reduce to (each a view of the source with other
+// strides written into a region of the destination), Concat's row copy, plus the two
 // per-channel and per-axis loops that BatchNormalization and the Reduce ops
 // need. f32; rows of the copy spread over OpenMP threads.
 #pragma once
@@ -15,6 +15,16 @@ namespace friction::ukernels {
 // are contiguous in both are merged; contiguous innermost rows are memcpy'd.
 void copyStrided(const float* x, const std::vector<int64_t>& xStrides, float* y, const std::vector<int64_t>& yStrides,
                  const std::vector<int64_t>& shape);
+
+// A part of each row of a concatenation: `width` contiguous floats a row from x, written at `offset` in y's rows.
+struct RowPiece {
+  const float* x;
+  int64_t width, offset;
+};
+// For each of `rows` rows of y (yRow floats apart) and each piece: y[r * yRow + offset, + width) = x[r * width, +
+// width). A Concat of dense inputs (NHWC along channels: rows are pixels), row by row: piece by piece, the
+// writes crossed y at a stride the prefetchers did not follow. Rows spread over OpenMP threads.
+void concatRows(int64_t rows, const std::vector<RowPiece>& pieces, float* y, int64_t yRow);
 
 // y[o, j, :] = x[o, indices[j], :] over x as [outer, axis, inner] and y as
 // [outer, count, inner] (Gather with indices known only at run time, already

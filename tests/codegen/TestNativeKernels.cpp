@@ -67,8 +67,20 @@ TEST(NativeTensorOps, ConcatAlongEveryAxisOfInputsAndConstants) {
           return b.op("Concat", {x, b.constant(randomTensor(other, 12)), x}, {{"axis", axis}});
         },
         "Concat axis " + std::to_string(axis));
-    EXPECT_EQ(stats.nativeOps["Concat (strided copy)"], 1);
+    EXPECT_EQ(stats.nativeOps["Concat (row copy)"], 1);
   }
+}
+
+// An NHWC channel Concat large enough for the threads to share its rows, of narrow pieces (a vector loop) and a
+// wide one (over 256 floats a row: memcpy).
+TEST(NativeTensorOps, ConcatOfNarrowAndWideChannelGroupsOverManyRows) {
+  auto stats = expectNativeMatches(
+      {2, 9, 9, 20}, [&](GraphBuilder& b, Value* x) {
+        return b.op("Concat", {x, b.constant(randomTensor({2, 9, 9, 300}, 13)), x, b.constant(randomTensor({2, 9, 9, 3}, 14))},
+                    {{"axis", int64_t(3)}});
+      },
+      "NHWC channel Concat");
+  EXPECT_EQ(stats.nativeOps["Concat (row copy)"], 1);
 }
 
 TEST(NativeTensorOps, PadWithAndWithoutAValue) {
