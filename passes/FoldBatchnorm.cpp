@@ -108,6 +108,14 @@ Tensor scaleWeight(const Tensor& w, const ChannelMap& map, const std::vector<dou
   return fromDoubles(v, w.shape(), w.dtype());
 }
 
+// bn, in place, as Add(x, shift).
+void becomeAdd(Node& bn, Value* x, Value* shift) {
+  bn.setInputs({x, shift});
+  for (const char* attr : {"epsilon", "momentum", "training_mode"}) bn.removeAttr(attr);
+  bn.setOp("Add");
+  inferNode(bn);
+}
+
 // Folds bn (affine a) into its producer p's weights and bias; false, with nothing changed, where p's weights do not
 // fit. A MatMul has no bias input: bn becomes the bias Add. Otherwise bn goes: replace maps its output to p's.
 bool foldIntoProducer(Graph& g, Node& p, Node& bn, const Affine& a, std::unordered_map<const Value*, Value*>& replace,
@@ -138,10 +146,7 @@ bool foldIntoProducer(Graph& g, Node& p, Node& bn, const Affine& a, std::unorder
   p.setInput(1, g.addInitializer(g.freshName(p.input(1)->name() + ".bnfolded"), scaleWeight(*w, channel, a.s)));
   Value* bias = g.addInitializer(g.freshName(bn.name() + ".folded_bias"), fromDoubles(bv, {int64_t(C)}, dt));
   if (p.op() == "MatMul") {
-    bn.setInputs({bn.input(0), bias});
-    for (const char* attr : {"epsilon", "momentum", "training_mode"}) bn.removeAttr(attr);
-    bn.setOp("Add");
-    inferNode(bn);
+    becomeAdd(bn, bn.input(0), bias);
   } else {
     p.padInputs(3);
     if (p.input(2)) oldParams.insert(p.input(2));
@@ -164,13 +169,11 @@ void toScaleAndShift(Graph& g, Node& bn, const Affine& a, std::unordered_set<con
   Value* t = g.addInitializer(g.freshName(bn.name() + ".shift"), fromDoubles(a.t, shape, x->dtype()));
   for (size_t i = 1; i < 5; ++i) oldParams.insert(bn.input(i));
   const size_t mark = g.nodes().size();
-  Node* mul = g.addNode("Mul", {bn.input(0), s}, {g.freshName(bn.output(0)->name() + ".scaled")}, {}, bn.name() + "/scale");
+  Node* mul =
+      g.addNode("Mul", {bn.input(0), s}, {g.freshName(bn.output(0)->name() + ".scaled")}, {}, bn.name() + "/scale");
   inferNode(*mul);
   g.moveNodesBefore(mark, &bn);
-  bn.setInputs({mul->output(0), t});
-  for (const char* attr : {"epsilon", "momentum", "training_mode"}) bn.removeAttr(attr);
-  bn.setOp("Add");
-  inferNode(bn);
+  becomeAdd(bn, mul->output(0), t);
 }
 
 }  // namespace

@@ -76,8 +76,8 @@ TEST(NativeTensorOps, ConcatAlongEveryAxisOfInputsAndConstants) {
 TEST(NativeTensorOps, ConcatOfNarrowAndWideChannelGroupsOverManyRows) {
   auto stats = expectNativeMatches(
       {2, 9, 9, 20}, [&](GraphBuilder& b, Value* x) {
-        return b.op("Concat", {x, b.constant(randomTensor({2, 9, 9, 300}, 13)), x, b.constant(randomTensor({2, 9, 9, 3}, 14))},
-                    {{"axis", int64_t(3)}});
+        Value* wide = b.constant(randomTensor({2, 9, 9, 300}, 13));
+        return b.op("Concat", {x, wide, x, b.constant(randomTensor({2, 9, 9, 3}, 14))}, {{"axis", int64_t(3)}});
       },
       "NHWC channel Concat");
   EXPECT_EQ(stats.nativeOps["Concat (row copy)"], 1);
