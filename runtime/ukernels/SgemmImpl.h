@@ -175,6 +175,18 @@ struct Tile {
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
       for (int j = 0; j < CV; ++j) acc[r][j] = V{};
+    // Prefetches the next tile's rows of A read in place (the hardware's prefetchers see a tile's R rows as R
+    // short streams) and this tile's C, written after the k loop. A model's 1x1 convs over activations of
+    // megabytes find neither in cache: a driver with its caches flushed ran MnasNet's 16 -> 48 at 112x112
+    // (8 images) in 0.83x the time, 64 -> 128 at 56x56 in 0.90x; deep GEMMs (K 192-1152) unchanged.
+    if constexpr (!Packed) {
+#pragma GCC unroll 32
+      for (int r = 0; r < R; ++r) __builtin_prefetch(ap + (R + r) * lda);
+    }
+#pragma GCC unroll 32
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int j = 0; j < CV; ++j) __builtin_prefetch(out.C + r * out.ldc + j * W, 1);
     int64_t k = 0;
     if constexpr (!Packed && CV == 1) {
       // Rows read in place take a pointer each: more than the free registers (24 in a one-vector tile), so a
