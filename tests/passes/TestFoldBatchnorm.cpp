@@ -108,7 +108,7 @@ graph "g" opset 17 {
   EXPECT_EQ(stats["batchnorms as channel scale and shift"], 1);
 }
 
-// DenseNet's step: a BN after a Concat, and over a rank-2 input, become per-channel Mul and Add.
+// DenseNet's step: a BN after a Concat becomes a per-channel Mul and Add over [C, 1, 1] constants.
 TEST(FoldBatchnorm, BatchnormAfterConcatGetsAScaleAndShift) {
   expectPassRewrites("fold-batchnorm", R"(
 graph "g" opset 17 {
