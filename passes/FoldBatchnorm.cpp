@@ -181,7 +181,6 @@ void toScaleAndShift(Graph& g, Node& bn, const Affine& a, std::unordered_set<con
 void foldBatchnorm(Graph& g, PassContext& ctx) {
   UseIndex u(g);
   std::unordered_map<const Value*, Value*> replace;  // BN output -> producer output
-  std::unordered_set<const Node*> folded;
   std::unordered_set<const Value*> oldParams;
   std::vector<std::pair<Node*, Affine>> unfolded;  // rewritten after the walk, which adding nodes would upset
   ctx.count("batchnorms folded", 0);                // reported even when 0
@@ -196,7 +195,6 @@ void foldBatchnorm(Graph& g, PassContext& ctx) {
     if (extraOutputsUsed || !a || !isFloat(x->dtype()) || x->shape().rank() < 2) continue;
     Node* p = x->producer();
     if (p && u.soleUser(x) == &bn && p->numOutputs() == 1 && foldIntoProducer(g, *p, bn, *a, replace, oldParams)) {
-      if (replace.count(bn.output(0))) folded.insert(&bn);
       ctx.count("batchnorms folded");
     } else {
       unfolded.emplace_back(&bn, std::move(*a));
@@ -209,7 +207,8 @@ void foldBatchnorm(Graph& g, PassContext& ctx) {
   if (oldParams.empty()) return;
 
   replaceAllUses(g, replace);
-  g.eraseNodes([&](const Node& n) { return folded.count(&n) > 0; });
+  // The BNs folded into their producer's bias (replace's keys are their outputs).
+  g.eraseNodes([&](const Node& n) { return n.op() == "BatchNormalization" && replace.count(n.output(0)) > 0; });
   // The replaced weights and BN parameters, unless something else still uses them.
   UseIndex after(g);
   g.eraseInitializers([&](const Value* v) {
