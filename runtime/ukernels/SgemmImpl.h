@@ -58,6 +58,7 @@ struct TileOut {
   int64_t ldc, rows, cols;
   float alpha, beta;
   bool first, finish;
+  bool streamA;  // A's rows come from memory: prefetch the next tile's rows along the k loop
   const float* bias;
   const float* rowBias;
   const float* residual;
@@ -68,7 +69,7 @@ struct TileOut {
 inline TileOut tileAt(float* C, int64_t ldc, int64_t i, int64_t j, int64_t rows, int64_t cols, float alpha, float beta,
                       bool first, const GemmEpilogue* e, bool finish) {
   auto at = [&](const float* part, int64_t offset) { return finish && part ? part + offset : nullptr; };
-  return {C + i * ldc + j, ldc, rows, cols, alpha, beta, first, finish, at(e ? e->bias : nullptr, j),
+  return {C + i * ldc + j, ldc, rows, cols, alpha, beta, first, finish, false, at(e ? e->bias : nullptr, j),
           at(e ? e->rowBias : nullptr, i), at(e ? e->residual : nullptr, i * ldc + j), finish ? e->lo : 0.f,
           finish ? e->hi : 0.f};
 }
@@ -179,10 +180,14 @@ struct Tile {
     // short streams) and this tile's C, written after the k loop. A model's 1x1 convs over activations of
     // megabytes find neither in cache: a driver with its caches flushed ran MnasNet's 16 -> 48 at 112x112
     // (8 images) in 0.83x the time, 64 -> 128 at 56x56 in 0.90x; deep GEMMs (K 192-1152) unchanged.
-    if constexpr (!Packed) {
+    // When A streams from memory (out.streamA), the rest of the next tile's rows follow, a cache line of each
+    // row every 16 steps of k: a flushed driver ran ResNet-50's 256 -> 64 at 56x56 in 0.71-0.77x the time,
+    // MnasNet's 24 -> 144 in 0.62-0.69x; the model's 1x1 convs took 0.88-0.97x.
+    auto prefetchNextRows = [&](int64_t k) __attribute__((always_inline)) {
 #pragma GCC unroll 32
-      for (int r = 0; r < R; ++r) __builtin_prefetch(ap + (R + r) * lda);
-    }
+      for (int r = 0; r < R; ++r) __builtin_prefetch(ap + (R + r) * lda + k);
+    };
+    if constexpr (!Packed) prefetchNextRows(0);
 #pragma GCC unroll 32
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
@@ -192,6 +197,7 @@ struct Tile {
       // Rows read in place take a pointer each: more than the free registers (24 in a one-vector tile), so a
       // k loop of one step reloaded most of them from the stack once per FMA. Four steps per reload.
       for (; k + 4 <= kc; k += 4) {
+        if (out.streamA && k % 16 == 0) prefetchNextRows(k + 16);
         V b[4];
 #pragma GCC unroll 4
         for (int u = 0; u < 4; ++u) b[u] = loadu<V>(bp + (k + u) * NR);
@@ -203,7 +209,7 @@ struct Tile {
         }
       }
     }
-    for (; k < kc; ++k) {
+    auto step = [&](int64_t k) __attribute__((always_inline)) {
       V b[CV];
 #pragma GCC unroll 4
       for (int j = 0; j < CV; ++j) b[j] = loadu<V>(bp + k * NR + j * W);
@@ -213,7 +219,13 @@ struct Tile {
 #pragma GCC unroll 4
         for (int j = 0; j < CV; ++j) acc[r][j] += a * b[j];
       }
-    }
+    };
+    if (!Packed && out.streamA)
+      for (; k + 16 <= kc; k += 16) {
+        prefetchNextRows(k + 16);
+        for (int64_t u = 0; u < 16; ++u) step(k + u);
+      }
+    for (; k < kc; ++k) step(k);
     // Stores through a copy: a float store through C may not change it.
     const TileOut o = out;
     if (o.rows == R && o.cols == CV * W) {
@@ -273,6 +285,9 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
   constexpr int64_t NR = T::NR, KC = Blocks<MR, NR>::KC, MC = Blocks<MR, NR>::MC, NC = Blocks<MR, NR>::NC;
   if (M <= 0 || N <= 0) return;
   const bool inTile = epilogue && epilogue->inTile();
+  // A read in place that outgrows half an L2 comes from memory (an im2col band, made just before, does not:
+  // prefetching it too made DenseNet's 3x3 convs 1.2x slower).
+  const bool streamA = !transA && M * lda * int64_t(sizeof(float)) > (int64_t(1) << 20);
   if (K <= 0) {
     // No products: C = beta * C, then the epilogue.
     const TileOut o = tileAt(C, ldc, 0, 0, M, N, 1.f, beta, true, epilogue, inTile);
@@ -387,8 +402,9 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
         for (int64_t p = 0; p < mPanels; ++p) {
           int64_t rows = std::min<int64_t>(MR, mc - p * MR), i = i0 + p * MR, j = j0 + q * NR;
           bool inPlace = inPlaceA && rows == MR;
-          T::micro(kc, inPlace ? A + i * lda + k0 : ap + p * kc * MR, inPlace ? lda : 0, bpk + q * kc * NR,
-                   tileAt(C, ldc, i, j, rows, std::min(NR, nc - q * NR), alpha, beta, k0 == 0, epilogue, finish));
+          TileOut o = tileAt(C, ldc, i, j, rows, std::min(NR, nc - q * NR), alpha, beta, k0 == 0, epilogue, finish);
+          o.streamA = streamA && q == 0;  // later panels find the row block in cache (prefetching: 1.1x slower)
+          T::micro(kc, inPlace ? A + i * lda + k0 : ap + p * kc * MR, inPlace ? lda : 0, bpk + q * kc * NR, o);
         }
     }
     if (epilogue && epilogue->fn) epilogue->fn(epilogue->ctx, C, ldc, i0, j0, mc, nc);

@@ -94,6 +94,28 @@ TEST(Sgemm, MatchesNaiveOverTileEdgesTransposesAndBeta) {
   EXPECT_EQ(cases, int(machineWidths().size()) * 9 * 8 * 4 * 4);
 }
 
+TEST(Sgemm, RowsOfAStreamedFromMemoryMatchNaive) {
+  // An A of more than 1 MB read in place takes the k loop that prefetches the next tile's rows: every row
+  // count a tile can have (M = 12k + 7), two K blocks (KC = 384) with a tail of fewer than 16 steps, and
+  // several column panels (only the first one prefetches).
+  const int64_t M = 703, N = 70, K = 397, lda = K + 3, ldc = N + 1;
+  ASSERT_GT(M * lda * int64_t(sizeof(float)), int64_t(1) << 20);
+  for (int lanes : machineWidths()) {
+    LanesLimit limit(lanes);
+    auto A = randoms(size_t(M * lda), 4), B = randoms(size_t(K * N), 5);
+    std::vector<float> C(size_t(M * ldc), 0.f);
+    std::vector<double> want(C.size(), 0.0);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k) acc += double(A[size_t(i * lda + k)]) * double(B[size_t(k * N + j)]);
+        want[size_t(i * ldc + j)] = acc;
+      }
+    sgemm(false, false, M, N, K, 1.f, A.data(), lda, B.data(), N, 0.f, C.data(), ldc);
+    expectNear(C, want, 1e-5, std::string("streamed rows on ") + sgemmIsa());
+  }
+}
+
 TEST(Sgemm, EpilogueSeesEveryElementOnceAfterTheLastKStep) {
   const int64_t M = 101, N = 77, K = 500;  // several K blocks, edge tiles, several threads' blocks
   auto A = randoms(size_t(M * K), 4), B = randoms(size_t(K * N), 5);
