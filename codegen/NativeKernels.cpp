@@ -5,6 +5,7 @@
 
 #include "ir/Error.h"
 #include "ir/FusedRegion.h"
+#include "ir/Patterns.h"
 #include "ir/ops/NnShapes.h"
 #include "runtime/ukernels/Conv.h"
 #include "runtime/ukernels/Rows.h"
@@ -46,7 +47,7 @@ class ConvKernel : public NativeKernel {
     if (epilogue_.lo != -std::numeric_limits<float>::infinity() || epilogue_.hi != std::numeric_limits<float>::infinity())
       d += " + clamp";
     if (epilogue_.activation != ukernels::Activation::None)
-      d += epilogue_.activation == ukernels::Activation::HardSwish ? " + hardswish" : " + hardsigmoid";
+      d += std::string(" + ") + ukernels::activationName(epilogue_.activation);
     return d;
   }
   bool fuse(const FusedEpilogue& e) override {
@@ -176,12 +177,25 @@ std::optional<FusedEpilogue> matchFusedEpilogue(const Node& region, const Node& 
   FusedEpilogue e;
   bool clamped = false;
   const Value* prev = anchor.output(0);
-  for (const auto& node : body.nodes()) {
-    const Node& n = *node;
+  const auto& nodes = body.nodes();
+  const UseIndex bodyUses(body);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = *nodes[i];
     if (&n == &anchor) continue;
     const bool activated = e.activation != ukernels::Activation::None;
-    if (uses(prev) != 1 || n.numOutputs() != 1 || n.numInputs() == 0 || activated) return std::nullopt;
-    if ((n.op() == "HardSigmoid" || n.op() == "HardSwish") && n.input(0) == prev) {
+    if (n.numOutputs() != 1 || n.numInputs() == 0 || activated) return std::nullopt;
+    // SiLU: prev's two uses are this Sigmoid and the Mul right after it.
+    if (std::vector<Node*> silu = matchSilu(bodyUses, prev);
+        silu.size() == 2 && silu[0] == &n && i + 1 < nodes.size() && nodes[i + 1].get() == silu[1]) {
+      e.activation = ukernels::Activation::Silu;
+      prev = silu[1]->output(0);
+      ++i;
+      continue;
+    }
+    if (uses(prev) != 1) return std::nullopt;
+    if (n.op() == "Sigmoid" && n.input(0) == prev) {
+      e.activation = ukernels::Activation::Sigmoid;
+    } else if ((n.op() == "HardSigmoid" || n.op() == "HardSwish") && n.input(0) == prev) {
       const bool swish = n.op() == "HardSwish";
       e.activation = swish ? ukernels::Activation::HardSwish : ukernels::Activation::HardSigmoid;
       e.alpha = swish ? 1.f / 6 : n.attrFloat("alpha", 0.2f);

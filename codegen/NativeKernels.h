@@ -10,7 +10,7 @@
 // (KernelKind::NativeEpilogue in KernelAnalysis.h) -- unless the epilogue is one the
 // native kernel applies itself while the output is in registers or cache
 // (FusedEpilogue: convolutions take a residual Add, a Relu/Clip and a
-// HardSigmoid/HardSwish).
+// HardSigmoid, HardSwish, Sigmoid or SiLU).
 #pragma once
 #include <functional>
 #include <limits>
@@ -27,7 +27,8 @@ namespace friction::codegen {
 // An epilogue simple enough for a native kernel to apply before storing: the
 // anchor's result + `residual` (a region operand of the same shape), then
 // clamped to [lo, hi] (Relu: [0, inf), Clip with constant bounds), then
-// `activation` (HardSigmoid with its alpha and beta, HardSwish: 1/6 and 0.5).
+// `activation` (HardSigmoid with its alpha and beta, HardSwish: 1/6 and 0.5;
+// Sigmoid; SiLU, x * sigmoid(x)).
 struct FusedEpilogue {
   const Value* residual = nullptr;
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
@@ -57,8 +58,9 @@ inline std::unique_ptr<NativeKernel> noNative(std::string* why, const std::strin
 // The epilogue of Fused region `region` after its native `anchor` (the
 // region's first node) as a FusedEpilogue, when it is one: a chain on the
 // anchor's result of at most one Add of a region input, then at most one
-// Relu or Clip, then at most one HardSigmoid or HardSwish. `resolve` maps a region operand to the value seen at the top
-// level (where constant Clip bounds are constants).
+// Relu or Clip, then at most one HardSigmoid, HardSwish, Sigmoid or SiLU.
+// `resolve` maps a region operand to the value seen at the top level (where
+// constant Clip bounds are constants).
 std::optional<FusedEpilogue> matchFusedEpilogue(const Node& region, const Node& anchor,
                                                 const std::function<const Value*(const Value*)>& resolve);
 

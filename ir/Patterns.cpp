@@ -48,4 +48,18 @@ GeluMatch matchErfGelu(const UseIndex& u, const Value* x, const std::function<co
   return {};
 }
 
+std::vector<Node*> matchSilu(const UseIndex& u, const Value* x) {
+  const auto& xs = u.users(x);
+  if (xs.size() != 2 || xs[0] == xs[1] || u.isGraphOutput(x)) return {};
+  for (int k = 0; k < 2; ++k) {
+    Node* sigmoid = xs[k];
+    Node* mul = xs[1 - k];
+    if (sigmoid->op() != "Sigmoid" || mul->op() != "Mul" || mul->numInputs() != 2) continue;
+    const Value* s = sigmoid->output(0);
+    if (u.soleUser(s) != mul || (mul->input(0) != s && mul->input(1) != s)) continue;
+    return {sigmoid, mul};
+  }
+  return {};
+}
+
 }  // namespace friction

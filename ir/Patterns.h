@@ -25,4 +25,10 @@ struct GeluMatch {
 GeluMatch matchErfGelu(const UseIndex& uses, const Value* x,
                        const std::function<const Tensor*(const Value*)>& constantOf = constantData);
 
+// SiLU (Swish) as exporters write it, y = x * sigmoid(x): Sigmoid(x) and a
+// Mul of x and its result, in either order. The two nodes, Mul last, when
+// they are x's only uses, x is not a graph output and the Sigmoid's result
+// has the Mul as its one use; empty otherwise.
+std::vector<Node*> matchSilu(const UseIndex& uses, const Value* x);
+
 }  // namespace friction

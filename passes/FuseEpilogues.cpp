@@ -5,8 +5,8 @@
 // (one residual Add at most). The bias is a constant broadcast along the
 // channel axis (1 for NCHW convolutions, last for NHWC ones and MatMul/Gemm); a residual is a
 // non-constant operand of the result's own shape; activations are the ops
-// with the Activation trait (ir/OpTraits.def) or an Erf-GELU. Every value inside has a single use, so
-// the region has one output and cannot close a cycle.
+// with the Activation trait (ir/OpTraits.def), an Erf-GELU or a SiLU (x * sigmoid(x)). Every value inside
+// is used inside only, so the region has one output and cannot close a cycle.
 #include "ir/OpRegistry.h"
 #include "passes/Regions.h"
 
@@ -76,10 +76,11 @@ void fuseEpilogues(Graph& g, PassContext& ctx) {
     };
     auto activation = [&] {
       if (take([](const Node& n) { return hasTrait(n, OpTrait::Activation); })) return true;
-      std::vector<Node*> gelu = matchErfGelu(u, cur).nodes;
-      if (gelu.empty() || claimed.count(gelu.back())) return false;
-      chain.insert(chain.end(), gelu.begin(), gelu.end());
-      cur = gelu.back()->output(0);  // the pattern's result is its last node
+      std::vector<Node*> pattern = matchErfGelu(u, cur).nodes;
+      if (pattern.empty()) pattern = matchSilu(u, cur);
+      if (pattern.empty() || claimed.count(pattern.back())) return false;
+      chain.insert(chain.end(), pattern.begin(), pattern.end());
+      cur = pattern.back()->output(0);  // the pattern's result is its last node
       return true;
     };
     take(bias);

@@ -23,9 +23,8 @@ int64_t ownBandRows(int64_t depth) {
   return (rows + 23) / 24 * 24;
 }
 
-// e's activation over n outputs, in place.
-FRICTION_INLINE void activateValues(float* __restrict c, int64_t n, const ConvEpilogue& e) {
-  if (e.activation == Activation::None) return;
+// e's HardSigmoid or HardSwish over n outputs, in place.
+FRICTION_INLINE void hardSigmoidValues(float* __restrict c, int64_t n, const ConvEpilogue& e) {
   const float alpha = e.alpha, beta = e.beta;
   if (e.activation == Activation::HardSigmoid) {
 #pragma omp simd
@@ -36,17 +35,39 @@ FRICTION_INLINE void activateValues(float* __restrict c, int64_t n, const ConvEp
   }
 }
 
-// e's activation over n outputs, in place (after the clamp, while they are in cache).
+// The row loop runs inside the per-ISA copy: with a call per 16-float row (MnasNet's 1x1 convs to 16
+// channels) the epilogue had 14% of a driver's samples.
 FRICTION_MULTIVERSION
-void activateRow(float* __restrict c, int64_t n, const ConvEpilogue& e) { activateValues(c, n, e); }
+void hardSigmoidBlock(float* c, int64_t ldc, int64_t rows, int64_t cols, const ConvEpilogue& e) {
+  for (int64_t i = 0; i < rows; ++i) hardSigmoidValues(c + i * ldc, cols, e);
+}
 
-// e's activation over a finished block of a conv's GEMM (rows x cols at c, ldc apart), while it is in cache
-// (the biases, residual and clamp before it were applied in the SGEMM's registers). The row loop runs inside
-// the per-ISA copy: with a call per 16-float row (MnasNet's 1x1 convs to 16 channels) the epilogue had 14% of
-// a driver's samples.
-FRICTION_MULTIVERSION
+// Sigmoid or SiLU over a block, in vectors of the machine's width (the exponential is written over them).
+void sigmoidBlock(float* c, int64_t ldc, int64_t rows, int64_t cols, bool timesSelf) {
+  withNativeWidth([&]<int W>() FRICTION_LAMBDA_INLINE {
+    using P = Pack<W, 1>;
+    for (int64_t i = 0; i < rows; ++i) {
+      float* row = c + i * ldc;
+      for (int64_t j = 0; j < cols; j += W) {
+        const int64_t lanes = std::min<int64_t>(W, cols - j);
+        P v = P::load(row + j, lanes);
+        v.sigmoid(timesSelf);
+        v.store(row + j, lanes);
+      }
+    }
+  });
+}
+
+// e's activation over a finished block of outputs (rows x cols at c, ldc apart) while it is in cache: a conv
+// GEMM's (the biases, residual and clamp before it were applied in the SGEMM's registers) or an NCHW row.
 void activateBlock(float* c, int64_t ldc, int64_t rows, int64_t cols, const ConvEpilogue& e) {
-  for (int64_t i = 0; i < rows; ++i) activateValues(c + i * ldc, cols, e);
+  switch (e.activation) {
+    case Activation::None: return;
+    case Activation::HardSigmoid:
+    case Activation::HardSwish: return hardSigmoidBlock(c, ldc, rows, cols, e);
+    case Activation::Sigmoid:
+    case Activation::Silu: return sigmoidBlock(c, ldc, rows, cols, e.activation == Activation::Silu);
+  }
 }
 
 void gemmActivation(void* ctx, float* C, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols) {
@@ -348,7 +369,7 @@ FRICTION_INLINE void depthwisePlaneOf(const Conv2d& g, const float* x, const flo
       for (int64_t ow = owB; ow < g.OW; ++ow) p.pixel(ow);
     }
     epilogueChannelRow(p.row, 0.f, res ? res + oh * g.OW : nullptr, g.OW, e.lo, e.hi);
-    activateRow(p.row, g.OW, e);
+    activateBlock(p.row, g.OW, 1, g.OW, e);
   }
 }
 

@@ -13,6 +13,7 @@
 // (AVX-512, AVX2, SSE) and run the machine's (Multiversion.h).
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <utility>
@@ -49,8 +50,20 @@ std::vector<float> packConvWeights(const Conv2d& g, const float* oihw);
 bool convPacksWeights(const Conv2d& g, bool nhwc);
 
 // The activations a convolution applies itself, after its clamp:
-// HardSigmoid max(0, min(1, alpha x + beta)), HardSwish x times that.
-enum class Activation { None, HardSigmoid, HardSwish };
+// HardSigmoid max(0, min(1, alpha x + beta)), HardSwish x times that;
+// Sigmoid 1 / (1 + e^-x), Silu x times that.
+enum class Activation { None, HardSigmoid, HardSwish, Sigmoid, Silu };
+
+inline const char* activationName(Activation a) {
+  switch (a) {
+    case Activation::None: return "none";
+    case Activation::HardSigmoid: return "hardsigmoid";
+    case Activation::HardSwish: return "hardswish";
+    case Activation::Sigmoid: return "sigmoid";
+    case Activation::Silu: return "silu";
+  }
+  return "?";
+}
 
 // What a convolution applies to each output before storing it, in order:
 // + bias[k], + residual (same layout as y), clamp to [lo, hi] (Relu, Clip),
@@ -65,9 +78,14 @@ struct ConvEpilogue {
 
 // e's activation of one value, as the kernels compute it lane by lane.
 inline float activate(const ConvEpilogue& e, float v) {
-  if (e.activation == Activation::None) return v;
-  const float s = std::min(std::max(e.alpha * v + e.beta, 0.f), 1.f);
-  return e.activation == Activation::HardSwish ? v * s : s;
+  switch (e.activation) {
+    case Activation::None: return v;
+    case Activation::HardSigmoid: return std::min(std::max(e.alpha * v + e.beta, 0.f), 1.f);
+    case Activation::HardSwish: return v * std::min(std::max(e.alpha * v + e.beta, 0.f), 1.f);
+    case Activation::Sigmoid: return 1.f / (1.f + std::exp(-v));
+    case Activation::Silu: return v / (1.f + std::exp(-v));
+  }
+  return v;
 }
 
 // The outputs [lo, hi) of one spatial dim whose input position o * stride +

@@ -20,7 +20,7 @@ namespace {
 // depthwise NHWC ones their own row kernel (depthwiseRow), whose inner loop reuses each loaded input
 // across the window, and which computes a row's blocks of one width pixel by pixel, so that it reads the row
 // in order. Outputs start from the bias and leave with the residual added, clamped to [lo, hi]
-// (a fused Relu/Clip) and activated (HardSigmoid/HardSwish), so each is written once.
+// (a fused Relu/Clip) and activated (Conv.h's Activation), so each is written once.
 // A block of L channels is a Pack of native vectors (one zmm, two ymm or four
 // xmm for 16 channels); the code is written once over the native width NW and
 // instantiated per ISA (Multiversion.h). The helpers pass Packs by value; they
@@ -30,6 +30,18 @@ namespace {
 constexpr int64_t kLanes = 16;
 // A depthwise task's weights and one pixel's window, at most: an L1 of 32 KB (AVX2 EPYC) or 48 KB.
 constexpr int64_t kDepthwiseChunkBytes = int64_t(32) << 10;
+
+// A finished Pack of outputs through the epilogue's activation, in registers.
+template <class P>
+FRICTION_INLINE void activatePack(P& v, Activation activation, float alpha, float beta) {
+  switch (activation) {
+    case Activation::None: return;
+    case Activation::HardSigmoid:
+    case Activation::HardSwish: return v.hardSigmoid(alpha, beta, activation == Activation::HardSwish);
+    case Activation::Sigmoid:
+    case Activation::Silu: return v.sigmoid(activation == Activation::Silu);
+  }
+}
 
 // The input channels a grouped block's output channels [k0, k0 + 16) read: [first, first + count).
 struct BlockInputs {
@@ -205,7 +217,7 @@ struct DirectRow {
         P v = pack(acc[p]);
         if constexpr (HasResidual) v.add(P::load(residual + (ow0 + p) * g.K, stored));
         v.clamp(lo, hi);
-        if (e.activation != Activation::None) v.hardSigmoid(e.alpha, e.beta, e.activation == Activation::HardSwish);
+        activatePack(v, e.activation, e.alpha, e.beta);
         v.store(y + (ow0 + p) * g.K, stored);
       }
     }
@@ -348,7 +360,7 @@ template <class P>
 FRICTION_INLINE void depthwiseFinish(const DepthwiseRowArgs<P>& a, P v, int64_t ow, int64_t k) {
   if (a.res) v.add(P::load(a.res + ow * a.K + k));
   v.clamp(a.lo, a.hi);
-  if (a.activation != Activation::None) v.hardSigmoid(a.alpha, a.beta, a.activation == Activation::HardSwish);
+  activatePack(v, a.activation, a.alpha, a.beta);
   v.store(a.y + ow * a.K + k);
 }
 

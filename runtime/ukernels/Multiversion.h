@@ -49,6 +49,31 @@ struct Vec {
   typedef T V __attribute__((vector_size(W * sizeof(T))));
 };
 
+// e^v in each of W lanes: Cephes' expf (range reduction by ln 2, degree-6 polynomial, about 1 ulp up to 88),
+// exactly 0 below -87.3 (and for -inf), e^88 up to 88.72, +inf above (where expf overflows), NaN kept.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"  // expOf and Pack inline into each ISA's copy: no vector crosses a call
+template <int W>
+FRICTION_INLINE typename Vec<float, W>::V expOf(typename Vec<float, W>::V v) {
+  using VF = typename Vec<float, W>::V;
+  using VI = typename Vec<int32_t, W>::V;
+  const VF lo = VF{} - 87.33654f, hi = VF{} + 88.f, magic = VF{} + 12582912.f;  // 1.5 * 2^23: rounds to an integer
+  VF c = v < lo ? lo : v;
+  c = c > hi ? hi : c;
+  VF t = c * 1.44269504088896341f + magic, k = t - magic;
+  VI ki = (VI)t - (VI)magic;
+  VF r = c - k * 0.693359375f + k * 2.12194440e-4f;
+  VF p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  VF e = (p * r * r + r + 1.f) * (VF)((ki + 127) << 23);
+  e = v < lo ? VF{} : e;
+  e = v > 88.72284f ? VF{} + __builtin_inff() : e;
+  return v != v ? v : e;
+}
+
 // W * N floats as N vectors of W lanes; W is at most the machine's width.
 template <int W, int N>
 struct Pack {
@@ -109,7 +134,15 @@ struct Pack {
       v[i] = timesSelf ? v[i] * s : s;
     }
   }
+  // 1 / (1 + e^-v), times v when `timesSelf` (Sigmoid, SiLU).
+  FRICTION_INLINE void sigmoid(bool timesSelf) {
+    for (int i = 0; i < N; ++i) {
+      V s = 1.f / (1.f + expOf<W>(-v[i]));
+      v[i] = timesSelf ? v[i] * s : s;
+    }
+  }
 };
+#pragma GCC diagnostic pop
 // L floats on a machine whose vectors hold NW.
 template <int L, int NW>
 using PackOf = Pack<std::min(L, NW), L / std::min(L, NW)>;

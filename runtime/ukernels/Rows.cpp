@@ -12,37 +12,20 @@ namespace friction::ukernels {
 
 namespace {
 // e[i] = exp(x[i] - shift) for x[i] - shift <= 0 (softmax's arguments), W
-// lanes at a time (the machine's vector width: Multiversion.h): Cephes' expf
-// (range reduction by ln 2, degree-6 polynomial, about 1 ulp), exactly 0
-// below -87.3 (and for -inf), NaN kept. Returns the sum of the e[i],
-// accumulated in double.
+// lanes at a time (the machine's vector width: Multiversion.h's expOf).
+// Returns the sum of the e[i], accumulated in double.
 #pragma GCC diagnostic ignored "-Wpsabi"  // vectors stay inside each ISA's copy
 template <int W>
 FRICTION_INLINE double expShiftedOf(const float* x, float shift, float* e, int64_t n) {
   using VF = typename Vec<float, W>::V;
-  using VI = typename Vec<int32_t, W>::V;
   using VH = typename Vec<float, W / 2>::V;  // half a vector
   using VD = typename Vec<double, W / 2>::V;
-  const VF lo = VF{} - 87.33654f, magic = VF{} + 12582912.f;  // 1.5 * 2^23: adding it rounds to an integer
   VD acc0{}, acc1{};  // the sum in W double lanes: no long dependency chain, no float rounding
   int64_t i = 0;
   for (; i + W <= n; i += W) {
     VF v;
     std::memcpy(&v, x + i, sizeof v);
-    v -= shift;
-    VF c = v < lo ? lo : v;
-    c = c > 0.f ? VF{} : c;
-    VF t = c * 1.44269504088896341f + magic, k = t - magic;
-    VI ki = (VI)t - (VI)magic;
-    VF r = c - k * 0.693359375f + k * 2.12194440e-4f;
-    VF p = r * 1.9875691500e-4f + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    VF res = (p * r * r + r + 1.f) * (VF)((ki + 127) << 23);
-    res = v < lo ? VF{} : res;
-    res = v != v ? v : res;
+    const VF res = expOf<W>(v - shift);
     std::memcpy(e + i, &res, sizeof res);
     VH half[2];
     std::memcpy(half, &res, sizeof res);

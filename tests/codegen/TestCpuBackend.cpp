@@ -499,8 +499,10 @@ std::pair<Value*, Value*> activatedConvThenDepthwise(GraphBuilder& b, Value* x, 
                                                     uint64_t seed) {
   using Ints = std::vector<int64_t>;
   std::map<std::string, Attribute> attrs = {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}};
-  Value* y1 = b.op(activation, {b.op("Conv", {x, b.constant(randomTensor({8, 8, 3, 3}, seed)),
-                                              b.constant(randomTensor({8}, seed + 1))}, attrs)});
+  Value* conv =
+      b.op("Conv", {x, b.constant(randomTensor({8, 8, 3, 3}, seed)), b.constant(randomTensor({8}, seed + 1))}, attrs);
+  // SiLU as exporters write it: x * Sigmoid(x).
+  Value* y1 = activation == "SiLU" ? b.op("Mul", {conv, b.op("Sigmoid", {conv})}) : b.op(activation, {conv});
   attrs["group"] = int64_t(8);
   Value* y2 = b.op("Conv", {y1, b.constant(randomTensor({8, 1, 3, 3}, seed + 2)),
                             b.constant(randomTensor({8}, seed + 3))}, attrs);
@@ -528,12 +530,32 @@ TEST_F(CpuBackendTest, HardSwishAndHardSigmoidEpiloguesRunInsideTheMicrokernel) 
   }
 }
 
+TEST_F(CpuBackendTest, SiluAndSigmoidEpiloguesRunInsideTheMicrokernel) {
+  // y1 = SiLU(Conv(x) + b) as x * Sigmoid(x) (EfficientNet's, through im2col + SGEMM); y2 = Sigmoid(
+  // DepthwiseConv(y1) + y1) (the direct kernel, a residual first): no compiled kernel, in either layout.
+  PipelineOptions nchw;
+  nchw.disable = {"convert-layout"};
+  for (const auto& [layout, options] :
+       {std::pair{std::string("nhwc"), PipelineOptions{}}, std::pair{std::string("nchw"), nchw}}) {
+    SCOPED_TRACE(layout);
+    auto r = expectOptimizedMatches(
+        [&](GraphBuilder& b, Value* x) {
+          auto [y1, y2] = activatedConvThenDepthwise(b, x, "SiLU", 73);
+          b.output(b.op("Sigmoid", {b.op("Add", {y2, y1})}));
+        },
+        {2, 8, 6, 6}, options);
+    EXPECT_EQ(nativeCallsOf(r.stats, "conv " + layout + " (im2col + sgemm) + silu"), 1) << r.description;
+    EXPECT_EQ(nativeCallsOf(r.stats, "depthwise conv " + layout + " (direct) + add + sigmoid"), 1) << r.description;
+    EXPECT_EQ(r.stats.kernelCalls, 0) << r.description;
+  }
+}
+
 TEST_F(CpuBackendTest, OtherConvEpiloguesAreOneCompiledInPlaceKernel) {
-  // Sigmoid is not the microkernel's: the conv call writes the region's output, then ONE compiled generic
+  // Tanh is not the microkernel's: the conv call writes the region's output, then ONE compiled generic
   // updates it in place. The residual after the depthwise conv is added in the microkernel's registers.
   auto r = expectOptimizedMatches(
       [&](GraphBuilder& b, Value* x) {
-        auto [y1, y2] = activatedConvThenDepthwise(b, x, "Sigmoid", 67);
+        auto [y1, y2] = activatedConvThenDepthwise(b, x, "Tanh", 67);
         b.output(b.op("Add", {y2, y1}));
       },
       {2, 8, 6, 6}, {});

@@ -61,6 +61,10 @@ using Family = std::function<Value*(Generator&, Value*)>;
 
 Value* activation(Generator& g, Value* x) {
   static const std::vector<std::string> ops = opsWithTrait(OpTrait::Activation);
+  if (g.coin(0.15)) {  // SiLU as exporters write it (a pattern, not an op), its Mul's operands either way
+    Value* s = g.op("Sigmoid", {x});
+    return g.coin() ? g.op("Mul", {x, s}) : g.op("Mul", {s, x});
+  }
   const std::string& op = g.pick(ops);
   if (op == "Clip" && g.coin())
     return g.op(op, {x, g.b_.constant(Tensor::scalarF32(-0.5f)), g.b_.constant(Tensor::scalarF32(0.75f))});

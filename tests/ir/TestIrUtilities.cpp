@@ -176,6 +176,33 @@ TEST(Patterns, ErfGeluWithOtherConstantsIsNotExact) {
   EXPECT_FALSE(m.exact);
 }
 
+TEST(Patterns, SiluEitherOperandOrderAndItsMisses) {
+  for (bool sigmoidFirst : {true, false}) {
+    Graph g;
+    GraphBuilder b(g);
+    Value* x = b.input("x", {DType::F32, {4}});
+    Value* s = b.op("Sigmoid", {x});
+    Value* y = sigmoidFirst ? b.op("Mul", {s, x}) : b.op("Mul", {x, s});
+    b.output(y);
+    std::vector<Node*> m = matchSilu(UseIndex(static_cast<const Graph&>(g)), x);
+    ASSERT_EQ(m.size(), 2u) << sigmoidFirst;
+    EXPECT_EQ(m[0], s->producer());
+    EXPECT_EQ(m[1], y->producer());
+  }
+  // Misses: x also an output; the sigmoid's result also an output; a Mul of another value.
+  for (int miss = 0; miss < 3; ++miss) {
+    Graph g;
+    GraphBuilder b(g);
+    Value* x = b.input("x", {DType::F32, {4}});
+    Value* other = b.input("other", {DType::F32, {4}});
+    Value* s = b.op("Sigmoid", {x});
+    b.output(b.op("Mul", {miss == 2 ? other : x, s}));
+    if (miss == 0) b.output(x);
+    if (miss == 1) b.output(s);
+    EXPECT_TRUE(matchSilu(UseIndex(static_cast<const Graph&>(g)), x).empty()) << miss;
+  }
+}
+
 TEST(Patterns, ErfGeluWhoseInnerValueEscapesIsNoMatch) {
   Graph g;
   GraphBuilder b(g);

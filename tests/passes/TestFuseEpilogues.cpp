@@ -91,6 +91,77 @@ graph "g" opset 17 {
 )");
 }
 
+TEST(FuseEpilogues, ConvBiasSilu) {
+  // SiLU as exporters write it: the biased result feeds both the Sigmoid and the Mul.
+  auto stats = expectPassRewrites("fuse-epilogues", R"(
+graph "g" opset 17 {
+  input %x : f32[N,2,4,4]
+  const %w : f32[2,2,1,1] = hex"0000803f0000803f0000803f0000803f"
+  const %b : f32[2,1,1] = hex"0000803f00000040"
+  %c : f32[N,2,4,4] = Conv(%x, %w) {kernel_shape = [1, 1]} @"conv"
+  %a : f32[N,2,4,4] = Add(%c, %b) @"bias"
+  %s : f32[N,2,4,4] = Sigmoid(%a) @"sigmoid"
+  %y : f32[N,2,4,4] = Mul(%s, %a) @"silu"
+  output %y
+}
+)",
+                                   R"(
+graph "g" opset 17 {
+  input %x : f32[N,2,4,4]
+  const %w : f32[2,2,1,1] = hex"0000803f0000803f0000803f0000803f"
+  const %b : f32[2,1,1] = hex"0000803f00000040"
+  %y : f32[N,2,4,4] = Fused(%x, %w, %b) {body = graph "epilogue" opset 17 {
+    input %x : f32[N,2,4,4]
+    input %w : f32[2,2,1,1]
+    input %b : f32[2,1,1]
+    %c : f32[N,2,4,4] = Conv(%x, %w) {kernel_shape = [1, 1]} @"conv"
+    %a : f32[N,2,4,4] = Add(%c, %b) @"bias"
+    %s : f32[N,2,4,4] = Sigmoid(%a) @"sigmoid"
+    %y : f32[N,2,4,4] = Mul(%s, %a) @"silu"
+    output %y
+  }, kind = "epilogue"} @"f"
+  output %y
+}
+)");
+  EXPECT_EQ(stats["nodes fused"], 4);
+}
+
+TEST(FuseEpilogues, KeepsASiluWhoseInputHasAThirdUse) {
+  // The biased result is also an output: the Sigmoid and Mul stay outside (the bias still joins).
+  expectPassRewrites("fuse-epilogues", R"(
+graph "g" opset 17 {
+  input %x : f32[N,2,4,4]
+  const %w : f32[2,2,1,1] = hex"0000803f0000803f0000803f0000803f"
+  const %b : f32[2,1,1] = hex"0000803f00000040"
+  %c : f32[N,2,4,4] = Conv(%x, %w) {kernel_shape = [1, 1]} @"conv"
+  %a : f32[N,2,4,4] = Add(%c, %b) @"bias"
+  %s : f32[N,2,4,4] = Sigmoid(%a) @"sigmoid"
+  %y : f32[N,2,4,4] = Mul(%a, %s) @"silu"
+  output %y
+  output %a
+}
+)",
+                     R"(
+graph "g" opset 17 {
+  input %x : f32[N,2,4,4]
+  const %w : f32[2,2,1,1] = hex"0000803f0000803f0000803f0000803f"
+  const %b : f32[2,1,1] = hex"0000803f00000040"
+  %a : f32[N,2,4,4] = Fused(%x, %w, %b) {body = graph "epilogue" opset 17 {
+    input %x : f32[N,2,4,4]
+    input %w : f32[2,2,1,1]
+    input %b : f32[2,1,1]
+    %c : f32[N,2,4,4] = Conv(%x, %w) {kernel_shape = [1, 1]} @"conv"
+    %a : f32[N,2,4,4] = Add(%c, %b) @"bias"
+    output %a
+  }, kind = "epilogue"} @"f"
+  %s : f32[N,2,4,4] = Sigmoid(%a) @"sigmoid"
+  %y : f32[N,2,4,4] = Mul(%a, %s) @"silu"
+  output %y
+  output %a
+}
+)");
+}
+
 TEST(FuseEpilogues, KeepsMultiUseIntermediates) {
   // The conv result is also a graph output, so nothing after it can join.
   const char* g = R"(

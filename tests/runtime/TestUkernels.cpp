@@ -250,9 +250,14 @@ std::vector<double> naiveConv(const Conv2d& g, const std::vector<float>& x, cons
               }
           if (e.residual) acc += e.residual[at];
           acc = std::min(std::max(acc, double(e.lo)), double(e.hi));
-          if (e.activation != Activation::None) {
-            const double s = std::min(std::max(double(e.alpha) * acc + double(e.beta), 0.0), 1.0);
-            acc = e.activation == Activation::HardSwish ? acc * s : s;
+          const double hard = std::min(std::max(double(e.alpha) * acc + double(e.beta), 0.0), 1.0);
+          const double logistic = 1.0 / (1.0 + std::exp(-acc));
+          switch (e.activation) {
+            case Activation::None: break;
+            case Activation::HardSigmoid: acc = hard; break;
+            case Activation::HardSwish: acc *= hard; break;
+            case Activation::Sigmoid: acc = logistic; break;
+            case Activation::Silu: acc *= logistic; break;
           }
           y[at] = acc;
         }
@@ -262,13 +267,13 @@ std::vector<double> naiveConv(const Conv2d& g, const std::vector<float>& x, cons
 
 // g in both layouts at every vector width the machine has (the direct
 // kernels' copies), with each epilogue: none, bias, bias + clamp, bias +
-// clamp + residual, bias + HardSwish, bias + residual + HardSigmoid; against
-// naiveConv.
+// clamp + residual, bias + HardSwish, bias + residual + HardSigmoid, bias +
+// Sigmoid, bias + residual + clamp + SiLU; against naiveConv.
 void expectConvMatchesNaive(Conv2d g, const std::string& name) {
   auto x = randoms(size_t(g.N * g.H * g.W * g.C), 6), w = randoms(size_t(g.K * (g.C / g.group) * g.R * g.S), 7);
   auto bias = randoms(size_t(g.K), 8), residual = randoms(size_t(g.N * g.OH * g.OW * g.K), 9);
   std::vector<float> packed = packConvWeights(g, w.data());
-  constexpr int kParts = 6;
+  constexpr int kParts = 8;
   for (int lanes : machineWidths())
     for (int part = 0; part < 2 * kParts; ++part) {
       const bool nchw = part >= kParts;
@@ -282,6 +287,11 @@ void expectConvMatchesNaive(Conv2d g, const std::string& name) {
         case 5:
           e.bias = bias.data(), e.residual = residual.data();
           e.activation = Activation::HardSigmoid, e.alpha = 0.2f, e.beta = 0.5f;
+          break;
+        case 6: e.bias = bias.data(), e.activation = Activation::Sigmoid; break;
+        case 7:
+          e.bias = bias.data(), e.residual = residual.data(), e.lo = -1.5f, e.hi = 2.f;
+          e.activation = Activation::Silu;
           break;
         default: break;
       }
@@ -515,6 +525,32 @@ TEST(Pool, GlobalAverageMatchesWholeImageWindow) {
       globalAveragePoolNhwc(g.N, H * W, g.C, xt.data(), y.data());
       expectNear(y, want, 1e-6, "nhwc " + what);
     }
+}
+
+TEST(Pack, SigmoidAndSiluOverTheWholeFloatRange) {
+  // Past the exponential's range (0 below -87.3, +inf above 88.72, as expf) the sigmoid is exactly 0 or 1;
+  // NaN stays NaN. Four-lane vectors: every build has them.
+  using P = Pack<4, 1>;
+  const float inf = std::numeric_limits<float>::infinity();
+  for (bool silu : {false, true}) {
+    for (float x : {-1e30f, -200.f, -100.f, -88.5f, -87.4f, -87.3f, -30.f, -5.f, -1.f, -1e-3f, 0.f, 1e-3f, 0.5f, 1.f,
+                    5.f, 30.f, 87.3f, 88.5f, 100.f, 1e30f}) {
+      P p = P::splat(x);
+      p.sigmoid(silu);
+      double want = 1.0 / (1.0 + std::exp(-double(x)));
+      if (silu) want *= double(x);
+      for (int lane = 0; lane < 4; ++lane)
+        EXPECT_NEAR(p.v[0][lane], want, 1e-6 * std::max(1.0, std::fabs(want))) << (silu ? "silu " : "sigmoid ") << x;
+    }
+    P nan = P::splat(std::numeric_limits<float>::quiet_NaN());
+    nan.sigmoid(silu);
+    EXPECT_TRUE(std::isnan(nan.v[0][0]));
+  }
+  P low = P::splat(-inf), high = P::splat(inf);
+  low.sigmoid(false);
+  high.sigmoid(false);
+  EXPECT_EQ(low.v[0][0], 0.f);
+  EXPECT_EQ(high.v[0][0], 1.f);
 }
 
 TEST(SoftmaxRows, MatchesDoubleExpIncludingMaskedAndUnderflowingEntries) {
