@@ -379,7 +379,7 @@ std::unique_ptr<KernelView> analyzeView(const Node& node, const CodegenOptions& 
   std::vector<const Node*> elementwise(view->nodes.begin(), view->nodes.end());
   // An anchor with a native kernel runs it (a Conv only while microkernels are on).
   const bool nativeAnchor = region && view->nodes.size() > 1 && options.nativeSteps() &&
-                            matchNative(first, region->outerInputs(first), nullptr, options.ukernels());
+                            matchNativeAnchor(first, region->outerInputs(first), options.ukernels());
   if (isContraction(first) && !nativeAnchor) {
     view->kind = KernelKind::Contraction;
     if (!checkContraction(first, why)) return nullptr;
@@ -400,15 +400,24 @@ std::unique_ptr<KernelView> analyzeView(const Node& node, const CodegenOptions& 
     elementwise.erase(elementwise.begin());
   }
   if (!checkElementwise(elementwise, view->domain, why)) return nullptr;
-  if (view->kind == KernelKind::Elementwise && options.splitsElementwise()) {
+  // A native anchor's epilogue runs in place on the buffer the anchor filled: split like an elementwise
+  // kernel, its operands as well, the anchor's own inputs (which it does not read) whole.
+  const bool splits = view->kind == KernelKind::Elementwise || view->kind == KernelKind::NativeEpilogue;
+  if (splits && options.splitsElementwise()) {
     const auto& domain = view->domain;
     auto split = std::find_if(domain.begin(), domain.end(), [](int64_t d) { return d >= 2; });
+    auto readByEpilogue = [&](const Value* v) {
+      return std::any_of(elementwise.begin(), elementwise.end(), [&](const Node* n) {
+        return std::find(n->inputs().begin(), n->inputs().end(), v) != n->inputs().end();
+      });
+    };
     if (split != domain.end()) {
       view->splitDim = int(split - domain.begin());
       for (const Value* v : view->inputs) {
         std::vector<int64_t> s = v->shape().staticDims();
         int own = view->splitDim - int(domain.size() - s.size());  // inputs align to the domain's right
-        view->inputSplitDims.push_back(own >= 0 && s[size_t(own)] == *split ? own : -1);
+        const bool spans = own >= 0 && s[size_t(own)] == *split && readByEpilogue(v);
+        view->inputSplitDims.push_back(spans ? own : -1);
       }
     }
   }

@@ -155,6 +155,64 @@ std::unique_ptr<NativeKernel> matchRows(const Node& node, const std::vector<cons
   return std::make_unique<RowKernel>(op->op(), rows, cols, op->attrFloat("epsilon", 1e-5f));
 }
 
+// A MatMul of rows [..., M, K] (leading dims flattened) by a 2-D B [K, N], or a Gemm (transA 0, alpha 1; B
+// transposed or not; C absent or N values with beta 1): one SGEMM, its weights packed once when constant
+// (Sgemm.h's registerConstant). As an epilogue region's anchor only: the epilogue after it then runs in place,
+// split over the threads, where the generated contraction ran it after the SGEMM on one thread.
+class GemmKernel : public NativeKernel {
+ public:
+  GemmKernel(std::string op, int64_t M, int64_t N, int64_t K, bool transB, bool hasBias)
+      : op_(std::move(op)), M_(M), N_(N), K_(K), transB_(transB), hasBias_(hasBias) {}
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    ukernels::GemmEpilogue e = epilogue_;
+    e.bias = hasBias_ ? in.at(2).data<float>() : nullptr;
+    if (residual_) e.residual = in.at(3).data<float>();
+    ukernels::sgemm(false, transB_, M_, N_, K_, 1.f, in[0].data<float>(), K_, in[1].data<float>(), transB_ ? K_ : N_,
+                    0.f, out.data<float>(), N_, &e);
+  }
+  std::string describe() const override {
+    std::string d = (op_ == "Gemm" ? "gemm" : "matmul") + std::string(" (sgemm)");
+    if (hasBias_) d += " + bias";
+    if (residual_) d += " + add";
+    if (epilogue_.lo != -std::numeric_limits<float>::infinity() || epilogue_.hi != std::numeric_limits<float>::infinity())
+      d += " + clamp";
+    return d;
+  }
+  // The residual and the clamp go into the SGEMM's register tiles; an activation stays a compiled epilogue.
+  bool fuse(const FusedEpilogue& e) override {
+    if (e.activation != ukernels::Activation::None) return false;
+    residual_ = e.residual != nullptr;
+    epilogue_.lo = e.lo, epilogue_.hi = e.hi;
+    return true;
+  }
+
+ private:
+  std::string op_;
+  int64_t M_, N_, K_;
+  bool transB_, hasBias_, residual_ = false;
+  ukernels::GemmEpilogue epilogue_;
+};
+
+std::unique_ptr<NativeKernel> matchGemm(const Node& node, const std::vector<const Value*>& outer, std::string* why) {
+  const Value* a = outer.size() > 0 ? outer[0] : nullptr;
+  const Value* b = outer.size() > 1 ? outer[1] : nullptr;
+  const Value* y = node.output(0);
+  if (!isStaticF32(a) || !isStaticF32(b) || !isStaticF32(y) || b->shape().rank() != 2 || a->shape().rank() < 2)
+    return noNative(why, node.op() + " not f32 and static with a 2-D B");
+  const std::vector<int64_t> as = a->shape().staticDims(), bs = b->shape().staticDims();
+  const bool gemm = node.op() == "Gemm", transB = gemm && node.attrInt("transB", 0) != 0;
+  if (gemm && (a->shape().rank() != 2 || node.attrInt("transA", 0) != 0 || node.attrFloat("alpha", 1.f) != 1.f))
+    return noNative(why, "Gemm with transA or alpha");
+  const int64_t K = as.back(), N = transB ? bs[0] : bs[1];
+  if ((transB ? bs[1] : bs[0]) != K) return noNative(why, node.op() + " operands do not agree");
+  const Value* c = gemm && outer.size() > 2 ? outer[2] : nullptr;
+  if (c && (!isStaticF32(c) || c->shape().numel() != std::optional<int64_t>(N) || c->shape().staticDims().back() != N ||
+            node.attrFloat("beta", 1.f) != 1.f))
+    return noNative(why, "Gemm C not one value per column");
+  return std::make_unique<GemmKernel>(node.op(), y->shape().numel().value_or(0) / std::max<int64_t>(N, 1), N, K, transB,
+                                      c != nullptr);
+}
+
 // The scalar value of a constant, if `v` is one.
 std::optional<float> constantScalar(const Value* v) {
   if (!v || !v->isConstant() || v->constant().numel() != 1) return std::nullopt;
@@ -225,6 +283,13 @@ std::optional<FusedEpilogue> matchFusedEpilogue(const Node& region, const Node& 
   }
   if (body.outputs().size() != 1 || body.outputs()[0] != prev || prev == anchor.output(0)) return std::nullopt;
   return e;
+}
+
+std::unique_ptr<NativeKernel> matchNativeAnchor(const Node& anchor, const std::vector<const Value*>& outer,
+                                                bool ukernels) {
+  if (auto k = matchNative(anchor, outer, nullptr, ukernels)) return k;
+  if (ukernels && (anchor.op() == "MatMul" || anchor.op() == "Gemm")) return matchGemm(anchor, outer, nullptr);
+  return nullptr;
 }
 
 std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Value*> outer, std::string* why,

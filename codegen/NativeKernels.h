@@ -102,4 +102,10 @@ std::unique_ptr<NativeKernel> matchTypedOp(const Node& node, const std::vector<c
 std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Value*> outer = {},
                                           std::string* why = nullptr, bool convolutions = true);
 
+// The native kernel of an epilogue region's anchor: matchNative's, or with
+// `ukernels` on, a MatMul or Gemm (into the rows of an activation, by a 2-D
+// B) as one SGEMM.
+std::unique_ptr<NativeKernel> matchNativeAnchor(const Node& anchor, const std::vector<const Value*>& outer,
+                                                bool ukernels);
+
 }  // namespace friction::codegen

@@ -203,7 +203,7 @@ bool ProgramBuilder::compiledStep(Step& s, Program& p, const std::function<const
     std::vector<const Value*> resolved;
     for (const Value* v : outer) resolved.push_back(resolve(v));
     s.kind = Step::Native;
-    s.native = matchNative(anchor, resolved, nullptr, options_.ukernels());
+    s.native = matchNativeAnchor(anchor, resolved, options_.ukernels());
     s.native->prepare();
     for (const Value* v : outer) s.nativeIn.push_back(v ? p.slotOf(v) : -1);
     auto fused = matchFusedEpilogue(n, anchor, resolve);

@@ -285,10 +285,19 @@ TEST_F(CpuBackendTest, EpilogueRegionIsOneKernel) {
   runPipeline(*g, buildPipeline(o));
   ASSERT_EQ(g->nodes().size(), 1u);
   ASSERT_EQ(g->nodes()[0]->attrString("kind", ""), "epilogue");
+  // With the SGEMM microkernel the MatMul is a native call and the epilogue one compiled kernel after it;
+  // without, the whole region is one generated kernel: the contraction, then one generic.
   auto r = runCpu(*g, inputs);
   expectClose(r.outputs[0], want[0], 1e-5, "epilogue");
   EXPECT_EQ(r.stats.kernelCalls, 1);
-  auto stages = codegen::kernelStages({g->nodes()[0].get()});
+  EXPECT_EQ(r.stats.nativeCalls, 1);
+  auto generated = runCpu(*g, inputs, "cpu?ukernels=off");
+  expectClose(generated.outputs[0], want[0], 1e-5, "epilogue, ukernels off");
+  EXPECT_EQ(generated.stats.kernelCalls, 1);
+  EXPECT_EQ(generated.stats.nativeCalls, 0);
+  codegen::CodegenOptions noMicrokernels;
+  noMicrokernels.disabled.insert("ukernels");
+  auto stages = codegen::kernelStages({g->nodes()[0].get()}, noMicrokernels);
   EXPECT_EQ(countOf(stageModule(stages, "built"), "linalg.matmul"), 1) << stageModule(stages, "built");
   EXPECT_EQ(countOf(stageModule(stages, "built"), "linalg.generic"), 1) << stageModule(stages, "built");
   EXPECT_EQ(countOf(stageModule(stages, "bufferize"), "memref.alloc"), 0) << stageModule(stages, "bufferize");
@@ -548,6 +557,30 @@ TEST_F(CpuBackendTest, SiluAndSigmoidEpiloguesRunInsideTheMicrokernel) {
     EXPECT_EQ(nativeCallsOf(r.stats, "depthwise conv " + layout + " (direct) + add + sigmoid"), 1) << r.description;
     EXPECT_EQ(r.stats.kernelCalls, 0) << r.description;
   }
+}
+
+TEST_F(CpuBackendTest, MatMulAndGemmEpiloguesRunAfterTheSgemmSplitOverThreads) {
+  // A transformer's Linear layers: MatMul of [2, 37, 48] rows by a [48, 40] weight + bias + Erf-GELU (one
+  // compiled kernel after the SGEMM, in place, in slabs over the threads), then a Gemm (B transposed, C one value
+  // per column) + Relu and a MatMul + residual + Relu (both in the SGEMM's register tiles); against the
+  // interpreter.
+  auto r = expectOptimizedMatches(
+      [&](GraphBuilder& b, Value* x) {
+        Value* t = b.op("Add", {b.op("MatMul", {x, b.constant(randomTensor({48, 40}, 91))}),
+                                b.constant(randomTensor({40}, 92))});
+        Value* gelu = b.op("Mul", {b.op("Mul", {t, b.constant(Tensor::scalarF32(0.5f))}),
+                                   b.op("Add", {b.op("Erf", {b.op("Div", {t, b.constant(Tensor::scalarF32(1.41421356f))})}),
+                                                b.constant(Tensor::scalarF32(1.0f))})});
+        Value* rows = b.op("Reshape", {gelu, b.constant(Tensor::vectorI64({74, 40}))});
+        Value* g = b.op("Relu", {b.op("Gemm", {rows, b.constant(randomTensor({40, 40}, 93)), b.constant(randomTensor({40}, 94))},
+                                      {{"transB", int64_t(1)}})});
+        b.output(b.op("Relu", {b.op("Add", {b.op("MatMul", {g, b.constant(randomTensor({40, 40}, 95))}), g})}));
+      },
+      {2, 37, 48}, {});
+  EXPECT_EQ(nativeCallsOf(r.stats, "matmul (sgemm)"), 2) << r.description;
+  EXPECT_EQ(nativeCallsOf(r.stats, "gemm (sgemm) + bias + clamp"), 1) << r.description;
+  EXPECT_EQ(nativeCallsOf(r.stats, "matmul (sgemm) + add + clamp"), 1) << r.description;
+  EXPECT_EQ(r.stats.kernelCalls, 1) << r.description;  // the first MatMul's bias and GELU
 }
 
 TEST_F(CpuBackendTest, OtherConvEpiloguesAreOneCompiledInPlaceKernel) {
