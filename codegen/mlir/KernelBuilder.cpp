@@ -238,9 +238,9 @@ class KernelBuilder {
         scratch.push_back(entry->getArgument(unsigned(view_.inputs.size() + view_.outputs.size() + i)));
       for (mlir::Value r : buildStructuredKernel(b_, n, args, inits[0], scratch)) results.push_back(r);
     } else if (view_.kind == KernelKind::NativeEpilogue) {
-      // The anchor's result is already in the output buffer: update it in place.
+      // The anchor's result is already in the output buffer, a Gemm's alpha and C applied: update it in place.
       elementwise.erase(elementwise.begin());
-      results = generic(elementwise, {inits[0]}, view_.nodes.front());
+      results = generic(elementwise, {inits[0]}, view_.nodes.front(), /*anchorFinished=*/true);
     } else {
       results = generic(elementwise, inits, nullptr);
     }
@@ -458,9 +458,12 @@ class KernelBuilder {
   }
 
   // One linalg.generic over the domain computing `nodes` per element. With an
-  // `anchor`, the single output is the anchor's accumulator, updated in place.
+  // `anchor`, the single output is the anchor's accumulator, updated in place:
+  // a Gemm's alpha and C are applied to it first unless `anchorFinished` (a
+  // native anchor applied them itself).
   llvm::SmallVector<mlir::Value> generic(const std::vector<const Node*>& nodes, llvm::SmallVector<mlir::Value> outs,
-                                         const Node* anchor) {
+                                         const Node* anchor, bool anchorFinished = false) {
+    const bool gemmPost = anchor && anchor->op() == "Gemm" && !anchorFinished;
     // Generic inputs: kernel arguments read by the elementwise part.
     std::vector<const Value*> ins;
     auto use = [&](const Value* v) {
@@ -468,7 +471,7 @@ class KernelBuilder {
     };
     for (const Node* n : nodes)
       for (const Value* v : n->inputs()) use(v);
-    if (anchor && anchor->op() == "Gemm" && anchor->input(2)) use(anchor->input(2));
+    if (gemmPost && anchor->input(2)) use(anchor->input(2));
     const auto& domain = view_.domain;
     llvm::SmallVector<mlir::Value> inValues;
     llvm::SmallVector<mlir::AffineMap> maps;
@@ -486,7 +489,7 @@ class KernelBuilder {
           for (size_t i = 0; i < ins.size(); ++i) p.scalars[ins[i]] = x[i];
           if (anchor) {
             mlir::Value acc = x[ins.size()];
-            if (anchor->op() == "Gemm") {
+            if (gemmPost) {
               float alpha = anchor->attrFloat("alpha", 1.0f), beta = anchor->attrFloat("beta", 1.0f);
               if (alpha != 1.0f) acc = p.mul(p.f32(alpha), acc);
               if (const Value* c = anchor->input(2)) {

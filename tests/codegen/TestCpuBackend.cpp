@@ -562,8 +562,8 @@ TEST_F(CpuBackendTest, SiluAndSigmoidEpiloguesRunInsideTheMicrokernel) {
 TEST_F(CpuBackendTest, MatMulAndGemmEpiloguesRunAfterTheSgemmSplitOverThreads) {
   // A transformer's Linear layers: MatMul of [2, 37, 48] rows by a [48, 40] weight + bias + Erf-GELU (one
   // compiled kernel after the SGEMM, in place, in slabs over the threads), then a Gemm (B transposed, C one value
-  // per column) + Relu and a MatMul + residual + Relu (both in the SGEMM's register tiles); against the
-  // interpreter.
+  // per column) + Relu and a MatMul + residual + Relu (both in the SGEMM's register tiles); beside them a Gemm +
+  // LeakyRelu (compiled after the SGEMM, which adds C); against the interpreter.
   auto r = expectOptimizedMatches(
       [&](GraphBuilder& b, Value* x) {
         Value* t = b.op("Add", {b.op("MatMul", {x, b.constant(randomTensor({48, 40}, 91))}),
@@ -575,12 +575,17 @@ TEST_F(CpuBackendTest, MatMulAndGemmEpiloguesRunAfterTheSgemmSplitOverThreads) {
         Value* g = b.op("Relu", {b.op("Gemm", {rows, b.constant(randomTensor({40, 40}, 93)), b.constant(randomTensor({40}, 94))},
                                       {{"transB", int64_t(1)}})});
         b.output(b.op("Relu", {b.op("Add", {b.op("MatMul", {g, b.constant(randomTensor({40, 40}, 95))}), g})}));
+        // A Gemm + LeakyRelu: the SGEMM adds C, the compiled epilogue only the activation.
+        b.output(b.op("LeakyRelu", {b.op("Gemm", {rows, b.constant(randomTensor({40, 40}, 96)),
+                                                  b.constant(randomTensor({40}, 97))}, {{"transB", int64_t(1)}})},
+                      {{"alpha", 0.1f}}));
       },
       {2, 37, 48}, {});
   EXPECT_EQ(nativeCallsOf(r.stats, "matmul (sgemm)"), 2) << r.description;
   EXPECT_EQ(nativeCallsOf(r.stats, "gemm (sgemm) + bias + clamp"), 1) << r.description;
+  EXPECT_EQ(nativeCallsOf(r.stats, "gemm (sgemm) + bias"), 2) << r.description;
   EXPECT_EQ(nativeCallsOf(r.stats, "matmul (sgemm) + add + clamp"), 1) << r.description;
-  EXPECT_EQ(r.stats.kernelCalls, 1) << r.description;  // the first MatMul's bias and GELU
+  EXPECT_EQ(r.stats.kernelCalls, 2) << r.description;  // the first MatMul's bias and GELU; the LeakyRelu
 }
 
 TEST_F(CpuBackendTest, OtherConvEpiloguesAreOneCompiledInPlaceKernel) {
