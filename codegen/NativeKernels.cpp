@@ -13,6 +13,14 @@
 namespace friction::codegen {
 namespace {
 
+// What a native kernel applies of a FusedEpilogue, for its description: " + add + clamp + silu".
+std::string epilogueDescription(bool residual, float lo, float hi, ukernels::Activation activation) {
+  std::string d = residual ? " + add" : "";
+  if (lo != -std::numeric_limits<float>::infinity() || hi != std::numeric_limits<float>::infinity()) d += " + clamp";
+  if (activation != ukernels::Activation::None) d += std::string(" + ") + ukernels::activationName(activation);
+  return d;
+}
+
 // The layout a window op's native kernel reads and writes: NHWC inside
 // convert-layout's regions, NCHW (the imported graph's) elsewhere.
 enum class Layout { Nhwc, Nchw };
@@ -43,12 +51,7 @@ class ConvKernel : public NativeKernel {
     const std::string layout = layout_ == Layout::Nhwc ? "nhwc" : "nchw";
     std::string d = (g_.depthwise() ? "depthwise conv " : g_.group > 1 ? "grouped conv " : "conv ") + layout +
                     (g_.pointwise() ? " 1x1" : "") + " (" + ukernels::convMethod(g_, layout_ == Layout::Nhwc) + ")";
-    if (residual_) d += " + add";
-    if (epilogue_.lo != -std::numeric_limits<float>::infinity() || epilogue_.hi != std::numeric_limits<float>::infinity())
-      d += " + clamp";
-    if (epilogue_.activation != ukernels::Activation::None)
-      d += std::string(" + ") + ukernels::activationName(epilogue_.activation);
-    return d;
+    return d + epilogueDescription(residual_, epilogue_.lo, epilogue_.hi, epilogue_.activation);
   }
   bool fuse(const FusedEpilogue& e) override {
     residual_ = e.residual != nullptr;
@@ -171,12 +174,8 @@ class GemmKernel : public NativeKernel {
                     0.f, out.data<float>(), N_, &e);
   }
   std::string describe() const override {
-    std::string d = (op_ == "Gemm" ? "gemm" : "matmul") + std::string(" (sgemm)");
-    if (hasBias_) d += " + bias";
-    if (residual_) d += " + add";
-    if (epilogue_.lo != -std::numeric_limits<float>::infinity() || epilogue_.hi != std::numeric_limits<float>::infinity())
-      d += " + clamp";
-    return d;
+    return (op_ == "Gemm" ? "gemm" : "matmul") + std::string(" (sgemm)") + (hasBias_ ? " + bias" : "") +
+           epilogueDescription(residual_, epilogue_.lo, epilogue_.hi, ukernels::Activation::None);
   }
   // The residual and the clamp go into the SGEMM's register tiles; an activation stays a compiled epilogue.
   bool fuse(const FusedEpilogue& e) override {
@@ -227,11 +226,6 @@ std::optional<FusedEpilogue> matchFusedEpilogue(const Node& region, const Node& 
   FRICTION_CHECK(fused, "matchFusedEpilogue: " + region.describe() + " is not a Fused region");
   const Graph& body = fused->body();
   auto regionOperand = [&](const Value* v) { return fused->operandFor(v); };
-  auto uses = [&](const Value* v) {
-    int n = int(std::count(body.outputs().begin(), body.outputs().end(), v));
-    for (const auto& m : body.nodes()) n += int(std::count(m->inputs().begin(), m->inputs().end(), v));
-    return n;
-  };
   FusedEpilogue e;
   bool clamped = false;
   const Value* prev = anchor.output(0);
@@ -250,7 +244,7 @@ std::optional<FusedEpilogue> matchFusedEpilogue(const Node& region, const Node& 
       ++i;
       continue;
     }
-    if (uses(prev) != 1) return std::nullopt;
+    if (!bodyUses.soleUser(prev)) return std::nullopt;
     if (n.op() == "Sigmoid" && n.input(0) == prev) {
       e.activation = ukernels::Activation::Sigmoid;
     } else if ((n.op() == "HardSigmoid" || n.op() == "HardSwish") && n.input(0) == prev) {

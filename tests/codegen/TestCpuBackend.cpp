@@ -518,10 +518,11 @@ std::pair<Value*, Value*> activatedConvThenDepthwise(GraphBuilder& b, Value* x, 
   return {y1, y2};
 }
 
-TEST_F(CpuBackendTest, HardSwishAndHardSigmoidEpiloguesRunInsideTheMicrokernel) {
-  // y1 = HardSwish(Conv(x) + b) (MobileNetV3's, through im2col + SGEMM); y2 = HardSigmoid(DepthwiseConv(y1) + y1)
-  // with its own alpha and beta (the direct kernel, a residual first): after the default pipeline, with and
-  // without convert-layout, no compiled kernel.
+// y1 = first(Conv(x) + b) (through im2col + SGEMM); y2 = last(DepthwiseConv(y1) + y1) (the direct kernel, a
+// residual first): after the default pipeline, with and without convert-layout, each activation applied by
+// its microkernel (described "+ <firstName>" and "+ add + <lastName>") and no compiled kernel.
+void expectActivationsInsideTheMicrokernels(const std::string& first, const std::function<Value*(GraphBuilder&, Value*)>& last,
+                                            uint64_t seed, const std::string& firstName, const std::string& lastName) {
   PipelineOptions nchw;
   nchw.disable = {"convert-layout"};
   for (const auto& [layout, options] :
@@ -529,34 +530,28 @@ TEST_F(CpuBackendTest, HardSwishAndHardSigmoidEpiloguesRunInsideTheMicrokernel) 
     SCOPED_TRACE(layout);
     auto r = expectOptimizedMatches(
         [&](GraphBuilder& b, Value* x) {
-          auto [y1, y2] = activatedConvThenDepthwise(b, x, "HardSwish", 71);
-          b.output(b.op("HardSigmoid", {b.op("Add", {y2, y1})}, {{"alpha", 0.3f}, {"beta", 0.4f}}));
+          auto [y1, y2] = activatedConvThenDepthwise(b, x, first, seed);
+          b.output(last(b, b.op("Add", {y2, y1})));
         },
         {2, 8, 6, 6}, options);
-    EXPECT_EQ(nativeCallsOf(r.stats, "conv " + layout + " (im2col + sgemm) + hardswish"), 1) << r.description;
-    EXPECT_EQ(nativeCallsOf(r.stats, "depthwise conv " + layout + " (direct) + add + hardsigmoid"), 1) << r.description;
+    EXPECT_EQ(nativeCallsOf(r.stats, "conv " + layout + " (im2col + sgemm) + " + firstName), 1) << r.description;
+    EXPECT_EQ(nativeCallsOf(r.stats, "depthwise conv " + layout + " (direct) + add + " + lastName), 1) << r.description;
     EXPECT_EQ(r.stats.kernelCalls, 0) << r.description;
   }
 }
 
+TEST_F(CpuBackendTest, HardSwishAndHardSigmoidEpiloguesRunInsideTheMicrokernel) {
+  // MobileNetV3's activations; the HardSigmoid with its own alpha and beta.
+  expectActivationsInsideTheMicrokernels(
+      "HardSwish",
+      [](GraphBuilder& b, Value* v) { return b.op("HardSigmoid", {v}, {{"alpha", 0.3f}, {"beta", 0.4f}}); }, 71,
+      "hardswish", "hardsigmoid");
+}
+
 TEST_F(CpuBackendTest, SiluAndSigmoidEpiloguesRunInsideTheMicrokernel) {
-  // y1 = SiLU(Conv(x) + b) as x * Sigmoid(x) (EfficientNet's, through im2col + SGEMM); y2 = Sigmoid(
-  // DepthwiseConv(y1) + y1) (the direct kernel, a residual first): no compiled kernel, in either layout.
-  PipelineOptions nchw;
-  nchw.disable = {"convert-layout"};
-  for (const auto& [layout, options] :
-       {std::pair{std::string("nhwc"), PipelineOptions{}}, std::pair{std::string("nchw"), nchw}}) {
-    SCOPED_TRACE(layout);
-    auto r = expectOptimizedMatches(
-        [&](GraphBuilder& b, Value* x) {
-          auto [y1, y2] = activatedConvThenDepthwise(b, x, "SiLU", 73);
-          b.output(b.op("Sigmoid", {b.op("Add", {y2, y1})}));
-        },
-        {2, 8, 6, 6}, options);
-    EXPECT_EQ(nativeCallsOf(r.stats, "conv " + layout + " (im2col + sgemm) + silu"), 1) << r.description;
-    EXPECT_EQ(nativeCallsOf(r.stats, "depthwise conv " + layout + " (direct) + add + sigmoid"), 1) << r.description;
-    EXPECT_EQ(r.stats.kernelCalls, 0) << r.description;
-  }
+  // EfficientNet's SiLU, written x * Sigmoid(x), and a Sigmoid.
+  expectActivationsInsideTheMicrokernels(
+      "SiLU", [](GraphBuilder& b, Value* v) { return b.op("Sigmoid", {v}); }, 73, "silu", "sigmoid");
 }
 
 TEST_F(CpuBackendTest, MatMulAndGemmEpiloguesRunAfterTheSgemmSplitOverThreads) {
