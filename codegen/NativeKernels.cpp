@@ -54,6 +54,7 @@ class ConvKernel : public NativeKernel {
     return d + epilogueDescription(residual_, epilogue_.lo, epilogue_.hi, epilogue_.activation);
   }
   bool fuse(const FusedEpilogue& e) override {
+    if (e.bias) return false;  // a conv has its own
     residual_ = e.residual != nullptr;
     epilogue_.lo = e.lo, epilogue_.hi = e.hi;
     epilogue_.activation = e.activation, epilogue_.alpha = e.alpha, epilogue_.beta = e.beta;
@@ -170,18 +171,23 @@ class GemmKernel : public NativeKernel {
     ukernels::GemmEpilogue e = epilogue_;
     e.bias = hasBias_ ? in.at(2).data<float>() : nullptr;
     if (residual_) e.residual = in.at(3).data<float>();
+    if (activation_.activation != ukernels::Activation::None)
+      e.fn = &ukernels::activateGemmBlock, e.ctx = const_cast<ukernels::ConvEpilogue*>(&activation_);
     ukernels::sgemm(false, transB_, M_, N_, K_, 1.f, in[0].data<float>(), K_, in[1].data<float>(), transB_ ? K_ : N_,
                     0.f, out.data<float>(), N_, &e);
   }
   std::string describe() const override {
     return (op_ == "Gemm" ? "gemm" : "matmul") + std::string(" (sgemm)") + (hasBias_ ? " + bias" : "") +
-           epilogueDescription(residual_, epilogue_.lo, epilogue_.hi, ukernels::Activation::None);
+           epilogueDescription(residual_, epilogue_.lo, epilogue_.hi, activation_.activation);
   }
-  // The residual and the clamp go into the SGEMM's register tiles; an activation stays a compiled epilogue.
+  // A bias (unless a Gemm's C is one), the residual and the clamp go into the SGEMM's register tiles, the
+  // activation over each finished block while it is in cache.
   bool fuse(const FusedEpilogue& e) override {
-    if (e.activation != ukernels::Activation::None) return false;
+    if (e.bias && hasBias_) return false;
+    hasBias_ = hasBias_ || e.bias;
     residual_ = e.residual != nullptr;
     epilogue_.lo = e.lo, epilogue_.hi = e.hi;
+    activation_.activation = e.activation, activation_.alpha = e.alpha, activation_.beta = e.beta;
     return true;
   }
 
@@ -190,6 +196,7 @@ class GemmKernel : public NativeKernel {
   int64_t M_, N_, K_;
   bool transB_, hasBias_, residual_ = false;
   ukernels::GemmEpilogue epilogue_;
+  ukernels::ConvEpilogue activation_;  // its activation, for activateGemmBlock
 };
 
 std::unique_ptr<NativeKernel> matchGemm(const Node& node, const std::vector<const Value*>& outer, std::string* why) {
@@ -231,20 +238,49 @@ std::optional<FusedEpilogue> matchFusedEpilogue(const Node& region, const Node& 
   const Value* prev = anchor.output(0);
   const auto& nodes = body.nodes();
   const UseIndex bodyUses(body);
+  auto constantOf = [&](const Value* v) -> const Tensor* {
+    const Value* operand = regionOperand(v);
+    const Value* outer = resolve(operand ? operand : v);
+    return outer && outer->isConstant() ? &outer->constant() : nullptr;
+  };
+  // Whether `pattern` (its result last) is the body's next nodes from i, in any order.
+  auto nextNodesAre = [&](const std::vector<Node*>& pattern, size_t i) {
+    if (pattern.empty() || i + pattern.size() > nodes.size()) return false;
+    return std::all_of(nodes.begin() + long(i), nodes.begin() + long(i + pattern.size()), [&](const auto& n) {
+      return std::find(pattern.begin(), pattern.end(), n.get()) != pattern.end();
+    });
+  };
+  // An operand of one value per element of v's last dim (a Linear layer's bias): [N] or [1, ..., 1, N].
+  auto perLastDim = [](const Value* operand, const Value* v) {
+    if (!isStaticF32(operand) || !isStaticF32(v) || v->shape().rank() == 0) return false;
+    const std::vector<int64_t> os = operand->shape().staticDims(), vs = v->shape().staticDims();
+    return !os.empty() && os.size() <= vs.size() && os.back() == vs.back() &&
+           std::all_of(os.begin(), os.end() - 1, [](int64_t d) { return d == 1; });
+  };
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = *nodes[i];
     if (&n == &anchor) continue;
     const bool activated = e.activation != ukernels::Activation::None;
     if (n.numOutputs() != 1 || n.numInputs() == 0 || activated) return std::nullopt;
-    // SiLU: prev's two uses are this Sigmoid and the Mul right after it.
-    if (std::vector<Node*> silu = matchSilu(bodyUses, prev);
-        silu.size() == 2 && silu[0] == &n && i + 1 < nodes.size() && nodes[i + 1].get() == silu[1]) {
+    // SiLU and GELU: prev's uses are the pattern's, the body's next nodes.
+    if (std::vector<Node*> silu = matchSilu(bodyUses, prev); nextNodesAre(silu, i)) {
       e.activation = ukernels::Activation::Silu;
-      prev = silu[1]->output(0);
-      ++i;
+      prev = silu.back()->output(0);
+      i += silu.size() - 1;
+      continue;
+    }
+    if (GeluMatch gelu = matchErfGelu(bodyUses, prev, constantOf); gelu.exact && nextNodesAre(gelu.nodes, i)) {
+      e.activation = ukernels::Activation::Gelu;
+      prev = gelu.nodes.back()->output(0);
+      i += gelu.nodes.size() - 1;
       continue;
     }
     if (!bodyUses.soleUser(prev)) return std::nullopt;
+    const Value* addend = n.op() != "Add" || n.numInputs() != 2 ? nullptr
+                          : n.input(0) == prev                  ? n.input(1)
+                          : n.input(1) == prev                  ? n.input(0)
+                                                                : nullptr;
+    const Value* addendOperand = regionOperand(addend);
     if (n.op() == "Sigmoid" && n.input(0) == prev) {
       e.activation = ukernels::Activation::Sigmoid;
     } else if ((n.op() == "HardSigmoid" || n.op() == "HardSwish") && n.input(0) == prev) {
@@ -254,11 +290,12 @@ std::optional<FusedEpilogue> matchFusedEpilogue(const Node& region, const Node& 
       e.beta = swish ? 0.5f : n.attrFloat("beta", 0.5f);
     } else if (clamped) {
       return std::nullopt;
-    } else if (n.op() == "Add" && n.numInputs() == 2 && !e.residual) {
-      const Value* other = n.input(0) == prev ? n.input(1) : n.input(1) == prev ? n.input(0) : nullptr;
-      const Value* operand = regionOperand(other);
-      if (!operand || operand->type() != prev->type() || other->type() != n.output(0)->type()) return std::nullopt;
-      e.residual = operand;
+    } else if (addendOperand && !e.residual && addendOperand->type() == prev->type() &&
+               addend->type() == n.output(0)->type()) {
+      e.residual = addendOperand;
+    } else if (addendOperand && !e.residual && !e.bias && perLastDim(addendOperand, prev) &&
+               n.output(0)->type() == prev->type()) {
+      e.bias = addendOperand;
     } else if (n.op() == "Relu" && n.input(0) == prev) {
       e.lo = 0.f, clamped = true;
     } else if (n.op() == "Clip" && n.input(0) == prev && !n.hasAttr("min") && !n.hasAttr("max")) {

@@ -10,7 +10,8 @@
 // (KernelKind::NativeEpilogue in KernelAnalysis.h) -- unless the epilogue is one the
 // native kernel applies itself while the output is in registers or cache
 // (FusedEpilogue: convolutions take a residual Add, a Relu/Clip and a
-// HardSigmoid, HardSwish, Sigmoid or SiLU).
+// HardSigmoid, HardSwish, Sigmoid, SiLU or GELU; MatMul/Gemm anchors a bias
+// Add before them too).
 #pragma once
 #include <functional>
 #include <limits>
@@ -25,11 +26,14 @@
 namespace friction::codegen {
 
 // An epilogue simple enough for a native kernel to apply before storing: the
-// anchor's result + `residual` (a region operand of the same shape), then
-// clamped to [lo, hi] (Relu: [0, inf), Clip with constant bounds), then
-// `activation` (HardSigmoid with its alpha and beta, HardSwish: 1/6 and 0.5;
-// Sigmoid; SiLU, x * sigmoid(x)).
+// anchor's result + `bias` (a region operand of one value per element of the
+// last dim, a Linear layer's), + `residual` (a region operand of the same
+// shape), then clamped to [lo, hi] (Relu: [0, inf), Clip with constant
+// bounds), then `activation` (HardSigmoid with its alpha and beta, HardSwish:
+// 1/6 and 0.5; Sigmoid; SiLU, x * sigmoid(x); Erf-GELU with exactly GELU's
+// constants).
 struct FusedEpilogue {
+  const Value* bias = nullptr;
   const Value* residual = nullptr;
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
   ukernels::Activation activation = ukernels::Activation::None;
@@ -44,8 +48,8 @@ class NativeKernel {
   // `inputs` are the node's inputs; `out` is allocated with the output's shape and overwritten.
   virtual void run(const std::vector<Tensor>& inputs, Tensor& out) const = 0;
   virtual std::string describe() const = 0;
-  // Takes over the epilogue (a residual arrives as one more input, after the
-  // node's own); false when this kernel cannot apply it.
+  // Takes over the epilogue (a bias arrives as input 2, a residual as input 3,
+  // after the node's own); false when this kernel cannot apply it.
   virtual bool fuse(const FusedEpilogue&) { return false; }
 };
 
@@ -57,8 +61,9 @@ inline std::unique_ptr<NativeKernel> noNative(std::string* why, const std::strin
 
 // The epilogue of Fused region `region` after its native `anchor` (the
 // region's first node) as a FusedEpilogue, when it is one: a chain on the
-// anchor's result of at most one Add of a region input, then at most one
-// Relu or Clip, then at most one HardSigmoid, HardSwish, Sigmoid or SiLU.
+// anchor's result of at most one Add of a per-last-dim region input (first),
+// at most one Add of a same-shaped region input, then at most one Relu or
+// Clip, then at most one HardSigmoid, HardSwish, Sigmoid, SiLU or GELU.
 // `resolve` maps a region operand to the value seen at the top level (where
 // constant Clip bounds are constants).
 std::optional<FusedEpilogue> matchFusedEpilogue(const Node& region, const Node& anchor,

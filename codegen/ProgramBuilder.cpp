@@ -208,7 +208,9 @@ bool ProgramBuilder::compiledStep(Step& s, Program& p, const std::function<const
     for (const Value* v : outer) s.nativeIn.push_back(v ? p.slotOf(v) : -1);
     auto fused = matchFusedEpilogue(n, anchor, resolve);
     bool inside = fused && s.native->fuse(*fused);
-    if (inside && fused->residual) s.nativeIn.resize(3, -1), s.nativeIn.push_back(p.slotOf(fused->residual));
+    if (inside && (fused->bias || fused->residual)) s.nativeIn.resize(4, -1);
+    if (inside && fused->bias) s.nativeIn[2] = p.slotOf(fused->bias);
+    if (inside && fused->residual) s.nativeIn[3] = p.slotOf(fused->residual);
     stats_.nativeCalls++;
     stats_.nativeOps[s.native->describe()]++;
     if (inside) return true;

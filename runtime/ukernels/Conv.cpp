@@ -12,6 +12,9 @@
 #include "runtime/ukernels/Multiversion.h"
 #include "runtime/ukernels/Parallel.h"
 
+// Packs and their exponentials are forced inline into each ISA's copy: no vector crosses a call (ConvDirect.cpp).
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 namespace friction::ukernels {
 namespace {
 
@@ -42,8 +45,9 @@ void hardSigmoidBlock(float* c, int64_t ldc, int64_t rows, int64_t cols, const C
   for (int64_t i = 0; i < rows; ++i) hardSigmoidValues(c + i * ldc, cols, e);
 }
 
-// Sigmoid or SiLU over a block, in vectors of the machine's width (the exponential is written over them).
-void sigmoidBlock(float* c, int64_t ldc, int64_t rows, int64_t cols, bool timesSelf) {
+// e's Sigmoid, SiLU or GELU over a block, in vectors of the machine's width (the exponential is written over
+// them).
+void packActivationBlock(float* c, int64_t ldc, int64_t rows, int64_t cols, const ConvEpilogue& e) {
   withNativeWidth([&]<int W>() FRICTION_LAMBDA_INLINE {
     using P = Pack<W, 1>;
     for (int64_t i = 0; i < rows; ++i) {
@@ -51,7 +55,7 @@ void sigmoidBlock(float* c, int64_t ldc, int64_t rows, int64_t cols, bool timesS
       for (int64_t j = 0; j < cols; j += W) {
         const int64_t lanes = std::min<int64_t>(W, cols - j);
         P v = P::load(row + j, lanes);
-        v.sigmoid(timesSelf);
+        activatePack(v, e.activation, e.alpha, e.beta);
         v.store(row + j, lanes);
       }
     }
@@ -66,12 +70,9 @@ void activateBlock(float* c, int64_t ldc, int64_t rows, int64_t cols, const Conv
     case Activation::HardSigmoid:
     case Activation::HardSwish: return hardSigmoidBlock(c, ldc, rows, cols, e);
     case Activation::Sigmoid:
-    case Activation::Silu: return sigmoidBlock(c, ldc, rows, cols, e.activation == Activation::Silu);
+    case Activation::Silu:
+    case Activation::Gelu: return packActivationBlock(c, ldc, rows, cols, e);
   }
-}
-
-void gemmActivation(void* ctx, float* C, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols) {
-  activateBlock(C + i0 * ldc + j0, ldc, rows, cols, *static_cast<const ConvEpilogue*>(ctx));
 }
 
 // One row of the NHWC im2col matrix: the (kh, kw, c) patch of output pixel
@@ -179,7 +180,7 @@ void epilogueChannelRow(float* __restrict c, float bias, const float* __restrict
 // e as the SGEMM's epilogue: the biases, residual and clamp in its register tiles, the activation per block.
 // The conv's channels are C's columns (NHWC: rows are pixels) or its rows (NCHW).
 GemmEpilogue gemmEpilogue(const ConvEpilogue& e, bool channelsPerColumn) {
-  return {.fn = e.activation != Activation::None ? &gemmActivation : nullptr,
+  return {.fn = e.activation != Activation::None ? &activateGemmBlock : nullptr,
           .ctx = const_cast<ConvEpilogue*>(&e),
           .bias = channelsPerColumn ? e.bias : nullptr,
           .rowBias = channelsPerColumn ? nullptr : e.bias,
@@ -196,6 +197,10 @@ ConvEpilogue shifted(const ConvEpilogue& e, int64_t offset) {
 }
 
 }  // namespace
+
+void activateGemmBlock(void* ctx, float* C, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols) {
+  activateBlock(C + i0 * ldc + j0, ldc, rows, cols, *static_cast<const ConvEpilogue*>(ctx));
+}
 
 std::pair<int64_t, int64_t> insideOutputs(int64_t shift, int64_t stride, int64_t extent, int64_t outputs) {
   const int64_t lo = std::min(outputs, shift >= 0 ? 0 : (-shift + stride - 1) / stride);

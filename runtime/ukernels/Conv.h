@@ -51,8 +51,8 @@ bool convPacksWeights(const Conv2d& g, bool nhwc);
 
 // The activations a convolution applies itself, after its clamp:
 // HardSigmoid max(0, min(1, alpha x + beta)), HardSwish x times that;
-// Sigmoid 1 / (1 + e^-x), Silu x times that.
-enum class Activation { None, HardSigmoid, HardSwish, Sigmoid, Silu };
+// Sigmoid 1 / (1 + e^-x), Silu x times that; Gelu x/2 (1 + erf(x / sqrt 2)).
+enum class Activation { None, HardSigmoid, HardSwish, Sigmoid, Silu, Gelu };
 
 inline const char* activationName(Activation a) {
   switch (a) {
@@ -61,6 +61,7 @@ inline const char* activationName(Activation a) {
     case Activation::HardSwish: return "hardswish";
     case Activation::Sigmoid: return "sigmoid";
     case Activation::Silu: return "silu";
+    case Activation::Gelu: return "gelu";
   }
   return "?";
 }
@@ -84,9 +85,14 @@ inline float activate(const ConvEpilogue& e, float v) {
     case Activation::HardSwish: return v * std::min(std::max(e.alpha * v + e.beta, 0.f), 1.f);
     case Activation::Sigmoid: return 1.f / (1.f + std::exp(-v));
     case Activation::Silu: return v / (1.f + std::exp(-v));
+    case Activation::Gelu: return 0.5f * v * std::erfc(-v * 0.70710678118654752f);
   }
   return v;
 }
+
+// The activation of the ConvEpilogue at ctx over a finished block of C (GemmEpilogue::fn): a conv GEMM's, or
+// a MatMul's whose bias, residual and clamp the SGEMM's register tiles applied.
+void activateGemmBlock(void* ctx, float* C, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols);
 
 // The outputs [lo, hi) of one spatial dim whose input position o * stride +
 // shift lies inside [0, extent) (shift = window offset * dilation - pad):

@@ -31,18 +31,6 @@ constexpr int64_t kLanes = 16;
 // A depthwise task's weights and one pixel's window, at most: an L1 of 32 KB (AVX2 EPYC) or 48 KB.
 constexpr int64_t kDepthwiseChunkBytes = int64_t(32) << 10;
 
-// A finished Pack of outputs through the epilogue's activation, in registers.
-template <class P>
-FRICTION_INLINE void activatePack(P& v, Activation activation, float alpha, float beta) {
-  switch (activation) {
-    case Activation::None: return;
-    case Activation::HardSigmoid:
-    case Activation::HardSwish: return v.hardSigmoid(alpha, beta, activation == Activation::HardSwish);
-    case Activation::Sigmoid:
-    case Activation::Silu: return v.sigmoid(activation == Activation::Silu);
-  }
-}
-
 // The input channels a grouped block's output channels [k0, k0 + 16) read: [first, first + count).
 struct BlockInputs {
   int64_t first, count;

@@ -8,8 +8,22 @@
 #include <vector>
 
 #include "runtime/ukernels/Conv.h"
+#include "runtime/ukernels/Multiversion.h"
 
 namespace friction::ukernels {
+
+// A finished Pack of outputs through an epilogue's activation, in registers.
+template <class P>
+FRICTION_INLINE void activatePack(P& v, Activation activation, float alpha, float beta) {
+  switch (activation) {
+    case Activation::None: return;
+    case Activation::HardSigmoid:
+    case Activation::HardSwish: return v.hardSigmoid(alpha, beta, activation == Activation::HardSwish);
+    case Activation::Sigmoid:
+    case Activation::Silu: return v.sigmoid(activation == Activation::Silu);
+    case Activation::Gelu: return v.gelu();
+  }
+}
 
 // Multiply-adds (or compares) of a windowed op over C channels, and the
 // amount below which waking a second thread costs more than it saves.

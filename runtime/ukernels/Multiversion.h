@@ -74,6 +74,29 @@ FRICTION_INLINE typename Vec<float, W>::V expOf(typename Vec<float, W>::V v) {
   return v != v ? v : e;
 }
 
+// GELU, x Phi(x) = x/2 erfc(-x/sqrt 2), in each of W lanes. erfc(z) for z >= 0 is t e^(P(t) - z^2) with
+// t = 1/(1 + z/2) and P of degree 9 (Numerical Recipes' Chebyshev fit, relative error below 1.1e-7 in
+// doubles); erfc(-z) = 2 - erfc(z). Unlike 1 + erf(x/sqrt 2), the negative side keeps its relative accuracy
+// (rounding x^2/2 costs up to 1e-5 of a result far below 1e-30). +inf gives +inf, -inf NaN (as 1 + erf
+// does), NaN NaN.
+template <int W>
+FRICTION_INLINE typename Vec<float, W>::V geluOf(typename Vec<float, W>::V x) {
+  using VF = typename Vec<float, W>::V;
+  const VF z = (x < 0.f ? -x : x) * 0.70710678118654752f;
+  const VF t = 1.f / (1.f + 0.5f * z);
+  VF p = t * 0.17087277f - 0.82215223f;
+  p = p * t + 1.48851587f;
+  p = p * t - 1.13520398f;
+  p = p * t + 0.27886807f;
+  p = p * t - 0.18628806f;
+  p = p * t + 0.09678418f;
+  p = p * t + 0.37409196f;
+  p = p * t + 1.00002368f;
+  p = p * t - 1.26551223f;
+  const VF tail = t * expOf<W>(p - z * z);  // erfc(|x| / sqrt 2)
+  return 0.5f * x * (x < 0.f ? tail : 2.f - tail);
+}
+
 // W * N floats as N vectors of W lanes; W is at most the machine's width.
 template <int W, int N>
 struct Pack {
@@ -140,6 +163,9 @@ struct Pack {
       V s = 1.f / (1.f + expOf<W>(-v[i]));
       v[i] = timesSelf ? v[i] * s : s;
     }
+  }
+  FRICTION_INLINE void gelu() {
+    for (int i = 0; i < N; ++i) v[i] = geluOf<W>(v[i]);
   }
 };
 #pragma GCC diagnostic pop

@@ -276,7 +276,8 @@ TEST_F(CpuBackendTest, EpilogueRegionIsOneKernel) {
   Value* x = b.input("x", {DType::F32, {2, 5, 12}});
   Value* r0 = b.input("res", {DType::F32, {2, 5, 8}});
   Value* mm = b.op("MatMul", {x, b.constant(randomTensor({12, 8}, 13), "w")});
-  Value* y = b.op("Relu", {b.op("Add", {b.op("Add", {mm, b.constant(randomTensor({8}, 14), "bias")}), r0})});
+  // Tanh: an epilogue the SGEMM does not apply itself (a bias, residual and Relu it would: no compiled kernel).
+  Value* y = b.op("Tanh", {b.op("Add", {b.op("Add", {mm, b.constant(randomTensor({8}, 14), "bias")}), r0})});
   b.output(y);
   auto inputs = std::vector<Tensor>{randomTensor({2, 5, 12}, 15), randomTensor({2, 5, 8}, 16)};
   auto want = interp::run(*g, inputs);
@@ -554,15 +555,19 @@ TEST_F(CpuBackendTest, SiluAndSigmoidEpiloguesRunInsideTheMicrokernel) {
       "SiLU", [](GraphBuilder& b, Value* v) { return b.op("Sigmoid", {v}); }, 73, "silu", "sigmoid");
 }
 
-TEST_F(CpuBackendTest, MatMulAndGemmEpiloguesRunAfterTheSgemmSplitOverThreads) {
-  // A transformer's Linear layers: MatMul of [2, 37, 48] rows by a [48, 40] weight + bias + Erf-GELU (one
-  // compiled kernel after the SGEMM, in place, in slabs over the threads), then a Gemm (B transposed, C one value
-  // per column) + Relu and a MatMul + residual + Relu (both in the SGEMM's register tiles); beside them a Gemm +
-  // LeakyRelu (compiled after the SGEMM, which adds C); against the interpreter.
+TEST_F(CpuBackendTest, MatMulAndGemmEpiloguesRunInsideTheSgemmOrAfterItOverThreads) {
+  // A transformer's Linear layers: MatMul of [2, 37, 48] rows by a [48, 40] weight + bias + Erf-GELU (the bias
+  // in the SGEMM's register tiles, the GELU over each finished block), then a Gemm (B transposed, C one value
+  // per column) + Relu and a MatMul + residual + Relu (in the register tiles). Beside them the epilogues the
+  // SGEMM does not take, each one compiled kernel after it, in place, in slabs over the threads: a Gemm +
+  // LeakyRelu (the SGEMM adds C) and a MatMul + bias + Tanh-GELU. Against the interpreter.
+  auto linear = [](GraphBuilder& b, Value* x, int64_t n, uint64_t seed) {
+    return b.op("Add", {b.op("MatMul", {x, b.constant(randomTensor({48, n}, seed))}),
+                        b.constant(randomTensor({n}, seed + 1))});
+  };
   auto r = expectOptimizedMatches(
       [&](GraphBuilder& b, Value* x) {
-        Value* t = b.op("Add", {b.op("MatMul", {x, b.constant(randomTensor({48, 40}, 91))}),
-                                b.constant(randomTensor({40}, 92))});
+        Value* t = linear(b, x, 40, 91);
         Value* gelu = b.op("Mul", {b.op("Mul", {t, b.constant(Tensor::scalarF32(0.5f))}),
                                    b.op("Add", {b.op("Erf", {b.op("Div", {t, b.constant(Tensor::scalarF32(1.41421356f))})}),
                                                 b.constant(Tensor::scalarF32(1.0f))})});
@@ -570,17 +575,24 @@ TEST_F(CpuBackendTest, MatMulAndGemmEpiloguesRunAfterTheSgemmSplitOverThreads) {
         Value* g = b.op("Relu", {b.op("Gemm", {rows, b.constant(randomTensor({40, 40}, 93)), b.constant(randomTensor({40}, 94))},
                                       {{"transB", int64_t(1)}})});
         b.output(b.op("Relu", {b.op("Add", {b.op("MatMul", {g, b.constant(randomTensor({40, 40}, 95))}), g})}));
-        // A Gemm + LeakyRelu: the SGEMM adds C, the compiled epilogue only the activation.
         b.output(b.op("LeakyRelu", {b.op("Gemm", {rows, b.constant(randomTensor({40, 40}, 96)),
                                                   b.constant(randomTensor({40}, 97))}, {{"transB", int64_t(1)}})},
                       {{"alpha", 0.1f}}));
+        // GPT-2's GELU: x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+        Value* u = linear(b, x, 24, 98);
+        Value* inner = b.op("Mul", {b.op("Add", {u, b.op("Mul", {b.op("Pow", {u, b.constant(Tensor::scalarF32(3.f))}),
+                                                                  b.constant(Tensor::scalarF32(0.044715f))})}),
+                                    b.constant(Tensor::scalarF32(0.7978845608f))});
+        b.output(b.op("Mul", {b.op("Mul", {u, b.constant(Tensor::scalarF32(0.5f))}),
+                              b.op("Add", {b.op("Tanh", {inner}), b.constant(Tensor::scalarF32(1.0f))})}));
       },
       {2, 37, 48}, {});
-  EXPECT_EQ(nativeCallsOf(r.stats, "matmul (sgemm)"), 2) << r.description;
+  EXPECT_EQ(nativeCallsOf(r.stats, "matmul (sgemm) + bias + gelu"), 1) << r.description;
   EXPECT_EQ(nativeCallsOf(r.stats, "gemm (sgemm) + bias + clamp"), 1) << r.description;
-  EXPECT_EQ(nativeCallsOf(r.stats, "gemm (sgemm) + bias"), 2) << r.description;
   EXPECT_EQ(nativeCallsOf(r.stats, "matmul (sgemm) + add + clamp"), 1) << r.description;
-  EXPECT_EQ(r.stats.kernelCalls, 2) << r.description;  // the first MatMul's bias and GELU; the LeakyRelu
+  EXPECT_EQ(nativeCallsOf(r.stats, "gemm (sgemm) + bias"), 2) << r.description;  // the Relu's, the LeakyRelu's
+  EXPECT_EQ(nativeCallsOf(r.stats, "matmul (sgemm)"), 3) << r.description;
+  EXPECT_EQ(r.stats.kernelCalls, 2) << r.description;  // the LeakyRelu; the Tanh-GELU's bias and body
 }
 
 TEST_F(CpuBackendTest, OtherConvEpiloguesAreOneCompiledInPlaceKernel) {

@@ -65,6 +65,12 @@ Value* activation(Generator& g, Value* x) {
     Value* s = g.op("Sigmoid", {x});
     return g.coin() ? g.op("Mul", {x, s}) : g.op("Mul", {s, x});
   }
+  if (g.coin(0.1)) {  // Erf-GELU as exporters write it: x * 0.5 * (1 + erf(x / sqrt 2)), the halving either side
+    auto scalar = [&](float v) { return g.b_.constant(Tensor::scalarF32(v)); };
+    Value* erf1 = g.op("Add", {g.op("Erf", {g.op("Div", {x, scalar(1.4142135f)})}), scalar(1.f)});
+    return g.coin() ? g.op("Mul", {g.op("Mul", {x, erf1}), scalar(0.5f)})
+                    : g.op("Mul", {g.op("Mul", {x, scalar(0.5f)}), erf1});
+  }
   const std::string& op = g.pick(ops);
   if (op == "Clip" && g.coin())
     return g.op(op, {x, g.b_.constant(Tensor::scalarF32(-0.5f)), g.b_.constant(Tensor::scalarF32(0.75f))});

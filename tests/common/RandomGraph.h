@@ -2,7 +2,8 @@
 // NNSmith and YARPGen find compiler bugs): a seed gives a small f32 graph of
 // static shapes whose ops are drawn from op families (activations read from
 // the registry's Activation trait, so a new activation is covered without
-// touching this file, and SiLU written as x * Sigmoid(x)), with shapes, attributes and constants drawn within
+// touching this file, SiLU written as x * Sigmoid(x) and GELU as x/2 (1 + Erf(x/sqrt 2))), with shapes,
+// attributes and constants drawn within
 // each op's rules, including the patterns the passes look for (conv + bias +
 // activation + residual, layout-sensitive ops between elementwise ones,
 // softmax and layer normalization, shape ops).

@@ -258,6 +258,7 @@ std::vector<double> naiveConv(const Conv2d& g, const std::vector<float>& x, cons
             case Activation::HardSwish: acc *= hard; break;
             case Activation::Sigmoid: acc = logistic; break;
             case Activation::Silu: acc *= logistic; break;
+            case Activation::Gelu: acc *= 0.5 * std::erfc(-acc / std::sqrt(2.0)); break;
           }
           y[at] = acc;
         }
@@ -268,12 +269,12 @@ std::vector<double> naiveConv(const Conv2d& g, const std::vector<float>& x, cons
 // g in both layouts at every vector width the machine has (the direct
 // kernels' copies), with each epilogue: none, bias, bias + clamp, bias +
 // clamp + residual, bias + HardSwish, bias + residual + HardSigmoid, bias +
-// Sigmoid, bias + residual + clamp + SiLU; against naiveConv.
+// Sigmoid, bias + residual + clamp + SiLU, bias + GELU; against naiveConv.
 void expectConvMatchesNaive(Conv2d g, const std::string& name) {
   auto x = randoms(size_t(g.N * g.H * g.W * g.C), 6), w = randoms(size_t(g.K * (g.C / g.group) * g.R * g.S), 7);
   auto bias = randoms(size_t(g.K), 8), residual = randoms(size_t(g.N * g.OH * g.OW * g.K), 9);
   std::vector<float> packed = packConvWeights(g, w.data());
-  constexpr int kParts = 8;
+  constexpr int kParts = 9;
   for (int lanes : machineWidths())
     for (int part = 0; part < 2 * kParts; ++part) {
       const bool nchw = part >= kParts;
@@ -293,6 +294,7 @@ void expectConvMatchesNaive(Conv2d g, const std::string& name) {
           e.bias = bias.data(), e.residual = residual.data(), e.lo = -1.5f, e.hi = 2.f;
           e.activation = Activation::Silu;
           break;
+        case 8: e.bias = bias.data(), e.activation = Activation::Gelu; break;
         default: break;
       }
       std::vector<float> y(residual.size());
@@ -551,6 +553,33 @@ TEST(Pack, SigmoidAndSiluOverTheWholeFloatRange) {
   high.sigmoid(false);
   EXPECT_EQ(low.v[0][0], 0.f);
   EXPECT_EQ(high.v[0][0], 1.f);
+}
+
+TEST(Pack, GeluOverTheWholeFloatRange) {
+  // Against x/2 erfc(-x/sqrt 2) in doubles: relative error within 1e-6 where the result is a normal float, plus
+  // on the negative side the rounding of the exponential's argument (about x^2/2) to a float; so the tail,
+  // where x/2 (1 + erf) cancels to 0 in floats, keeps its sign and magnitude. +inf stays +inf; -inf and NaN
+  // give NaN (as x/2 (1 + erf(x/sqrt 2)) does).
+  using P = Pack<4, 1>;
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float x : {-1e30f, -200.f, -14.f, -12.f, -9.f, -6.f, -4.f, -3.f, -2.f, -1.f, -0.5f, -1e-3f, -1e-30f, 0.f,
+                  1e-30f, 1e-3f, 0.5f, 1.f, 2.f, 3.f, 4.f, 6.f, 9.f, 30.f, 1e30f}) {
+    P p = P::splat(x);
+    p.gelu();
+    const double want = 0.5 * double(x) * std::erfc(-double(x) / std::sqrt(2.0));
+    const double tolerance =
+        std::fabs(want) < std::numeric_limits<float>::min() ? 1e-38 : (1e-6 + (x < 0 ? 1.5e-7 * x * x : 0.0)) * std::fabs(want);
+    for (int lane = 0; lane < 4; ++lane) EXPECT_NEAR(p.v[0][lane], want, tolerance) << "gelu " << x;
+    if (x < -1e-30f && want < -std::numeric_limits<float>::min()) EXPECT_LT(p.v[0][0], 0.f) << x;
+  }
+  for (float x : {-inf, std::numeric_limits<float>::quiet_NaN()}) {
+    P p = P::splat(x);
+    p.gelu();
+    EXPECT_TRUE(std::isnan(p.v[0][0])) << x;
+  }
+  P high = P::splat(inf);
+  high.gelu();
+  EXPECT_EQ(high.v[0][0], inf);
 }
 
 TEST(SoftmaxRows, MatchesDoubleExpIncludingMaskedAndUnderflowingEntries) {
