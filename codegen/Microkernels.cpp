@@ -38,12 +38,13 @@ extern "C" void friction_sgemm_batched_ciface(StridedMemRef<float, 3>* a, Stride
     gemm2d(A + i * a->strides[0], a->sizes + 1, a->strides + 1, B + i * b->strides[0], b->strides + 1,
            C + i * c->strides[0], c->sizes + 1, c->strides + 1, ta != 0, tb != 0, beta, threads);
   };
-  // Small matrices (attention heads): threads over the batch, one thread per GEMM.
-  // Otherwise each GEMM spreads over the threads itself, from outside any
-  // parallel region: one nested in even an inactive (if(false)) region gets a
-  // team of fresh threads, which fight the pool's still-spinning ones (10x
-  // slower attention on 2 cores).
-  if (c->sizes[1] * c->sizes[2] * K < (int64_t(1) << 21) && batch > 1) {
+  // Small matrices, or at least two per thread (attention heads): threads over the batch, one thread per GEMM
+  // (ViT-B's 12 heads of 197 x 197 x 64, each GEMM split over 2 threads in turn, took 2.6x ONNX Runtime's
+  // time). Otherwise each GEMM spreads over the threads itself, from outside any parallel region: one nested
+  // in even an inactive (if(false)) region gets a team of fresh threads, which fight the pool's
+  // still-spinning ones (10x slower attention on 2 cores).
+  const bool small = c->sizes[1] * c->sizes[2] * K < (int64_t(1) << 21);
+  if (batch > 1 && (small || batch >= 2 * omp_get_max_threads())) {
 #pragma omp parallel for schedule(dynamic)
     for (int64_t i = 0; i < batch; ++i) one(i, 1);
   } else {
