@@ -469,10 +469,32 @@ void poolNhwc(const Conv2d& g, PoolKind kind, const float* x, float* y) {
 }
 
 void globalAveragePoolNhwc(int64_t N, int64_t HW, int64_t C, const float* x, float* y) {
-  // One window over each image's pixels as a row.
-  Conv2d g;
-  g.N = N, g.C = g.K = C, g.W = g.S = HW;
-  poolNhwc(g, PoolKind::Average, x, y);
+  // Each image's pixels in chunks of at least 256, summed apart (read once, in order, a pixel's C floats added
+  // into a row of C sums) and then added chunk by chunk: the chunks do not depend on the thread count, so
+  // neither do the sums. As a pooling window over the image (one output row an image) a batch-1 pool ran on one
+  // thread, a pass over the image per block of channels: EfficientNet-B0's squeeze-excite pools took 2.5x
+  // ORT's time at batch 1.
+  const int64_t chunks = std::clamp<int64_t>(HW / 256, 1, 16), chunkPixels = (HW + chunks - 1) / chunks;
+  std::vector<float> sums(size_t(N * chunks * C));
+  const int threads = N * HW * C > kParallelWork ? omp_get_max_threads() : 1;
+  affineFor(N * chunks, threads, [&](int64_t t) {
+    const int64_t n = t / chunks, p0 = t % chunks * chunkPixels, p1 = std::min(HW, p0 + chunkPixels);
+    float* sum = sums.data() + t * C;
+    withNativeWidth([&]<int W>() FRICTION_LAMBDA_INLINE {
+      for (int64_t p = p0; p < p1; ++p) {
+        const float* px = x + (n * HW + p) * C;
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) sum[c] += px[c];
+      }
+    });
+  });
+  const float scale = 1.f / float(std::max<int64_t>(HW, 1));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c) {
+      float total = 0.f;
+      for (int64_t k = 0; k < chunks; ++k) total += sums[size_t((n * chunks + k) * C + c)];
+      y[n * C + c] = total * scale;
+    }
 }
 
 // One output row at a time, separably: the window's inside input rows are

@@ -508,10 +508,11 @@ TEST(Pool, BothLayoutsMatchNaiveForEveryKindStrideAndPad) {
         }
 }
 
-// Global average pooling in both layouts against naivePoolNchw's whole-image window: 83 channels (the NHWC
-// kernel's blocks), an image of one pixel and one of 7x9, at each vector width of the machine.
+// Global average pooling in both layouts against naivePoolNchw's whole-image window: 83 channels (not a whole
+// number of vectors), an image of one pixel, one of 7x9, and one of 23x31 (the NHWC kernel's pixels in two
+// chunks, the last shorter), at each vector width of the machine.
 TEST(Pool, GlobalAverageMatchesWholeImageWindow) {
-  for (auto [H, W] : {std::pair<int64_t, int64_t>{1, 1}, {7, 9}})
+  for (auto [H, W] : {std::pair<int64_t, int64_t>{1, 1}, {7, 9}, {23, 31}})
     for (int lanes : machineWidths()) {
       const LanesLimit limit(lanes);
       Conv2d g;
