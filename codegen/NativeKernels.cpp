@@ -21,6 +21,12 @@ std::string epilogueDescription(bool residual, float lo, float hi, ukernels::Act
   return d;
 }
 
+// The clamp and activation of `e`, as the microkernels take them.
+void setClampAndActivation(const FusedEpilogue& e, ukernels::ConvEpilogue& into) {
+  into.lo = e.lo, into.hi = e.hi;
+  into.activation = e.activation, into.alpha = e.alpha, into.beta = e.beta;
+}
+
 // The layout a window op's native kernel reads and writes: NHWC inside
 // convert-layout's regions, NCHW (the imported graph's) elsewhere.
 enum class Layout { Nhwc, Nchw };
@@ -56,8 +62,7 @@ class ConvKernel : public NativeKernel {
   bool fuse(const FusedEpilogue& e) override {
     if (e.bias) return false;  // a conv has its own
     residual_ = e.residual != nullptr;
-    epilogue_.lo = e.lo, epilogue_.hi = e.hi;
-    epilogue_.activation = e.activation, epilogue_.alpha = e.alpha, epilogue_.beta = e.beta;
+    setClampAndActivation(e, epilogue_);
     return true;
   }
 
@@ -168,17 +173,16 @@ class GemmKernel : public NativeKernel {
   GemmKernel(std::string op, int64_t M, int64_t N, int64_t K, bool transB, bool hasBias)
       : op_(std::move(op)), M_(M), N_(N), K_(K), transB_(transB), hasBias_(hasBias) {}
   void run(const std::vector<Tensor>& in, Tensor& out) const override {
-    ukernels::GemmEpilogue e = epilogue_;
-    e.bias = hasBias_ ? in.at(2).data<float>() : nullptr;
-    if (residual_) e.residual = in.at(3).data<float>();
-    if (activation_.activation != ukernels::Activation::None)
-      e.fn = &ukernels::activateGemmBlock, e.ctx = const_cast<ukernels::ConvEpilogue*>(&activation_);
+    ukernels::ConvEpilogue ce = epilogue_;
+    ce.bias = hasBias_ ? in.at(2).data<float>() : nullptr;
+    if (residual_) ce.residual = in.at(3).data<float>();
+    const ukernels::GemmEpilogue e = ukernels::gemmEpilogue(ce, /*channelsPerColumn=*/true);
     ukernels::sgemm(false, transB_, M_, N_, K_, 1.f, in[0].data<float>(), K_, in[1].data<float>(), transB_ ? K_ : N_,
                     0.f, out.data<float>(), N_, &e);
   }
   std::string describe() const override {
     return (op_ == "Gemm" ? "gemm" : "matmul") + std::string(" (sgemm)") + (hasBias_ ? " + bias" : "") +
-           epilogueDescription(residual_, epilogue_.lo, epilogue_.hi, activation_.activation);
+           epilogueDescription(residual_, epilogue_.lo, epilogue_.hi, epilogue_.activation);
   }
   // A bias (unless a Gemm's C is one), the residual and the clamp go into the SGEMM's register tiles, the
   // activation over each finished block while it is in cache.
@@ -186,8 +190,7 @@ class GemmKernel : public NativeKernel {
     if (e.bias && hasBias_) return false;
     hasBias_ = hasBias_ || e.bias;
     residual_ = e.residual != nullptr;
-    epilogue_.lo = e.lo, epilogue_.hi = e.hi;
-    activation_.activation = e.activation, activation_.alpha = e.alpha, activation_.beta = e.beta;
+    setClampAndActivation(e, epilogue_);
     return true;
   }
 
@@ -195,8 +198,7 @@ class GemmKernel : public NativeKernel {
   std::string op_;
   int64_t M_, N_, K_;
   bool transB_, hasBias_, residual_ = false;
-  ukernels::GemmEpilogue epilogue_;
-  ukernels::ConvEpilogue activation_;  // its activation, for activateGemmBlock
+  ukernels::ConvEpilogue epilogue_;  // the fused clamp and activation (bias and residual come with the inputs)
 };
 
 std::unique_ptr<NativeKernel> matchGemm(const Node& node, const std::vector<const Value*>& outer, std::string* why) {

@@ -177,16 +177,9 @@ void epilogueChannelRow(float* __restrict c, float bias, const float* __restrict
   }
 }
 
-// e as the SGEMM's epilogue: the biases, residual and clamp in its register tiles, the activation per block.
-// The conv's channels are C's columns (NHWC: rows are pixels) or its rows (NCHW).
-GemmEpilogue gemmEpilogue(const ConvEpilogue& e, bool channelsPerColumn) {
-  return {.fn = e.activation != Activation::None ? &activateGemmBlock : nullptr,
-          .ctx = const_cast<ConvEpilogue*>(&e),
-          .bias = channelsPerColumn ? e.bias : nullptr,
-          .rowBias = channelsPerColumn ? nullptr : e.bias,
-          .residual = e.residual,
-          .lo = e.lo,
-          .hi = e.hi};
+// The activation of the ConvEpilogue at ctx over a finished block of C (GemmEpilogue::fn).
+void activateGemmBlock(void* ctx, float* C, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols) {
+  activateBlock(C + i0 * ldc + j0, ldc, rows, cols, *static_cast<const ConvEpilogue*>(ctx));
 }
 
 // `e` for the output elements from `offset` (a band's or an image's GEMM).
@@ -198,8 +191,14 @@ ConvEpilogue shifted(const ConvEpilogue& e, int64_t offset) {
 
 }  // namespace
 
-void activateGemmBlock(void* ctx, float* C, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols) {
-  activateBlock(C + i0 * ldc + j0, ldc, rows, cols, *static_cast<const ConvEpilogue*>(ctx));
+GemmEpilogue gemmEpilogue(const ConvEpilogue& e, bool channelsPerColumn) {
+  return {.fn = e.activation != Activation::None ? &activateGemmBlock : nullptr,
+          .ctx = const_cast<ConvEpilogue*>(&e),
+          .bias = channelsPerColumn ? e.bias : nullptr,
+          .rowBias = channelsPerColumn ? nullptr : e.bias,
+          .residual = e.residual,
+          .lo = e.lo,
+          .hi = e.hi};
 }
 
 std::pair<int64_t, int64_t> insideOutputs(int64_t shift, int64_t stride, int64_t extent, int64_t outputs) {
@@ -480,7 +479,7 @@ void globalAveragePoolNhwc(int64_t N, int64_t HW, int64_t C, const float* x, flo
   affineFor(N * chunks, threads, [&](int64_t t) {
     const int64_t n = t / chunks, p0 = t % chunks * chunkPixels, p1 = std::min(HW, p0 + chunkPixels);
     float* sum = sums.data() + t * C;
-    withNativeWidth([&]<int W>() FRICTION_LAMBDA_INLINE {
+    withNativeWidth([&]<int W>() FRICTION_LAMBDA_INLINE {  // the simd loop compiled for the machine's ISA
       for (int64_t p = p0; p < p1; ++p) {
         const float* px = x + (n * HW + p) * C;
 #pragma omp simd

@@ -90,9 +90,10 @@ inline float activate(const ConvEpilogue& e, float v) {
   return v;
 }
 
-// The activation of the ConvEpilogue at ctx over a finished block of C (GemmEpilogue::fn): a conv GEMM's, or
-// a MatMul's whose bias, residual and clamp the SGEMM's register tiles applied.
-void activateGemmBlock(void* ctx, float* C, int64_t ldc, int64_t i0, int64_t j0, int64_t rows, int64_t cols);
+// e as the SGEMM's epilogue (a conv GEMM's, or a MatMul's): the biases, residual and clamp in its register
+// tiles, the activation per finished block while it is in cache (fn, with ctx = &e: e must outlive the call).
+// The channels are C's columns (NHWC: rows are pixels) or its rows (NCHW).
+GemmEpilogue gemmEpilogue(const ConvEpilogue& e, bool channelsPerColumn);
 
 // The outputs [lo, hi) of one spatial dim whose input position o * stride +
 // shift lies inside [0, extent) (shift = window offset * dilation - pad):
