@@ -45,7 +45,7 @@ CREATE TABLE IF NOT EXISTS rounds (
   group_key TEXT NOT NULL, round INTEGER NOT NULL, order_json TEXT NOT NULL, start_s REAL NOT NULL,
   calibration_serial_ms REAL NOT NULL, calibration_parallel_ms REAL NOT NULL, load_avg REAL NOT NULL,
   slow INTEGER NOT NULL, dropped INTEGER NOT NULL, quiesce_ms REAL NOT NULL, cross_core_ns REAL,
-  near_wait_ms REAL, far_blocks INTEGER, PRIMARY KEY (group_key, round));
+  near_wait_ms REAL, far_blocks INTEGER, memory_gbps REAL, PRIMARY KEY (group_key, round));
 )";
 
 // Version 2 -> 3: the interleaved rounds (group, round sizes, contention, the rounds table) and attribution CIs.
@@ -77,6 +77,12 @@ ALTER TABLE rounds ADD COLUMN far_blocks INTEGER;
 UPDATE meta SET value = '5' WHERE key = 'schema_version';
 )";
 
+// Version 5 -> 6: each round's memory bandwidth.
+const char* kUpgradeFrom5 = R"(
+ALTER TABLE rounds ADD COLUMN memory_gbps REAL;
+UPDATE meta SET value = '6' WHERE key = 'schema_version';
+)";
+
 // The measurement columns, in the order add() binds them and mergeFrom copies them.
 const char* kMeasurementColumns = R"(cell_key, experiment, model, model_hash, backend, batch, passes,
     config_json, threads, n, median_ms, p10_ms, p90_ms, ci_low_ms, ci_high_ms, unstable, stop_reason, compile_ms,
@@ -94,6 +100,9 @@ struct Stmt {
   void text(int i, const std::string& v) { sqlite3_bind_text(s, i, v.c_str(), -1, SQLITE_TRANSIENT); }
   void real(int i, double v) { sqlite3_bind_double(s, i, v); }
   void integer(int i, int64_t v) { sqlite3_bind_int64(s, i, v); }
+  double colRealOrNan(int i) const {  // NULL (a column added after the row was written) reads as NaN
+    return sqlite3_column_type(s, i) == SQLITE_NULL ? std::nan("") : sqlite3_column_double(s, i);
+  }
   std::string colText(int i) const {
     auto* t = sqlite3_column_text(s, i);
     return t ? reinterpret_cast<const char*>(t) : "";
@@ -144,6 +153,7 @@ ResultsStore::ResultsStore(const std::string& path) : path_(path) {
     if (v == 2) inTransaction([&] { exec(kUpgradeFrom2); }), v = 3;
     if (v == 3) inTransaction([&] { exec(kUpgradeFrom3); }), v = 4;
     if (v == 4) inTransaction([&] { exec(kUpgradeFrom4); }), v = 5;
+    if (v == 5) inTransaction([&] { exec(kUpgradeFrom5); }), v = 6;
     exec(kSchema);
     if (v != 0) {
       FRICTION_CHECK(v == kSchemaVersion, "results store '" + path + "' has schema version " + std::to_string(v) +
@@ -310,9 +320,7 @@ std::vector<AttributionRecord> ResultsStore::attributions() const {
     r.experiment = q.colText(0), r.model = q.colText(1), r.backend = q.colText(2);
     r.batch = sqlite3_column_int64(q.s, 3), r.method = q.colText(4), r.pass = q.colText(5);
     r.valueMs = sqlite3_column_double(q.s, 6), r.stdErrMs = sqlite3_column_double(q.s, 7);
-    if (sqlite3_column_type(q.s, 8) != SQLITE_NULL)
-      r.ciLowMs = sqlite3_column_double(q.s, 8), r.ciHighMs = sqlite3_column_double(q.s, 9);
-    if (sqlite3_column_type(q.s, 10) != SQLITE_NULL) r.marginMs = sqlite3_column_double(q.s, 10);
+    r.ciLowMs = q.colRealOrNan(8), r.ciHighMs = q.colRealOrNan(9), r.marginMs = q.colRealOrNan(10);
     out.push_back(std::move(r));
   }
   return out;
@@ -328,12 +336,13 @@ void ResultsStore::setRounds(const std::string& group, const RoundsResult& r) {
       std::vector<std::string> order;
       for (size_t c : rr.order) order.push_back(r.labels[c]);
       Stmt q(db_, R"(INSERT INTO rounds (group_key, round, order_json, start_s, calibration_serial_ms,
-        calibration_parallel_ms, load_avg, slow, dropped, quiesce_ms, cross_core_ns, near_wait_ms, far_blocks)
-        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?))");
+        calibration_parallel_ms, load_avg, slow, dropped, quiesce_ms, cross_core_ns, near_wait_ms, far_blocks,
+        memory_gbps) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?))");
       q.text(1, group), q.integer(2, int64_t(k)), q.text(3, nlohmann::json(order).dump()), q.real(4, rr.startSeconds);
       q.real(5, rr.calibration.serialMs), q.real(6, rr.calibration.parallelMs), q.real(7, rr.loadAverage);
       q.integer(8, rr.slow), q.integer(9, rr.dropped), q.real(10, rr.quiesceMs);
       q.real(11, rr.calibration.crossCoreNs), q.real(12, rr.nearWaitMs), q.integer(13, rr.farBlocks);
+      q.real(14, rr.calibration.memoryGBs);
       FRICTION_CHECK(sqlite3_step(q.s) == SQLITE_DONE, "results store '" + path_ + "': " + sqlite3_errmsg(db_));
     }
   });
@@ -341,8 +350,8 @@ void ResultsStore::setRounds(const std::string& group, const RoundsResult& r) {
 
 std::vector<RoundRow> ResultsStore::rounds(const std::string& groupPrefix) const {
   Stmt q(db_, R"(SELECT group_key, round, order_json, start_s, calibration_serial_ms, calibration_parallel_ms, load_avg,
-    slow, dropped, quiesce_ms, cross_core_ns, near_wait_ms, far_blocks FROM rounds WHERE group_key LIKE ? || '%'
-    ORDER BY group_key, round)");
+    slow, dropped, quiesce_ms, cross_core_ns, near_wait_ms, far_blocks, memory_gbps FROM rounds
+    WHERE group_key LIKE ? || '%' ORDER BY group_key, round)");
   q.text(1, groupPrefix);
   std::vector<RoundRow> out;
   while (sqlite3_step(q.s) == SQLITE_ROW) {
@@ -353,8 +362,9 @@ std::vector<RoundRow> ResultsStore::rounds(const std::string& groupPrefix) const
     r.parallelCalibrationMs = sqlite3_column_double(q.s, 5), r.loadAverage = sqlite3_column_double(q.s, 6);
     r.slow = sqlite3_column_int(q.s, 7), r.dropped = sqlite3_column_int(q.s, 8);
     r.quiesceMs = sqlite3_column_double(q.s, 9);
-    r.crossCoreNs = sqlite3_column_type(q.s, 10) == SQLITE_NULL ? std::nan("") : sqlite3_column_double(q.s, 10);
+    r.crossCoreNs = q.colRealOrNan(10);
     r.nearWaitMs = sqlite3_column_double(q.s, 11), r.farBlocks = sqlite3_column_int(q.s, 12);
+    r.memoryGBs = q.colRealOrNan(13);
     out.push_back(std::move(r));
   }
   return out;

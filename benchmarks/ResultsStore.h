@@ -19,7 +19,7 @@ struct sqlite3;
 
 namespace friction::bench {
 
-constexpr int kSchemaVersion = 5;  // 2, 3 and 4 are upgraded in place when opened
+constexpr int kSchemaVersion = 6;  // 2 to 5 are upgraded in place when opened
 
 // Where a measurement was taken: recorded in every row.
 struct Fingerprint {
@@ -77,6 +77,7 @@ struct RoundRow {
   double crossCoreNs = std::nan("");  // the calibration's core-to-core round trip (NaN: before schema 5)
   double nearWaitMs = 0;              // waited in the round for near cores (Rounds.h, waitForNearCores)
   int farBlocks = 0;                  // blocks timed in the far state all the same
+  double memoryGBs = std::nan("");    // the calibration's memory bandwidth (NaN: before schema 6)
   bool slow = false, dropped = false;
 };
 

@@ -100,6 +100,36 @@ double crossCoreRoundTrip(int threads) {
   return slowest;
 }
 
+double memoryBandwidth(int threads) {
+  // Allocated and first touched once per process (by the team, so its pages lie where the threads read them); it
+  // stays resident, and the process's peak RSS includes it.
+  constexpr size_t kFloats = size_t(32) << 20 >> 2, kLanes = 16;
+  static float* buffer = [] {
+    auto* b = new float[kFloats];
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < kFloats; ++i) b[i] = 1;
+    return b;
+  }();
+  // The faster of two passes: a vCPU the host stalls for a few ms would otherwise read as slow memory.
+  double bestMs = INFINITY;
+  for (int pass = 0; pass < 2; ++pass) {
+    float total = 0;
+    auto t0 = Clock::now();
+#pragma omp parallel num_threads(std::max(threads, 1)) reduction(+ : total)
+    {
+      const size_t team = size_t(omp_get_num_threads()), me = size_t(omp_get_thread_num());
+      const size_t begin = kFloats / kLanes * me / team * kLanes, end = kFloats / kLanes * (me + 1) / team * kLanes;
+      float lanes[kLanes] = {};  // independent sums: the loop vectorizes and is bound by the loads
+      for (size_t i = begin; i < end; i += kLanes)
+        for (size_t l = 0; l < kLanes; ++l) lanes[l] += buffer[i + l];
+      for (float l : lanes) total += l;
+    }
+    bestMs = std::min(bestMs, msSince(t0));
+    calibrationSink = total;
+  }
+  return double(kFloats * sizeof(float)) / (bestMs * 1e6);
+}
+
 double waitForNearCores(const std::function<double()>& probe, double& lowest, double farFactor, double maxMs,
                         bool& far) {
   auto t0 = Clock::now();
@@ -115,6 +145,7 @@ double waitForNearCores(const std::function<double()>& probe, double& lowest, do
 Calibration calibrate(int threads) {
   Calibration c = timeChain(threads, kCalibrationSteps);
   c.crossCoreNs = crossCoreRoundTrip(threads);  // the team is awake now: timeChain ran a region before
+  c.memoryGBs = memoryBandwidth(threads);
   return c;
 }
 
@@ -224,7 +255,7 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
   std::mt19937_64 rng(o.seed);
   auto calibrateNow = [&] { return o.calibration ? o.calibration() : calibrate(o.threads); };
   double waited = 0, nearWaited = 0;  // quiescing and waiting for near cores in the current round
-  int farBlocks = 0;  // in the current round; after one wait ran out, the round's other blocks do not wait
+  int farBlocks = 0;  // in the current round
   bool busy = true;  // whether what ran last may have left threads spinning (unknown at the start)
   // The core-to-core probe: injected, or the real one when more than one thread shares the data (a synthetic
   // machine, `calibration` injected without it, has no cores to probe).
@@ -242,7 +273,8 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
   auto nearCores = [&] {
     if (!probe || o.nearWaitMs <= 0) return;
     bool far = false;
-    nearWaited += waitForNearCores(probe, lowest, o.farFactor, farBlocks ? 0 : o.nearWaitMs, far);
+    double budget = std::max(0.0, std::min(o.nearWaitMs, o.roundWaitMs - nearWaited));
+    nearWaited += waitForNearCores(probe, lowest, o.farFactor, budget, far);
     farBlocks += far;
   };
 

@@ -32,9 +32,14 @@ struct Contender {
 // of the host, not of the guest: here the two vCPUs moved between sharing a last-level cache (~100 ns) and not
 // (~500 ns) every few seconds, and programs whose threads pass data ran up to 1.4x slower in the far state
 // while the compute-bound chains above did not move (docs/metrics.md, "Core-to-core distance").
+//
+// `memoryGBs` is the rate at which the team streams a buffer that outgrows every core's private caches (GB/s; 0:
+// not measured): what a kernel that reads its weights from memory or a shared last-level cache gets. On a VM it
+// moves with the host's other tenants, which the chains above and the cross-core probe do not see.
 struct Calibration {
   double serialMs = 0, parallelMs = 0;
   double crossCoreNs = 0;
+  double memoryGBs = 0;
   double contention() const { return serialMs > 0 ? parallelMs / serialMs : 1; }
 };
 Calibration calibrate(int threads);
@@ -51,6 +56,9 @@ double quiesce(double maxMs);
 
 // The core-to-core round trip (Calibration::crossCoreNs) of `threads` threads now; 0 for one thread.
 double crossCoreRoundTrip(int threads);
+
+// The memory bandwidth (Calibration::memoryGBs) `threads` threads get now, reading a 32 MB buffer together.
+double memoryBandwidth(int threads);
 
 // Waits, up to `maxMs`, until the cores are near: `probe()` reads at most `farFactor` times the lowest reading
 // `lowest` has seen (updated here; one per process in the protocol, so a run that starts in the far state learns
@@ -80,9 +88,11 @@ struct RoundsOptions {
                              // leavesCoresBusy (and before a round's calibration), unless `calibration` is set
   double quiesceMs = 150;    // 0: no quiescing
   // Before each block, wait up to this long for the cores to be near (waitForNearCores; 0: never wait, the
-  // blocks land in whichever state the host is in); once a wait ran out, the round's other blocks take the
-  // state as it is (a host stuck far costs one wait a round). A reading over `farFactor` times the lowest is far.
+  // blocks land in whichever state the host is in). A round waits at most `roundWaitMs` in all: once that is
+  // spent, its later blocks probe once and take the state as it is (a host stuck far costs one budget a round).
+  // A reading over `farFactor` times the lowest is far.
   double nearWaitMs = 2000;
+  double roundWaitMs = 4000;
   double farFactor = 3;
   int threads = 1;           // threads of the parallel calibration
   RoundOrder order = RoundOrder::Shuffled;

@@ -409,20 +409,25 @@ json machine(const ResultsStore& store, const Cells& cells) {
                             {"libraries", f.libraries}});
   std::set<int> threads;
   for (const auto& c : cells) threads.insert(c.m.threads);
-  // The state of the machine while the rounds ran (docs/metrics.md): speed, contention, core-to-core distance.
-  std::vector<double> contention, crossCore;
+  // The state of the machine while the rounds ran (docs/metrics.md): speed, contention, core-to-core distance,
+  // memory bandwidth.
+  std::vector<double> contention, crossCore, memory;
   int64_t slow = 0, far = 0, blocks = 0;
   double nearWaitMs = 0;
   const auto rounds = store.rounds();
   for (const auto& r : rounds) {
     contention.push_back(Calibration{r.serialCalibrationMs, r.parallelCalibrationMs}.contention());
     if (!std::isnan(r.crossCoreNs)) crossCore.push_back(r.crossCoreNs);
+    if (!std::isnan(r.memoryGBs)) memory.push_back(r.memoryGBs);
     slow += r.slow, far += r.farBlocks, blocks += int64_t(r.order.size()), nearWaitMs += r.nearWaitMs;
   }
   json state = {{"rounds", rounds.size()}, {"slow_rounds", slow}, {"blocks", blocks}, {"far_blocks", far},
                 {"near_wait_s", nearWaitMs / 1e3}};
   if (!contention.empty()) state["median_contention"] = metrics::median(contention);
   if (!crossCore.empty()) state["median_cross_core_ns"] = metrics::median(crossCore);
+  if (!memory.empty())
+    state["memory_gbps"] = {{"p10", metrics::quantile(memory, 0.1)}, {"median", metrics::median(memory)},
+                            {"p90", metrics::quantile(memory, 0.9)}};
   return {{"fingerprints", fingerprints}, {"threads", threads}, {"executors", store.executorDescriptions()},
           {"rounds", state}};
 }

@@ -352,11 +352,14 @@ def machine_section(data):
     if st.get("rounds"):
         cross = (f"; core-to-core round trip at the rounds' calibrations: median {st['median_cross_core_ns']:.0f} ns"
                  if st.get("median_cross_core_ns") else "")
+        bw = st.get("memory_gbps")
+        memory = (f" Memory bandwidth at the rounds' calibrations: median {bw['median']:.1f} GB/s, p10-p90 "
+                  f"{bw['p10']:.1f}-{bw['p90']:.1f}." if bw else "")
         out.append(f"<p>Machine state over {st['rounds']} interleaved rounds: median contention "
                    f"{st.get('median_contention', 1):.2f} (1: the harness had the cores), {st['slow_rounds']} slow "
                    f"round(s){cross}; blocks waited {st['near_wait_s']:.1f} s in all for the cores to share a cache "
                    f"again, and {st['far_blocks']} of {st['blocks']} blocks were timed with them apart "
-                   "(docs/metrics.md, \"Core-to-core distance\").</p>")
+                   f"(docs/metrics.md, \"Core-to-core distance\").{memory}</p>")
     if m.get("executors"):
         out.append(table(["backend", "executor (versions and settings)"],
                          [[html.escape(b), html.escape(d)] for b, d in sorted(m["executors"].items())]))

@@ -222,12 +222,12 @@ TEST(ReportData, IntervalsOverRounds) {
         store.add(r, fp);
       }
     }
-    bench::RoundsResult machine;  // the state of the machine in three rounds: one far block, 5 ms waited each
+    bench::RoundsResult machine;  // three rounds: one far block, 5 ms waited each, 10-30 GB/s
     machine.labels = {"cpu", "ort"};
     for (int k = 0; k < 3; ++k) {
       bench::RoundRecord round;
       round.order = {0, 1};
-      round.calibration = {0.3, 0.33, k == 1 ? 500.0 : 100.0};
+      round.calibration = {0.3, 0.33, k == 1 ? 500.0 : 100.0, 10.0 * (k + 1)};
       round.nearWaitMs = 5, round.farBlocks = k == 1;
       machine.rounds.push_back(round);
     }
@@ -249,6 +249,8 @@ TEST(ReportData, IntervalsOverRounds) {
   EXPECT_NEAR(state["near_wait_s"].get<double>(), 0.015, 1e-12);
   EXPECT_NEAR(state["median_contention"].get<double>(), 1.1, 1e-12);
   EXPECT_EQ(state["median_cross_core_ns"], 100.0);
+  EXPECT_NEAR(state["memory_gbps"]["median"].get<double>(), 20, 1e-12);
+  EXPECT_NEAR(state["memory_gbps"]["p10"].get<double>(), 12, 1e-12);  // linear between 10 and 20
   for (const auto& s : data["series"]) {
     ASSERT_TRUE(s.contains("phi_ci")) << s["backend"];
     EXPECT_LE(s["phi_ci"][0].get<double>(), s["phi"].get<double>());

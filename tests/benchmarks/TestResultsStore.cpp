@@ -55,6 +55,7 @@ class StoreFiles : public ::testing::Test {
       rr.calibration = {0.3, 0.33};
       rr.quiesceMs = 2;
       rr.calibration.crossCoreNs = 100 + 400 * k;
+      rr.calibration.memoryGBs = 20 + k;
       rr.nearWaitMs = 7;
       rr.farBlocks = k;
       rr.slow = k == 2;
@@ -93,6 +94,7 @@ TEST_F(StoreFiles, RoundsColumnsAndTableRoundTrip) {
   EXPECT_DOUBLE_EQ(rounds[2].crossCoreNs, 900);
   EXPECT_DOUBLE_EQ(rounds[1].nearWaitMs, 7);
   EXPECT_EQ(rounds[2].farBlocks, 2);
+  EXPECT_DOUBLE_EQ(rounds[2].memoryGBs, 22);
   auto att = store.attributions();
   ASSERT_EQ(att.size(), 2u);
   EXPECT_TRUE(att[0].hasCI());
@@ -138,13 +140,21 @@ TEST_F(StoreFiles, VersionTwoIsUpgradedInPlace) {
   EXPECT_EQ(cells[0].m.group, "");
   EXPECT_FALSE(store.attributions()[0].hasCI());
   EXPECT_TRUE(std::isnan(store.attributions()[0].marginMs));
-  store.add(cell("new", "g"), bench::Fingerprint::ofThisMachine());  // and it takes version-5 rows and rounds
+  store.add(cell("new", "g"), bench::Fingerprint::ofThisMachine());  // and it takes version-6 rows and rounds
   store.setRounds("g", threeRounds());
   EXPECT_DOUBLE_EQ(store.rounds("g")[1].crossCoreNs, 500);
+  EXPECT_DOUBLE_EQ(store.rounds("g")[1].memoryGBs, 21);
   store.setAttributions({{"ablate:loo", "m", "cpu", "loo", "q", 1, 0.5, 0, 0.1, 0.9, 0.2}});
   EXPECT_EQ(store.cells().size(), 2u);
-  bench::ResultsStore again(path("v2.db"));  // now version 5: opens without upgrading twice
+  // A round as version 5 wrote it, without the memory bandwidth: read as not known.
+  ASSERT_EQ(sqlite3_open(path("v2.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, R"(INSERT INTO rounds (group_key, round, order_json, start_s, calibration_serial_ms,
+      calibration_parallel_ms, load_avg, slow, dropped, quiesce_ms, cross_core_ns, near_wait_ms, far_blocks)
+      VALUES ('v5', 0, '[]', 0, 0.3, 0.3, 0, 0, 0, 0, 100, 0, 0))", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  bench::ResultsStore again(path("v2.db"));  // now version 6: opens without upgrading twice
   EXPECT_EQ(again.cells().size(), 2u);
+  EXPECT_TRUE(std::isnan(again.rounds("v5")[0].memoryGBs));
 }
 
 TEST_F(StoreFiles, MergeTakesAGroupWholeAndRefusesOneFromAnotherMachine) {

@@ -133,6 +133,10 @@ void addRoundsOptions(CLI::App* cmd, bench::RoundsOptions& o, bool budget) {
                   "before each block, wait up to this long for the cores to share a cache again (a VM's host moves "
                   "them apart for seconds at a time; 0: time blocks in whichever state; docs/metrics.md)")
       ->check(NonNegative);
+  cmd->add_option("--round-wait-ms", o.roundWaitMs,
+                  "a round's blocks wait at most this long in all for the cores to share a cache; once it is spent, "
+                  "the round's other blocks are timed in whichever state")
+      ->check(NonNegative);
 }
 
 int threadsToMeasureWith(int requested) {
