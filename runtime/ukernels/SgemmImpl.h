@@ -320,9 +320,10 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
   }
   const int64_t kStep = Blocks<MR, NR>::kStep(K);
   int64_t nBlocks = (N + NC - 1) / NC, kBlocks = (K + kStep - 1) / kStep;
-  // Threads only pay off past ~1 MFLOP.
+  // Threads only pay off past ~1 MFLOP, or when B is large enough to come from memory (a classifier's GEMV,
+  // 1 x 1000 x 512: its 2 MB of weights streamed on one core at the pace of one core's loads).
   int nt = threads > 0 ? threads : omp_get_max_threads();
-  if (M * N * K < (int64_t(1) << 19)) nt = 1;
+  if (M * N * K < (int64_t(1) << 19) && K * N * int64_t(sizeof(float)) <= (int64_t(1) << 20)) nt = 1;
   // Tasks: (row block, column block, chunk of the column block's panels).
   // Row blocks are MC rows, evened out. Until every thread has about four
   // tasks (a 7x7 conv has M = 49, a ViT GEMM 197 rows), split further: first
