@@ -94,7 +94,8 @@ struct RoundsOptions {
   double nearWaitMs = 2000;
   double roundWaitMs = 4000;
   double farFactor = 3;
-  int threads = 1;           // threads of the parallel calibration
+  int threads = 0;           // threads of the parallel calibration and the core probe (0: measureInRounds
+                             // takes the cells' count, runRounds alone one)
   RoundOrder order = RoundOrder::Shuffled;
   double slowRoundFactor = 1.10;  // a round whose serial calibration is this much above the median is slow
   bool repeatSlowRounds = false;  // drop slow rounds and measure replacements (at most `rounds` / 2 more)

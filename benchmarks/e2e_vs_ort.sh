@@ -63,8 +63,9 @@ if [[ -n ${SAMPLES:-} ]]; then
   : > "$samples"
 else
   samples=$(mktemp)
-  trap 'rm -f "$samples"' EXIT
 fi
+machine=$(mktemp)  # each round's calibration: memory bandwidth, core-to-core round trip
+trap 'rm -f "$machine"; [[ -n ${SAMPLES:-} ]] || rm -f "$samples"' EXIT
 ORT="ort?threads=$THREADS&level=$ORT_LEVEL"
 
 # One cell in one process: `bench --compare`'s per-round block medians become the samples.
@@ -72,10 +73,14 @@ compared_cell() {  # MODEL BATCH
   OMP_NUM_THREADS=$THREADS "$F" bench "$(spec "$1")" --backend cpu --batch "$2" --threads "$THREADS" --no-check \
     "${CPU_FLAGS[@]}" --compare "$ORT|all-off" --rounds "$ROUNDS" --min-rounds "$ROUNDS" --json |
     "$PY" -c 'import json, sys
-model, batch = sys.argv[1:3]
-for executor, name in zip(json.load(sys.stdin)["executors"], ("cpu", "ort")):
+model, batch, machine = sys.argv[1:4]
+data = json.load(sys.stdin)
+for executor, name in zip(data["executors"], ("cpu", "ort")):
     for r, ms in enumerate(executor["round_ms"]):
-        print(r, model, batch, name, ms, sep="\t")' "$1" "$2" >> "$samples"
+        print(r, model, batch, name, ms, sep="\t")
+with open(machine, "a") as f:
+    for state in data["machine"]:
+        print(state["memory_gbps"], state["cross_core_ns"], sep="\t", file=f)' "$1" "$2" "$machine" >> "$samples"
 }
 
 median() {  # BINARY MODEL BATCH BACKEND [friction flags...] -> median ms of one process's runs
@@ -109,4 +114,4 @@ else
     echo "round $((r + 1))/$ROUNDS done" >&2
   done
 fi
-"$PY" "$ROOT/benchmarks/report/e2e_summary.py" "$samples"
+"$PY" "$ROOT/benchmarks/report/e2e_summary.py" "$samples" "$machine"

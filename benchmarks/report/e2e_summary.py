@@ -2,8 +2,10 @@
 """The table of benchmarks/e2e_vs_ort.sh: per cell (model, batch), friction cpu's median latency and the
 median of its per-round ratios to ONNX Runtime (and to a baseline friction build, when measured), each
 with the order-statistic 95% interval of paired_ratio.py; then, per batch, the geometric mean of the
-cells' ratios and the worst cell.
-Usage: e2e_summary.py SAMPLES.tsv   (rows: round, model, batch, executor, median_ms)
+cells' ratios and the worst cell; with MACHINE.tsv, the machine state the rounds' calibrations read.
+Usage: e2e_summary.py SAMPLES.tsv [MACHINE.tsv]
+  SAMPLES rows: round, model, batch, executor, median_ms
+  MACHINE rows: memory_gbps, cross_core_ns (one per round, from `bench --compare --json`)
 """
 import collections
 import math
@@ -49,5 +51,17 @@ def main(path):
               f"worst {worst[0]:.3f} ({worst[1]})")
 
 
+def machine(path):
+    rows = [tuple(map(float, line.split())) for line in open(path) if line.strip()]
+    if not rows:
+        return
+    memory, cross = sorted(r[0] for r in rows), [r[1] for r in rows]
+    p10, p90 = memory[len(memory) // 10], memory[(len(memory) * 9) // 10]
+    print(f"machine over {len(rows)} rounds: memory bandwidth median {statistics.median(memory):.1f} GB/s "
+          f"(p10-p90 {p10:.1f}-{p90:.1f}), core-to-core round trip median {statistics.median(cross):.0f} ns")
+
+
 if __name__ == "__main__":
     main(sys.argv[1])
+    if len(sys.argv) > 2:
+        machine(sys.argv[2])

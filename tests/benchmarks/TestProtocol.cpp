@@ -195,6 +195,25 @@ TEST_F(ProtocolTest, ContendedMachineMarksEveryCellUnstable) {
   }
 }
 
+// Rounds calibrate with the cells' threads unless told otherwise: `bench --compare` and `ablate` calibrated
+// one thread until 2026-12-01, so they never read contention, never probed the cores' distance and never
+// waited for near cores.
+TEST_F(ProtocolTest, RoundsCalibrateWithTheCellsThreadCount) {
+  options.backend = "interp";
+  options.threads = 2;
+  auto a = bench::prepare(*graph, nullptr, options, "a");
+  auto b = bench::prepare(*graph, nullptr, options, "b");
+  bench::RoundsOptions ro;
+  ro.rounds = ro.minRounds = 2;
+  ro.repsPerRound = 2;
+  ro.nearWaitMs = 0;
+  bench::RoundsResult r = bench::measureInRounds({a.get(), b.get()}, ro, "group");
+  for (const auto& round : r.rounds) {
+    EXPECT_GT(round.calibration.crossCoreNs, 0) << "two threads: the cores' round trip is probed";
+    EXPECT_GT(round.calibration.memoryGBs, 0);
+  }
+}
+
 TEST_F(ProtocolTest, CellsMeasuredTogetherMustShareAThreadCount) {
   options.backend = "test-self-timed";
   auto a = bench::prepare(*graph, nullptr, options, "a");

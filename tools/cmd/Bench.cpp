@@ -2,6 +2,7 @@
 // under the protocol of benchmarks/Protocol.h: alone in one burst, or, with
 // `--compare EXECUTOR`, together with the other executors in interleaved
 // rounds, each compared with it round by round.
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -72,8 +73,21 @@ void benchCompared(const BenchArgs& a, const ResolvedModel& model) {
                   k == 0 ? "" : p.direction ? "" : "  not shown to differ by more than 2%",
                   m.outputsDiffer() ? "  OUTPUTS DIFFER" : "");
   }
+  // The machine as each round's calibration found it (docs/metrics.md): runs an hour apart can be set against it.
+  nlohmann::json machine = nlohmann::json::array();
+  std::vector<double> memory;
+  for (const auto& round : r.rounds) {
+    machine.push_back({{"serial_ms", round.calibration.serialMs}, {"contention", round.calibration.contention()},
+                       {"cross_core_ns", round.calibration.crossCoreNs}, {"memory_gbps", round.calibration.memoryGBs},
+                       {"far_blocks", round.farBlocks}});
+    memory.push_back(round.calibration.memoryGBs);
+  }
   if (a.json)
-    std::cout << nlohmann::json{{"model", a.model}, {"batch", a.batch}, {"rounds", r.keptRounds()}, {"executors", rows}}.dump(2) << "\n";
+    std::cout << nlohmann::json{{"model", a.model}, {"batch", a.batch}, {"rounds", r.keptRounds()}, {"executors", rows},
+                                {"machine", machine}}.dump(2) << "\n";
+  else
+    std::printf("  memory bandwidth at the rounds' calibrations: median %.1f GB/s (%.1f-%.1f)\n", metrics::median(memory),
+                *std::min_element(memory.begin(), memory.end()), *std::max_element(memory.begin(), memory.end()));
 }
 
 void benchModel(BenchArgs a) {
