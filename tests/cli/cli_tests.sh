@@ -87,11 +87,13 @@ expect_ok ablate-resume "stored" -- "$F" ablate "zoo:mlp?depth=2" --batches 1,2 
 expect_ok ablate-aa-control "A/A control \(all-on compiled twice\): ratio [0-9.]+, 95% CI" -- "$F" ablate "zoo:mlp?depth=2" --batches 1 --over fold-constants --reps 3 --rounds 4 --db "$T/aa.db"
 expect_ok ablate-json-intervals '"attribution_ci_ms"' -- bash -c "'$F' ablate 'zoo:mlp?depth=2' --batches 1 --over fold-constants --reps 3 --rounds 4 --db '$T/aa.db' --json 2>/dev/null"
 expect_ok bench-compare "cpu\|all-off .*ratio to first" -- bash -c "'$F' bench 'zoo:mlp' --backend cpu --compare 'cpu|all-off' --rounds 3 2>/dev/null | tr '\n' ' '"
-# --json gives each executor's per-round block medians (benchmarks/e2e_vs_ort.sh's samples), one per kept round.
+# --json gives each executor's per-round block medians (benchmarks/e2e_vs_ort.sh's samples), one per kept round,
+# and each round's machine state (a positive memory bandwidth).
 "$F" bench 'zoo:mlp' --backend cpu --compare 'cpu|all-off' --rounds 3 --json > "$T/compare.json" 2>/dev/null
-expect_ok bench-compare-round-values "^3 3 3$" -- python3 -c 'import json, sys
+expect_ok bench-compare-round-values "^3 3 3 3 True$" -- python3 -c 'import json, sys
 j = json.load(open(sys.argv[1]))
-print(j["rounds"], *(len(e["round_ms"]) for e in j["executors"]))' "$T/compare.json"
+print(j["rounds"], *(len(e["round_ms"]) for e in j["executors"]), len(j["machine"]),
+      all(m["memory_gbps"] > 0 for m in j["machine"]))' "$T/compare.json"
 expect_error bench-compare-bad "--compare takes BACKEND\|CONFIG" -- "$F" bench "zoo:mlp" --backend cpu --compare cpu
 expect_error report-missing-db "does not exist" -- "$F" report --db "$T/none.db" -o "$T/x.html"
 if [[ -x "$(dirname "$0")/../../.venv/bin/python" ]]; then
