@@ -15,6 +15,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from paired_ratio import median_ci  # noqa: E402
+from report_json import quantile  # noqa: E402
 
 
 def ratio_cell(ratios):
@@ -55,10 +56,10 @@ def machine(path):
     rows = [tuple(map(float, line.split())) for line in open(path) if line.strip()]
     if not rows:
         return
-    memory, cross = sorted(r[0] for r in rows), [r[1] for r in rows]
-    p10, p90 = memory[len(memory) // 10], memory[(len(memory) * 9) // 10]
+    memory, cross = [r[0] for r in rows], [r[1] for r in rows]
     print(f"machine over {len(rows)} rounds: memory bandwidth median {statistics.median(memory):.1f} GB/s "
-          f"(p10-p90 {p10:.1f}-{p90:.1f}), core-to-core round trip median {statistics.median(cross):.0f} ns")
+          f"(p10-p90 {quantile(memory, 0.1):.1f}-{quantile(memory, 0.9):.1f}), core-to-core round trip median "
+          f"{statistics.median(cross):.0f} ns")
 
 
 if __name__ == "__main__":

@@ -15,12 +15,7 @@ import sqlite3
 import statistics
 from collections import defaultdict
 
-
-def quantile(v, q):
-    v = sorted(v)
-    pos = q * (len(v) - 1)
-    lo = math.floor(pos)
-    return v[lo] + (v[min(lo + 1, len(v) - 1)] - v[lo]) * (pos - lo)
+from report_json import quantile
 
 
 def ranks(v):
