@@ -571,7 +571,9 @@ TEST(Pack, GeluOverTheWholeFloatRange) {
     const double tolerance =
         std::fabs(want) < std::numeric_limits<float>::min() ? 1e-38 : (1e-6 + (x < 0 ? 1.5e-7 * x * x : 0.0)) * std::fabs(want);
     for (int lane = 0; lane < 4; ++lane) EXPECT_NEAR(p.v[0][lane], want, tolerance) << "gelu " << x;
-    if (x < -1e-30f && want < -std::numeric_limits<float>::min()) EXPECT_LT(p.v[0][0], 0.f) << x;
+    if (x < -1e-30f && want < -std::numeric_limits<float>::min()) {
+      EXPECT_LT(p.v[0][0], 0.f) << x;
+    }
   }
   for (float x : {-inf, std::numeric_limits<float>::quiet_NaN()}) {
     P p = P::splat(x);
