@@ -67,6 +67,7 @@ std::unique_ptr<PreparedCell> prepare(const Graph& optimized, const std::vector<
                                       const MeasureOptions& o, const std::string& label) {
   auto c = std::make_unique<PreparedCell>();
   c->label = label.empty() ? o.backend : label;
+  c->graph = &optimized;
   c->options = o;
   Measurement& m = c->m;
   if (o.threads > 0) omp_set_num_threads(o.threads);
@@ -144,6 +145,13 @@ void measureBurst(PreparedCell& c) {
   recordProcessState(c);
 }
 
+void reincarnate(PreparedCell& c) {
+  trace("reincarnate " + c.label);
+  std::unique_ptr<CompiledModel> next = c.backend->compile(*c.graph);  // before the old one's memory is free
+  for (int i = 0; i < std::max(c.options.warmup, 1); ++i) next->run(c.inputs);
+  c.compiled = std::move(next);
+}
+
 RoundsResult measureInRounds(const std::vector<PreparedCell*>& cells, const RoundsOptions& options,
                              const std::string& group) {
   FRICTION_CHECK(!cells.empty(), "nothing to measure");
@@ -156,7 +164,7 @@ RoundsResult measureInRounds(const std::vector<PreparedCell*>& cells, const Roun
                             c->m.internalTiming = runs.internal;
                             return runs.ms;
                           },
-                          c->compiled->leavesCoresBusy()});
+                          c->compiled->leavesCoresBusy(), [c] { reincarnate(*c); }});
   }
   RoundsOptions ro = options;
   if (ro.threads <= 0) ro.threads = cells[0]->m.threads;

@@ -73,6 +73,7 @@ inline bool measuredTogether(const Measurement& a, const Measurement& b) {
 // until the cell is destroyed. `m` holds what is known before timing (compile time, executor, errors).
 struct PreparedCell {
   std::string label;
+  const Graph* graph = nullptr;  // what was compiled (it outlives the cell), to prepare it anew (reincarnate)
   MeasureOptions options;
   std::vector<Tensor> inputs;
   std::unique_ptr<Backend> backend;
@@ -91,6 +92,10 @@ std::unique_ptr<PreparedCell> prepare(const Graph& optimized, const std::vector<
 
 // Times a prepared cell alone, in one burst.
 void measureBurst(PreparedCell& cell);
+
+// Compiles the cell's graph again and warms the new program up, then lets the old one go (a bridge's worker
+// process ends): the program's buffers land elsewhere in memory (Contender::reincarnate).
+void reincarnate(PreparedCell& cell);
 
 // Times the cells together in interleaved rounds and fills each cell's measurement from the kept rounds:
 // its samples, summary (median of all samples, CI by resampling whole rounds; unstable when its relative

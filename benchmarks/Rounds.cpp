@@ -265,6 +265,7 @@ bool targetReached(const RoundsResult& res, double target, uint64_t seed) {
 RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOptions& o) {
   if (contenders.empty()) throw std::invalid_argument("runRounds: no configuration to measure");
   if (o.rounds < 1 || o.minRounds < 1) throw std::invalid_argument("runRounds: rounds and minRounds must be positive");
+  if (o.epochs < 1) throw std::invalid_argument("runRounds: epochs must be positive");
   const size_t n = contenders.size();
   RoundsResult res;
   for (const auto& c : contenders) res.labels.push_back(c.label);
@@ -346,12 +347,20 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
       }
   } else {
     int maxRounds = o.rounds + (o.repeatSlowRounds ? o.rounds / 2 : 0);
+    const int epochRounds = (o.rounds + o.epochs - 1) / o.epochs;
     for (int r = 0; r < maxRounds; ++r) {
       std::vector<size_t> order(n);
       std::iota(order.begin(), order.end(), size_t(0));
       if (o.order == RoundOrder::Shuffled)  // Fisher-Yates, index = draw mod k: the same orders everywhere
         for (size_t k = n; k > 1; --k) std::swap(order[k - 1], order[size_t(rng() % k)]);
+      const int epoch = std::min(r / epochRounds, o.epochs - 1);
+      if (epoch > 0 && r % epochRounds == 0 && r / epochRounds < o.epochs) {
+        for (size_t c : order)
+          if (contenders[c].reincarnate) contenders[c].reincarnate();
+        busy = true;
+      }
       size_t round = newRound(order, start);
+      res.rounds[round].epoch = epoch;
       for (size_t c : order) timeBlock(c, round);
       res.rounds[round].quiesceMs = waited;
       res.rounds[round].nearWaitMs = nearWaited;

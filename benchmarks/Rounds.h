@@ -20,6 +20,11 @@ struct Contender {
   std::string label;
   std::function<std::vector<double>(int n)> time;
   bool leavesCoresBusy = true;  // its runs leave threads spinning: quiesce before the next block (Backend.h)
+  // Replaces the configuration's layout in memory with a new one (the program prepared anew: a bridge's worker
+  // process restarted, friction's arena allocated again), outside timing; null: one layout for the whole run.
+  // Where a process's buffers land makes it consistently faster or slower by up to a fifth here, a bias drawn
+  // anew with each process that no interval over one layout's runs can see (docs/metrics.md, "Layout epochs").
+  std::function<void()> reincarnate;
 };
 
 // The calibration workload: a fixed amount of dependent floating-point work timed on one thread (`serialMs`:
@@ -97,6 +102,10 @@ struct RoundsOptions {
   int threads = 0;           // threads of the parallel calibration and the core probe (0: measureInRounds
                              // takes the cells' count, runRounds alone one)
   RoundOrder order = RoundOrder::Shuffled;
+  // The rounds fall into this many epochs of equal length (the last may be shorter); before each epoch but the
+  // first, every contender that can is reincarnated, in the round's order. 1: one layout per run. The
+  // sequential order (for comparison only) keeps one layout.
+  int epochs = 1;
   double slowRoundFactor = 1.10;  // a round whose serial calibration is this much above the median is slow
   bool repeatSlowRounds = false;  // drop slow rounds and measure replacements (at most `rounds` / 2 more)
   double contentionLimit = 1.25;  // median contention above this: the machine was not ours ("contended")
@@ -121,6 +130,7 @@ struct RoundRecord {
   int farBlocks = 0;          // blocks timed in the far state all the same (the wait ran out)
   bool slow = false;          // flagged by the calibration
   bool dropped = false;       // slow and replaced (repeatSlowRounds): not in the round values
+  int epoch = 0;              // the layout epoch the round belongs to
 };
 
 struct RoundsResult {

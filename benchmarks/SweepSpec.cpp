@@ -53,7 +53,7 @@ SweepSpec fromTable(const toml::table& t, const std::string& source) {
       "name",   "models",     "depths",    "batches",        "backends",   "configs",   "reps",
       "warmup", "target_ci",  "max_seconds", "threads",      "seed",       "check",     "executors",
       "rounds", "min_rounds", "reps_per_round", "block_ms", "order",      "repeat_slow_rounds", "aa_control",
-      "group_by", "near_wait_ms", "round_wait_ms"};
+      "group_by", "near_wait_ms", "round_wait_ms", "epochs"};
   for (const auto& [k, v] : t)
     FRICTION_CHECK(known.count(std::string(k.str())), source + ": unknown key '" + std::string(k.str()) + "'");
   SweepSpec s;
@@ -80,12 +80,13 @@ SweepSpec fromTable(const toml::table& t, const std::string& source) {
   ro.repeatSlowRounds = t["repeat_slow_rounds"].value_or(false);
   ro.nearWaitMs = t["near_wait_ms"].value_or(ro.nearWaitMs);
   ro.roundWaitMs = t["round_wait_ms"].value_or(ro.roundWaitMs);
+  ro.epochs = int(t["epochs"].value_or(int64_t(ro.epochs)));
   ro.seed = mo.seed;
   ro.threads = mo.threads;
-  FRICTION_CHECK(ro.rounds > 0 && ro.minRounds > 0 && ro.repsPerRound >= 0 && ro.blockMs > 0 && ro.nearWaitMs >= 0 &&
-                     ro.roundWaitMs >= 0,
-                 source + ": rounds, min_rounds and block_ms must be positive, reps_per_round, near_wait_ms and "
-                          "round_wait_ms not negative");
+  FRICTION_CHECK(ro.rounds > 0 && ro.minRounds > 0 && ro.epochs > 0 && ro.repsPerRound >= 0 && ro.blockMs > 0 &&
+                     ro.nearWaitMs >= 0 && ro.roundWaitMs >= 0,
+                 source + ": rounds, min_rounds, epochs and block_ms must be positive, reps_per_round, near_wait_ms "
+                          "and round_wait_ms not negative");
   std::string order = t["order"].value_or(std::string("shuffled"));
   FRICTION_CHECK(order == "shuffled" || order == "fixed" || order == "sequential",
                  source + ": order must be shuffled, fixed or sequential, not '" + order + "'");

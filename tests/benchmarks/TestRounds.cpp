@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <random>
 #include <set>
 
@@ -268,6 +269,46 @@ TEST(Rounds, AHostStuckFarCostsOneWaitBudgetARound) {
     EXPECT_GE(r.rounds[k].nearWaitMs, 30) << "round " << k << ": the first two blocks spend the budget";
     EXPECT_LT(r.rounds[k].nearWaitMs, 30 + 20) << "round " << k << ": the third block does not wait";
   }
+}
+
+// Two preparations of one program whose speed depends on where each lands in memory: a bias drawn anew with
+// each incarnation (a log-normal of spread 0.08, as ONNX Runtime's worker processes showed in the A/A grid). One
+// layout per run: the A/A pair differs consistently and the interval over rounds, blind to it, calls most
+// pairs different. A new layout every round: the bias is part of the spread the interval sees.
+TEST(Rounds, EpochsDrawLayoutsAnewSoTheIntervalSeesThem) {
+  auto falseDifferences = [](int epochs, int& reincarnations) {
+    int found = 0;
+    reincarnations = 0;
+    for (uint64_t seed = 0; seed < 10; ++seed) {
+      DriftingMachine m(seed);
+      m.trendPerMs = 0, m.waveAmplitude = 0;
+      std::mt19937_64 layouts(seed + 100);
+      std::lognormal_distribution<double> layoutBias(0, 0.08);
+      auto incarnated = [&](const std::string& label) {
+        auto bias = std::make_shared<double>(layoutBias(layouts));
+        Contender c = m.contender(label, 1.0);
+        c.time = [&m, bias](int n) {
+          std::vector<double> t;
+          for (int i = 0; i < n; ++i) t.push_back(m.run(*bias));
+          return t;
+        };
+        c.reincarnate = [&, bias] { *bias = layoutBias(layouts), ++reincarnations; };
+        return c;
+      };
+      RoundsOptions o = m.options(RoundOrder::Shuffled);
+      o.seed = seed, o.epochs = epochs;
+      RoundsResult r = runRounds({incarnated("A"), incarnated("A'")}, o);
+      found += r.ratio(1, 0, seed).direction != 0;
+    }
+    return found;
+  };
+  int reincarnations = 0;
+  EXPECT_GE(falseDifferences(1, reincarnations), 6) << "one layout a run: its bias looks like an effect";
+  EXPECT_EQ(reincarnations, 0);
+  EXPECT_LE(falseDifferences(20, reincarnations), 1) << "a layout a round: the interval covers layouts";
+  EXPECT_EQ(reincarnations, 10 * 2 * 19) << "every contender, before every epoch but the first";
+  falseDifferences(3, reincarnations);
+  EXPECT_EQ(reincarnations, 10 * 2 * 2) << "20 rounds in 3 epochs: two new layouts each";
 }
 
 TEST(Rounds, RealCalibrationRunsAndIsPositive) {

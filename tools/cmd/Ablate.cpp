@@ -114,7 +114,7 @@ void ablateBatch(const AblateArgs& a, const std::vector<std::string>& passes, bo
     r.configJson = nlohmann::json{{"mode", a.mode}, {"disabled", c.off}, {"vendor_switches", vendor},
                                   {"warmup", a.measure.warmup}, {"rounds", a.rounds.rounds},
                                   {"reps_per_round", a.rounds.repsPerRound}, {"target_ci", a.rounds.targetRelCI},
-                                  {"seed", a.measure.seed}}.dump();
+                                  {"seed", a.measure.seed}, {"epochs", a.rounds.epochs}}.dump();
     c.graph = loadAndOptimize(a.model, batch, o);
     configs.push_back(std::move(c));
   }

@@ -137,6 +137,11 @@ void addRoundsOptions(CLI::App* cmd, bench::RoundsOptions& o, bool budget) {
                   "a round's blocks wait at most this long in all for the cores to share a cache; once it is spent, "
                   "the round's other blocks are timed in whichever state")
       ->check(NonNegative);
+  cmd->add_option("--epochs", o.epochs,
+                  "split the rounds into this many epochs and prepare every configuration anew before each epoch "
+                  "but the first (new worker processes, new arenas), so the interval covers where their memory "
+                  "lands as well as drift (docs/metrics.md, \"Layout epochs\")")
+      ->check(CLI::PositiveNumber);
 }
 
 int threadsToMeasureWith(int requested) {
