@@ -54,6 +54,13 @@ void recordProcessState(PreparedCell& c) {
   c.m.profile = c.compiled->profile();
 }
 
+// At least one untimed run; returns the last one's outputs.
+std::vector<Tensor> warmUp(CompiledModel& compiled, const std::vector<Tensor>& inputs, int runs) {
+  std::vector<Tensor> outputs;
+  for (int i = 0; i < std::max(runs, 1); ++i) outputs = compiled.run(inputs);
+  return outputs;
+}
+
 }  // namespace
 
 void setProtocolTrace(std::function<void(const std::string& event)> f) { gTrace = std::move(f); }
@@ -82,8 +89,7 @@ std::unique_ptr<PreparedCell> prepare(const Graph& optimized, const std::vector<
   m.executor = c->compiled->description();
   m.interpNodes = c->compiled->interpNodes();
 
-  std::vector<Tensor> outputs;
-  for (int i = 0; i < std::max(o.warmup, 1); ++i) outputs = c->compiled->run(c->inputs);
+  std::vector<Tensor> outputs = warmUp(*c->compiled, c->inputs, o.warmup);
   if (o.checkOutputs && expected) {
     trace("check " + c->label);
     compareOutputs(outputs, *expected, m);
@@ -148,7 +154,7 @@ void measureBurst(PreparedCell& c) {
 void reincarnate(PreparedCell& c) {
   trace("reincarnate " + c.label);
   std::unique_ptr<CompiledModel> next = c.backend->compile(*c.graph);  // before the old one's memory is free
-  for (int i = 0; i < std::max(c.options.warmup, 1); ++i) next->run(c.inputs);
+  warmUp(*next, c.inputs, c.options.warmup);
   c.compiled = std::move(next);
 }
 

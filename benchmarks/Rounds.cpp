@@ -353,14 +353,12 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
       std::iota(order.begin(), order.end(), size_t(0));
       if (o.order == RoundOrder::Shuffled)  // Fisher-Yates, index = draw mod k: the same orders everywhere
         for (size_t k = n; k > 1; --k) std::swap(order[k - 1], order[size_t(rng() % k)]);
-      const int epoch = std::min(r / epochRounds, o.epochs - 1);
-      if (epoch > 0 && r % epochRounds == 0 && r / epochRounds < o.epochs) {
+      if (r > 0 && r % epochRounds == 0 && r / epochRounds < o.epochs) {  // a new epoch begins
         for (size_t c : order)
           if (contenders[c].reincarnate) contenders[c].reincarnate();
         busy = true;
       }
       size_t round = newRound(order, start);
-      res.rounds[round].epoch = epoch;
       for (size_t c : order) timeBlock(c, round);
       res.rounds[round].quiesceMs = waited;
       res.rounds[round].nearWaitMs = nearWaited;

@@ -130,7 +130,6 @@ struct RoundRecord {
   int farBlocks = 0;          // blocks timed in the far state all the same (the wait ran out)
   bool slow = false;          // flagged by the calibration
   bool dropped = false;       // slow and replaced (repeatSlowRounds): not in the round values
-  int epoch = 0;              // the layout epoch the round belongs to
 };
 
 struct RoundsResult {
