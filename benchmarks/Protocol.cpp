@@ -186,12 +186,11 @@ RoundsResult measureInRounds(const std::vector<PreparedCell*>& cells, const Roun
     m.stopReason = r.stopReason;
     metrics::SummaryOptions so;
     so.seed = options.seed;
-    m.summary = metrics::summarize(m.samplesMs, so);
     // Resampling whole rounds keeps drift between rounds in the interval, which resampling single runs hides.
     // A contended machine makes a cell consistently slow with a narrow CI: that marks it unstable too.
-    m.summary.medianCI = metrics::roundBootstrapMedianCI(m.samplesMs, m.roundSizes, options.seed);
-    m.summary.relHalfWidth = metrics::relativeHalfWidth(m.summary.medianCI, m.summary.median);
-    m.summary.unstable = m.summary.relHalfWidth > so.instabilityThreshold || r.contended;
+    metrics::Interval ci = metrics::roundBootstrapMedianCI(m.samplesMs, m.roundSizes, so.seed);
+    m.summary = metrics::summarizeWithCI(m.samplesMs, ci, so);
+    m.summary.unstable = m.summary.unstable || r.contended;
     recordProcessState(*cells[k]);
   }
   return r;

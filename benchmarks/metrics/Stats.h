@@ -68,6 +68,10 @@ struct Summary {
 
 Summary summarize(const std::vector<double>& samples, const SummaryOptions& options = {});
 
+// The same with the CI of the median given: samples measured in rounds resample whole rounds
+// (roundBootstrapMedianCI), not single runs.
+Summary summarizeWithCI(const std::vector<double>& samples, const Interval& medianCI, const SummaryOptions& options = {});
+
 // Relative CI half-width: ((high - low) / 2) / median; +inf when median = 0 and the CI has width.
 double relativeHalfWidth(const Interval& ci, double median);
 

@@ -1,6 +1,7 @@
 // Metrics library on synthetic data with known answers (docs/metrics.md).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <map>
@@ -58,6 +59,25 @@ TEST(Stats, QuantilesMatchNumpyLinear) {
   EXPECT_DOUBLE_EQ(quantile({7}, 0.9), 7.0);
   EXPECT_THROW(median({}), std::invalid_argument);
   EXPECT_THROW(quantile(a, 1.5), std::invalid_argument);
+}
+
+TEST(Stats, QuantilesBySelectionEqualTheSortedDefinition) {
+  // quantile() selects the two order statistics around (n - 1) q instead of sorting: the value must be the
+  // sorted definition's to the last bit, with ties and every size a bootstrap sees.
+  std::mt19937_64 rng(5);
+  for (size_t n = 1; n <= 40; ++n)
+    for (int trial = 0; trial < 5; ++trial) {
+      std::vector<double> x(n);
+      for (double& v : x) v = double(rng() % 8) + (trial % 2 ? 0.125 * double(rng() % 5) : 0);  // many ties
+      std::vector<double> sorted = x;
+      std::sort(sorted.begin(), sorted.end());
+      for (double q : {0.0, 0.025, 0.1, 0.5, 0.9, 0.975, 1.0}) {
+        double h = double(n - 1) * q;
+        size_t lo = size_t(std::floor(h));
+        double expected = lo + 1 >= n ? sorted.back() : sorted[lo] + (h - double(lo)) * (sorted[lo + 1] - sorted[lo]);
+        EXPECT_EQ(quantile(x, q), expected) << "n " << n << " q " << q;
+      }
+    }
 }
 
 TEST(Stats, MeanAndSampleStddev) {
