@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -35,7 +38,10 @@ std::map<std::string, std::vector<std::string>>& switchTable() {
 
 class PythonBridgeModel : public CompiledModel {
  public:
-  PythonBridgeModel(const PythonBridgeSpec& spec, const Graph& g, const std::map<std::string, std::string>& options)
+  // `artifacts`: the folder where a vendor that can save its compiled model keeps it (worker_common.py), one file
+  // per exported model and options; a model prepared again (a layout epoch) loads it instead of compiling.
+  PythonBridgeModel(const PythonBridgeSpec& spec, const Graph& g, const std::map<std::string, std::string>& options,
+                    const fs::path& artifacts)
       : dir_(fs::temp_directory_path() /
              ("friction-" + spec.name + "-" + std::to_string(::getpid()) + "-" + std::to_string(next_++))),
         worker_(std::string(FRICTION_SOURCE_DIR) + "/vendor_bridge/python/" + spec.script),
@@ -43,7 +49,9 @@ class PythonBridgeModel : public CompiledModel {
     fs::create_directories(dir_);
     onnxio::exportOnnxFile(g, (dir_ / "model.onnx").string());
     nlohmann::json opts(options);
-    auto reply = worker_.request({{"cmd", "load"}, {"model", (dir_ / "model.onnx").string()}, {"options", opts}});
+    const fs::path model = dir_ / "model.onnx";
+    auto reply = worker_.request({{"cmd", "load"}, {"model", model.string()}, {"options", opts},
+                                  {"artifact", (artifacts / artifactName(model, opts)).string()}});
     // Vendor, version and settings; the vendor's own compile time (imports and
     // ONNX export excluded), which the harness's compile_ms includes.
     char compile[64];
@@ -51,6 +59,7 @@ class PythonBridgeModel : public CompiledModel {
     description_ = reply.value("vendor", spec.name) + " " + reply.value("version", std::string("?")) + " " +
                    opts.dump() + compile;
     if (reply.contains("threads_used")) description_ += ", threads used: " + reply["threads_used"].get<std::string>();
+    if (reply.value("artifact_reused", false)) description_ += ", compiled model reused";
   }
   ~PythonBridgeModel() override {
     std::error_code ec;
@@ -83,6 +92,15 @@ class PythonBridgeModel : public CompiledModel {
     for (size_t i = 0; i < inputs.size(); ++i) writeNpy((dir_ / ("input_" + std::to_string(i) + ".npy")).string(), inputs[i]);
   }
 
+  // The exported model's bytes and the options, hashed: the same graph compiled twice gets the same name.
+  static std::string artifactName(const fs::path& model, const nlohmann::json& opts) {
+    std::ifstream in(model, std::ios::binary);
+    std::string key((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    char name[32];
+    std::snprintf(name, sizeof name, "model-%016zx", std::hash<std::string>{}(key + opts.dump()));
+    return name;
+  }
+
   static inline int next_ = 0;
   fs::path dir_;
   PythonWorker worker_;
@@ -110,13 +128,24 @@ class PythonBridgeBackend : public Backend {
     }
   }
   std::string name() const override { return spec_.name; }
+  ~PythonBridgeBackend() override {
+    std::error_code ec;
+    if (!artifacts_.empty()) fs::remove_all(artifacts_, ec);
+  }
   std::unique_ptr<CompiledModel> compile(const Graph& g) override {
-    return std::make_unique<PythonBridgeModel>(spec_, g, options_);
+    if (artifacts_.empty()) {
+      artifacts_ = fs::temp_directory_path() / ("friction-" + spec_.name + "-artifacts-" + std::to_string(::getpid()) +
+                                                "-" + std::to_string(next_++));
+      fs::create_directories(artifacts_);
+    }
+    return std::make_unique<PythonBridgeModel>(spec_, g, options_, artifacts_);
   }
 
  private:
+  static inline int next_ = 0;
   PythonBridgeSpec spec_;
   std::map<std::string, std::string> options_;
+  fs::path artifacts_;  // this backend's compiled models (worker_common.py, "artifact"), removed with it
 };
 
 // The bridges that take a threads= option.

@@ -15,8 +15,10 @@ import sys
 import tempfile
 import time
 from importlib.metadata import version
+from pathlib import Path
 
-from worker_common import Executable, choice_option, int_option, list_option, serve, vendor_import
+from worker_common import (Executable, choice_option, int_option, list_option, save_artifact, serve,
+                           vendor_import)
 
 # friction's names for IREE's own optimization flags (verified with `iree-compile --help-hidden`
 # of iree-base-compiler 3.13.0); registerIreeBackend (vendor_bridge/IreeBackend.cpp) lists the same names,
@@ -72,22 +74,24 @@ def import_onnx(model, mlir):
 
 class IreeModel(Executable):
     vendor = "iree"
+    saves_artifacts = True
 
-    def __init__(self, model, opts):
+    def __init__(self, model, opts, artifact=None):
         tools = vendor_import("iree", "iree.compiler.tools")
         rt = vendor_import("iree", "iree.runtime")
         self.rt = rt
         self.version = version("iree-base-compiler")
         flags, rflags = compile_flags(opts), runtime_flags(opts)
         t0 = time.perf_counter()
-        with tempfile.TemporaryDirectory(prefix="friction-iree-") as tmp:
-            mlir = os.path.join(tmp, "model.mlir")
-            import_onnx(model, mlir)
-            try:
-                vmfb = tools.compile_file(mlir, input_type="onnx", extra_args=flags)
-            except tools.CompilerToolError as e:
-                lines = [l for l in str(e).splitlines() if "error" in l]
-                raise RuntimeError("iree-compile failed: " + ("; ".join(lines[:3]) or str(e)[-2000:])) from None
+        saved = artifact + ".vmfb" if artifact else None
+        if saved and os.path.exists(saved):
+            with open(saved, "rb") as f:
+                vmfb = f.read()
+            self.artifact_reused = True
+        else:
+            vmfb = self.compile(tools, model, flags)
+            if saved:
+                save_artifact(saved, lambda path: Path(path).write_bytes(vmfb))
         self.compile_ms = (time.perf_counter() - t0) * 1e3
         if rflags:
             rt.flags.parse_flags(*rflags)
@@ -102,6 +106,17 @@ class IreeModel(Executable):
         if len(names) != 1:
             raise RuntimeError(f"expected one entry function in the IREE module, found {names}")
         self.function = ctx.modules[vm_module.name][names[0]]
+
+    @staticmethod
+    def compile(tools, model, flags):
+        with tempfile.TemporaryDirectory(prefix="friction-iree-") as tmp:
+            mlir = os.path.join(tmp, "model.mlir")
+            import_onnx(model, mlir)
+            try:
+                return tools.compile_file(mlir, input_type="onnx", extra_args=flags)
+            except tools.CompilerToolError as e:
+                lines = [l for l in str(e).splitlines() if "error" in l]
+                raise RuntimeError("iree-compile failed: " + ("; ".join(lines[:3]) or str(e)[-2000:])) from None
 
     def prepare(self, inputs):
         return [self.rt.asdevicearray(self.config.device, x) for x in inputs]

@@ -14,7 +14,8 @@ import os
 import time
 from importlib.metadata import version
 
-from worker_common import Executable, choice_option, int_option, list_option, serve, vendor_import
+from worker_common import (Executable, choice_option, int_option, list_option, save_artifact, serve,
+                           vendor_import)
 
 # The Relax passes of TVM's default CPU pipeline (tvm/relax/backend/cpu_generic/pipeline.py)
 # that PassContext.disabled_pass can skip without breaking the build; registerTvmBackend
@@ -24,8 +25,9 @@ SWITCHES = ["FoldConstant", "FuseOps", "FuseTIR", "StaticPlanBlockMemory"]
 
 class TvmModel(Executable):
     vendor = "tvm"
+    saves_artifacts = True
 
-    def __init__(self, model, opts):
+    def __init__(self, model, opts, artifact=None):
         threads = int_option(opts, "threads")
         if threads > 0:
             os.environ["TVM_NUM_THREADS"] = str(threads)  # read when TVM's thread pool starts
@@ -42,10 +44,17 @@ class TvmModel(Executable):
         self.version = version("apache-tvm")
         target = tvm.target.Target({"kind": "llvm", "mcpu": opts.get("mcpu") or tvm.target.codegen.llvm_get_system_cpu()})
         t0 = time.perf_counter()
-        mod = frontend.from_onnx(onnx.load(model), keep_params_in_input=False)
-        with tvm.transform.PassContext(opt_level=opt_level, disabled_pass=disabled):
-            # TVM's CPU pipeline (legalize, fold, fuse); tvm.compile's own default has no fusion.
-            exe = tvm.compile(mod, target=target, relax_pipeline=relax.get_default_pipeline(target))
+        saved = artifact + ".so" if artifact else None
+        if saved and os.path.exists(saved):
+            exe = tvm.runtime.load_module(saved)
+            self.artifact_reused = True
+        else:
+            mod = frontend.from_onnx(onnx.load(model), keep_params_in_input=False)
+            with tvm.transform.PassContext(opt_level=opt_level, disabled_pass=disabled):
+                # TVM's CPU pipeline (legalize, fold, fuse); tvm.compile's own default has no fusion.
+                exe = tvm.compile(mod, target=target, relax_pipeline=relax.get_default_pipeline(target))
+            if saved:
+                save_artifact(saved, exe.export_library)
         self.compile_ms = (time.perf_counter() - t0) * 1e3
         self.dev = tvm.cpu()
         self.vm = relax.VirtualMachine(exe, self.dev)

@@ -2,8 +2,9 @@
 
 friction starts one worker process per compiled model and talks to it over stdin/stdout,
 one JSON object per line:
-  {"cmd": "load", "model": PATH, "options": {...}}  -> {"ok": true, "vendor": ..., "version": ..., "load_ms": ...,
-                                                        "threads_used": ... (when the vendor reports it)}
+  {"cmd": "load", "model": PATH, "options": {...}, "artifact": STEM (optional)}
+      -> {"ok": true, "vendor": ..., "version": ..., "load_ms": ..., "threads_used": ... (when the vendor reports it),
+          "artifact_reused": ... (when it saves artifacts)}
   {"cmd": "run", "dir": DIR, "inputs": N}            -> {"ok": true, "ms": ..., "outputs": K}
   {"cmd": "time", "dir": DIR, "inputs": N, "repeat": R} -> {"ok": true, "ms": [R times]}  (no outputs)
   {"cmd": "quit"}
@@ -12,7 +13,10 @@ implements `load(model_path, options) -> Executable` and calls `serve(load)`. Th
 "ms" is measured around Executable.execute alone, so file transport, host/device copies done
 in prepare/fetch, and process start-up stay outside the timed region (a worker that times
 the vendor itself, e.g. with CUDA events, sets Executable.last_ms in execute and that time is
-reported instead); "load_ms" is the vendor's own import + compile time. The harness's timed
+reported instead); "load_ms" is the vendor's own import + compile time. A vendor whose compiled model
+can be saved (`saves_artifacts`: IREE's vmfb, TVM's library) saves it at STEM plus its suffix, and loads
+it from there when it exists: friction asks for the same STEM when it prepares a model anew (a layout
+epoch, docs/metrics.md), which then costs a new process but no second compile. The harness's timed
 repetitions use "time": the worker runs the model R times back to back on inputs prepared once,
 so no transport falls between timed runs (a gap of a few ms between runs slowed ONNX Runtime's
 ResNet-50 by 1-4%: its threads park and its caches cool).
@@ -30,6 +34,10 @@ class Executable:
     vendor = "?"
     version = "?"
     compile_ms = None
+    # True on a class whose constructor takes `artifact` (a path stem, or None) and saves its compiled model
+    # there, or loads it when it is there (then `artifact_reused`).
+    saves_artifacts = False
+    artifact_reused = False
     # The thread setting as the vendor reports it after compiling (ORT: the session's option, 0 for its
     # default; OpenVINO and TVM: the count they run with; IREE: the flag it was given): stored with every
     # measurement in the executor's description.
@@ -80,6 +88,19 @@ def choice_option(opts, key, choices, default):
 
 def list_option(opts, key):
     return [s for s in opts.get(key, "").split(",") if s]
+
+
+def save_artifact(path, write):
+    """write(tmp) saves a compiled model; it lands at `path` whole or not at all (a reader never sees half
+    a file). A vendor that cannot save (e.g. no C compiler for TVM's library) compiles again next time."""
+    tmp = f"{path}.{os.getpid()}.tmp{os.path.splitext(path)[1]}"
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except Exception as e:  # the measurement does not depend on it
+        print(f"friction worker: could not save the compiled model to {path}: {e}", file=sys.stderr)
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 def reply(obj):
@@ -137,12 +158,17 @@ def serve(load):
                 return
             if req["cmd"] == "load":
                 t0 = time.perf_counter()
-                exe = load(req["model"], req.get("options", {}))
+                if getattr(load, "saves_artifacts", False):
+                    exe = load(req["model"], req.get("options", {}), req.get("artifact"))
+                else:
+                    exe = load(req["model"], req.get("options", {}))
                 # The vendor's compile time when the worker measured it (imports excluded), else all of load.
                 load_ms = getattr(exe, "compile_ms", None) or (time.perf_counter() - t0) * 1e3
                 answer = {"ok": True, "vendor": exe.vendor, "version": exe.version, "load_ms": load_ms}
                 if exe.threads_used is not None:
                     answer["threads_used"] = str(exe.threads_used)
+                if exe.saves_artifacts:
+                    answer["artifact_reused"] = exe.artifact_reused
                 reply(answer)
             elif req["cmd"] in ("run", "time"):
                 if exe is None:
