@@ -144,7 +144,7 @@ TEST(SweepSpec, RoundsKeysAndTheirErrors) {
   auto s = bench::parseSweepSpecText("models = [\"zoo:mlp\"]\nrounds = 12\nmin_rounds = 3\nblock_ms = 20.0\n"
                                      "reps_per_round = 4\norder = \"fixed\"\nrepeat_slow_rounds = true\n"
                                      "aa_control = true\ngroup_by = \"model-batch\"\nnear_wait_ms = 0\nround_wait_ms = 500\n"
-                                     "epochs = 3\n",
+                                     "epochs = 2\n",
                                      "spec.toml");
   EXPECT_EQ(s.rounds.rounds, 12);
   EXPECT_EQ(s.rounds.minRounds, 3);
@@ -154,7 +154,7 @@ TEST(SweepSpec, RoundsKeysAndTheirErrors) {
   EXPECT_TRUE(s.rounds.repeatSlowRounds);
   EXPECT_EQ(s.rounds.nearWaitMs, 0);
   EXPECT_EQ(s.rounds.roundWaitMs, 500);
-  EXPECT_EQ(s.rounds.epochs, 3);
+  EXPECT_EQ(s.rounds.epochs, 2);
   EXPECT_EQ(bench::parseSweepSpecText("models = [\"zoo:mlp\"]\n", "spec.toml").rounds.nearWaitMs,
             bench::RoundsOptions{}.nearWaitMs);
   EXPECT_TRUE(s.aaControl);
