@@ -104,9 +104,10 @@ struct RoundsOptions {
   RoundOrder order = RoundOrder::Shuffled;
   // The rounds fall into this many epochs of equal length (the last may be shorter); before each epoch but the
   // first, every contender that can is reincarnated, in the round's order. 1: one layout per run. The
-  // sequential order (for comparison only) keeps one layout. 3 by default: on the A/A grid ONNX Runtime's two
-  // spellings read 2-4% false differences with 3 epochs and 16-36% with 1 (docs/metrics.md, "Layout epochs").
-  int epochs = 3;
+  // sequential order (for comparison only) keeps one layout. 5 by default: on the A/A grid ONNX Runtime's two
+  // spellings read 0% false differences with 5 epochs, 2-11% with 3 and 16-36% with 1 (docs/metrics.md,
+  // "Layout epochs").
+  int epochs = 5;
   double slowRoundFactor = 1.10;  // a round whose serial calibration is this much above the median is slow
   bool repeatSlowRounds = false;  // drop slow rounds and measure replacements (at most `rounds` / 2 more)
   double contentionLimit = 1.25;  // median contention above this: the machine was not ours ("contended")
