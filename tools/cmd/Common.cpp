@@ -113,10 +113,13 @@ void addPipelineOptions(CLI::App* cmd, PipelineOptions& o) {
 }
 
 void addRoundsOptions(CLI::App* cmd, bench::RoundsOptions& o, bool budget) {
-  cmd->add_option("--rounds", o.rounds, "interleaved rounds at most")->check(Positive);
+  cmd->add_option("--rounds", o.rounds, "interleaved rounds at most")->check(Positive)->capture_default_str();
   cmd->add_option("--min-rounds", o.minRounds, "rounds before the CI target or the time budget may stop")
-      ->check(Positive);
-  cmd->add_option("--block-ms", o.blockMs, "target time of one configuration's block in a round")->check(Positive);
+      ->check(Positive)
+      ->capture_default_str();
+  cmd->add_option("--block-ms", o.blockMs, "target time of one configuration's block in a round")
+      ->check(Positive)
+      ->capture_default_str();
   if (budget) {
     cmd->add_option("--reps", o.repsPerRound, "repetitions of each configuration per round (0: enough for --block-ms)")
         ->check(NonNegative);
@@ -141,7 +144,8 @@ void addRoundsOptions(CLI::App* cmd, bench::RoundsOptions& o, bool budget) {
                   "split the rounds into this many epochs and prepare every configuration anew before each epoch "
                   "but the first (new worker processes, new arenas), so the interval covers where their memory "
                   "lands as well as drift (docs/metrics.md, \"Layout epochs\")")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
 }
 
 int threadsToMeasureWith(int requested) {
