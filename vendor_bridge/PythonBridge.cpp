@@ -30,6 +30,15 @@ std::string joined(const std::vector<std::string>& v) {
   return s;
 }
 
+// A new folder friction-<what>-<pid>-<n> in the system's temp directory.
+fs::path newTempDir(const std::string& what) {
+  static int next = 0;
+  fs::path dir = fs::temp_directory_path() /
+                 ("friction-" + what + "-" + std::to_string(::getpid()) + "-" + std::to_string(next++));
+  fs::create_directories(dir);
+  return dir;
+}
+
 // Backend name -> its vendor switches (filled by registerPythonBridge).
 std::map<std::string, std::vector<std::string>>& switchTable() {
   static std::map<std::string, std::vector<std::string>> t;
@@ -42,11 +51,9 @@ class PythonBridgeModel : public CompiledModel {
   // per exported model and options; a model prepared again (a layout epoch) loads it instead of compiling.
   PythonBridgeModel(const PythonBridgeSpec& spec, const Graph& g, const std::map<std::string, std::string>& options,
                     const fs::path& artifacts)
-      : dir_(fs::temp_directory_path() /
-             ("friction-" + spec.name + "-" + std::to_string(::getpid()) + "-" + std::to_string(next_++))),
+      : dir_(newTempDir(spec.name)),
         worker_(std::string(FRICTION_SOURCE_DIR) + "/vendor_bridge/python/" + spec.script),
         inputs_(g.inputs().size()) {
-    fs::create_directories(dir_);
     onnxio::exportOnnxFile(g, (dir_ / "model.onnx").string());
     nlohmann::json opts(options);
     const fs::path model = dir_ / "model.onnx";
@@ -101,7 +108,6 @@ class PythonBridgeModel : public CompiledModel {
     return name;
   }
 
-  static inline int next_ = 0;
   fs::path dir_;
   PythonWorker worker_;
   size_t inputs_;
@@ -133,16 +139,11 @@ class PythonBridgeBackend : public Backend {
     if (!artifacts_.empty()) fs::remove_all(artifacts_, ec);
   }
   std::unique_ptr<CompiledModel> compile(const Graph& g) override {
-    if (artifacts_.empty()) {
-      artifacts_ = fs::temp_directory_path() / ("friction-" + spec_.name + "-artifacts-" + std::to_string(::getpid()) +
-                                                "-" + std::to_string(next_++));
-      fs::create_directories(artifacts_);
-    }
+    if (artifacts_.empty()) artifacts_ = newTempDir(spec_.name + "-artifacts");
     return std::make_unique<PythonBridgeModel>(spec_, g, options_, artifacts_);
   }
 
  private:
-  static inline int next_ = 0;
   PythonBridgeSpec spec_;
   std::map<std::string, std::string> options_;
   fs::path artifacts_;  // this backend's compiled models (worker_common.py, "artifact"), removed with it
