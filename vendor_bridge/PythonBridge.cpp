@@ -9,6 +9,7 @@
 #include <functional>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "frontend/onnx/OnnxExport.h"
@@ -30,14 +31,27 @@ std::string joined(const std::vector<std::string>& v) {
   return s;
 }
 
-// A new folder friction-<what>-<pid>-<n> in the system's temp directory.
-fs::path newTempDir(const std::string& what) {
-  static int next = 0;
-  fs::path dir = fs::temp_directory_path() /
-                 ("friction-" + what + "-" + std::to_string(::getpid()) + "-" + std::to_string(next++));
-  fs::create_directories(dir);
-  return dir;
-}
+// A new folder friction-<what>-<pid>-<n> in the system's temp directory, removed with its owner. As a member it
+// is removed also when the owner's constructor throws after creating it (a vendor that cannot load the model).
+class TempDir {
+ public:
+  explicit TempDir(const std::string& what) {
+    static int next = 0;
+    path_ = fs::temp_directory_path() /
+            ("friction-" + what + "-" + std::to_string(::getpid()) + "-" + std::to_string(next++));
+    fs::create_directories(path_);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
 
 // Backend name -> its vendor switches (filled by registerPythonBridge).
 std::map<std::string, std::vector<std::string>>& switchTable() {
@@ -51,12 +65,12 @@ class PythonBridgeModel : public CompiledModel {
   // per exported model and options; a model prepared again (a layout epoch) loads it instead of compiling.
   PythonBridgeModel(const PythonBridgeSpec& spec, const Graph& g, const std::map<std::string, std::string>& options,
                     const fs::path& artifacts)
-      : dir_(newTempDir(spec.name)),
+      : dir_(spec.name),
         worker_(std::string(FRICTION_SOURCE_DIR) + "/vendor_bridge/python/" + spec.script),
         inputs_(g.inputs().size()) {
-    onnxio::exportOnnxFile(g, (dir_ / "model.onnx").string());
+    onnxio::exportOnnxFile(g, (dir_.path() / "model.onnx").string());
     nlohmann::json opts(options);
-    const fs::path model = dir_ / "model.onnx";
+    const fs::path model = dir_.path() / "model.onnx";
     auto reply = worker_.request({{"cmd", "load"}, {"model", model.string()}, {"options", opts},
                                   {"artifact", (artifacts / artifactName(model, opts)).string()}});
     // Vendor, version and settings; the vendor's own compile time (imports and
@@ -68,18 +82,13 @@ class PythonBridgeModel : public CompiledModel {
     if (reply.contains("threads_used")) description_ += ", threads used: " + reply["threads_used"].get<std::string>();
     if (reply.value("artifact_reused", false)) description_ += ", compiled model reused";
   }
-  ~PythonBridgeModel() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) override {
     writeInputs(inputs);
-    auto reply = worker_.request({{"cmd", "run"}, {"dir", dir_.string()}, {"inputs", inputs.size()}});
+    auto reply = worker_.request({{"cmd", "run"}, {"dir", dir_.path().string()}, {"inputs", inputs.size()}});
     lastMs_ = reply.at("ms").get<double>();
     std::vector<Tensor> outs;
     for (int i = 0; i < reply.at("outputs").get<int>(); ++i)
-      outs.push_back(readNpy((dir_ / ("output_" + std::to_string(i) + ".npy")).string()));
+      outs.push_back(readNpy((dir_.path() / ("output_" + std::to_string(i) + ".npy")).string()));
     return outs;
   }
   double lastRunMs() const override { return lastMs_; }
@@ -87,7 +96,8 @@ class PythonBridgeModel : public CompiledModel {
   // (worker_common.py's "time" command); no outputs come back.
   TimedRuns timeRuns(const std::vector<Tensor>& inputs, int n) override {
     writeInputs(inputs);
-    auto reply = worker_.request({{"cmd", "time"}, {"dir", dir_.string()}, {"inputs", inputs.size()}, {"repeat", n}});
+    auto reply = worker_.request(
+        {{"cmd", "time"}, {"dir", dir_.path().string()}, {"inputs", inputs.size()}, {"repeat", n}});
     return {reply.at("ms").get<std::vector<double>>(), true};
   }
   std::string description() const override { return description_; }
@@ -96,7 +106,8 @@ class PythonBridgeModel : public CompiledModel {
   void writeInputs(const std::vector<Tensor>& inputs) {
     FRICTION_CHECK(inputs.size() == inputs_, "model takes " + std::to_string(inputs_) + " inputs, got " +
                                                  std::to_string(inputs.size()));
-    for (size_t i = 0; i < inputs.size(); ++i) writeNpy((dir_ / ("input_" + std::to_string(i) + ".npy")).string(), inputs[i]);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      writeNpy((dir_.path() / ("input_" + std::to_string(i) + ".npy")).string(), inputs[i]);
   }
 
   // The exported model's bytes and the options, hashed: the same graph compiled twice gets the same name.
@@ -108,7 +119,7 @@ class PythonBridgeModel : public CompiledModel {
     return name;
   }
 
-  fs::path dir_;
+  TempDir dir_;  // the exported model, inputs and outputs; declared before the worker: removed after it quits
   PythonWorker worker_;
   size_t inputs_;
   double lastMs_ = -1;
@@ -134,19 +145,15 @@ class PythonBridgeBackend : public Backend {
     }
   }
   std::string name() const override { return spec_.name; }
-  ~PythonBridgeBackend() override {
-    std::error_code ec;
-    if (!artifacts_.empty()) fs::remove_all(artifacts_, ec);
-  }
   std::unique_ptr<CompiledModel> compile(const Graph& g) override {
-    if (artifacts_.empty()) artifacts_ = newTempDir(spec_.name + "-artifacts");
-    return std::make_unique<PythonBridgeModel>(spec_, g, options_, artifacts_);
+    if (!artifacts_) artifacts_.emplace(spec_.name + "-artifacts");
+    return std::make_unique<PythonBridgeModel>(spec_, g, options_, artifacts_->path());
   }
 
  private:
   PythonBridgeSpec spec_;
   std::map<std::string, std::string> options_;
-  fs::path artifacts_;  // this backend's compiled models (worker_common.py, "artifact"), removed with it
+  std::optional<TempDir> artifacts_;  // compiled models (worker_common.py, "artifact"), made on first use
 };
 
 // The bridges that take a threads= option.

@@ -1,5 +1,6 @@
 #include "vendor_bridge/PythonWorker.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,8 +24,11 @@ PythonWorker::PythonWorker(const std::string& script) : script_(script) {
   // A worker that died (a vendor crash, a Python that does not start) must be an error
   // for this request, not a SIGPIPE that ends friction without a message.
   signal(SIGPIPE, SIG_IGN);
+  // Close-on-exec: a worker started later must not inherit this worker's pipe ends, or this worker would not see
+  // end of input when friction closes its side (dup2 clears the flag on the child's stdin and stdout).
   int toChild[2], fromChild[2];
-  FRICTION_CHECK(pipe(toChild) == 0 && pipe(fromChild) == 0, "cannot create pipes for the Python worker");
+  FRICTION_CHECK(pipe2(toChild, O_CLOEXEC) == 0 && pipe2(fromChild, O_CLOEXEC) == 0,
+                 "cannot create pipes for the Python worker");
   pid_ = fork();
   FRICTION_CHECK(pid_ >= 0, "cannot start the Python worker");
   if (pid_ == 0) {

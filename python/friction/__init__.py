@@ -309,9 +309,13 @@ def _model_arg(model: Source, keep: list) -> str:
     return tmp.name
 
 
-def _run_cli(args: list[str], what: str) -> None:
+def _run_cli(args: list[str], what: str, remove_on_error: Optional[str] = None) -> None:
+    """Runs the friction CLI; a failure raises Error with its message and removes ``remove_on_error`` (a
+    temporary results store the caller would have returned)."""
     proc = subprocess.run([binary] + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if proc.returncode != 0:
+        if remove_on_error and os.path.exists(remove_on_error):
+            os.unlink(remove_on_error)
         lines = [l for l in proc.stderr.splitlines() if l.startswith("friction: ")]
         raise Error(lines[-1][len("friction: "):] if lines else f"{what} failed: {proc.stderr.strip()[-500:]}")
 
@@ -330,6 +334,7 @@ def ablate(model: Source, *, backend: str = "cpu", batches: Sequence[int] = (1,)
     running ``friction ablate`` (interleaved rounds, paired CIs, an A/A control unless ``aa=False``);
     returns its results store (``db``, a temporary file unless given)."""
     keep: list[str] = []
+    temporary = not db
     try:
         db = db or _default_db("friction-ablate-")
         args = ["ablate", _model_arg(model, keep), "--backend", backend, "--mode", mode, "--db", db,
@@ -344,7 +349,7 @@ def ablate(model: Source, *, backend: str = "cpu", batches: Sequence[int] = (1,)
             args += ["--threads", str(threads)]
         if rounds:
             args += ["--rounds", str(rounds)]
-        _run_cli(args + list(extra_args), "friction ablate")
+        _run_cli(args + list(extra_args), "friction ablate", remove_on_error=db if temporary else None)
         return Results(db)
     finally:
         for f in keep:
@@ -354,11 +359,12 @@ def ablate(model: Source, *, backend: str = "cpu", batches: Sequence[int] = (1,)
 def sweep(spec: Union[str, "os.PathLike[str]"], *, db: Optional[str] = None, resume: bool = False,
           shard: Optional[str] = None, extra_args: Sequence[str] = ()) -> Results:
     """Runs a sweep specification (TOML, docs/study.md) with ``friction sweep``; returns its results store."""
+    temporary = not db
     db = db or _default_db("friction-sweep-")
     args = ["sweep", os.fspath(spec), "--db", db]
     if resume:
         args.append("--resume")
     if shard:
         args += ["--shard", shard]
-    _run_cli(args + list(extra_args), "friction sweep")
+    _run_cli(args + list(extra_args), "friction sweep", remove_on_error=db if temporary else None)
     return Results(db)

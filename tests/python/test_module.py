@@ -5,6 +5,7 @@ import gc
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -249,3 +250,13 @@ def test_results_errors(tmp_path):
         friction.Results(str(tmp_path / "missing.db"))
     with pytest.raises(friction.Error, match="no-such-pass"):
         friction.ablate(MLP, over=["no-such-pass"], db=str(tmp_path / "b.db"))
+
+
+def test_a_failed_ablation_leaves_no_temporary_files(tmp_path, monkeypatch):
+    # ORT refuses the option when the bridge loads the model, after the store was created: neither the
+    # temporary store nor the bridge's model folder may stay behind.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    with pytest.raises(friction.Error, match="level must be one of"):
+        friction.ablate(MLP, backend="ort?level=bogus", rounds=2)
+    assert not list(tmp_path.glob("friction-*")) and not list(tmp_path.glob("*.fir"))
