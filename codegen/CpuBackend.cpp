@@ -110,11 +110,12 @@ class CpuBackend : public Backend {
                                              std::to_string(stats.arenaValues) + " values (plan-memory)"
                                        : std::string("no arena"));
     d += opList(stats.fallbackOps);
-    char buf[200];
-    std::snprintf(buf, sizeof buf, "; %s; compile %.0f ms (build %.0f, lower %.0f, jit %.0f)",
-                  source_->describe().c_str(), stats.compileMs, stats.phases.buildMs, stats.phases.lowerMs,
-                  stats.phases.jitMs);
-    d += buf;
+    // The kernel compiler's description has no length bound (a Halide target string, an autoscheduler's
+    // refusal), so only the numbers go through a fixed buffer.
+    char buf[120];
+    std::snprintf(buf, sizeof buf, "; compile %.0f ms (build %.0f, lower %.0f, jit %.0f)", stats.compileMs,
+                  stats.phases.buildMs, stats.phases.lowerMs, stats.phases.jitMs);
+    d += "; " + source_->describe() + buf;
     if (!builder.lastError().empty()) d += "; last codegen error: " + builder.lastError().substr(0, 300);
     return std::make_unique<CpuModel>(std::move(program), std::move(stats), std::move(d), options_.profileSlowest);
   }
