@@ -1,5 +1,6 @@
 #include "codegen/halide/HalideSource.h"
 
+#include <cpuid.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -17,6 +18,17 @@ namespace {
 
 double msSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The JIT target: Halide's host target (or HL_JIT_TARGET), less AVX512_SapphireRapids where the CPU lacks
+// AVX512-FP16. Halide 14 sets that feature from AVX512-BF16 and VNNI alone and has LLVM emit FP16 instructions
+// under it (vmovw for a bool load), which an AMD EPYC with AVX-512 (Zen 4: BF16 and VNNI, no FP16) stops on
+// with SIGILL.
+HL::Target jitTarget() {
+  HL::Target target = HL::get_jit_target_from_environment();
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool fp16 = __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx & (1u << 23));
+  return fp16 ? target : target.without_feature(HL::Target::AVX512_SapphireRapids);
 }
 
 // Sends stderr to /dev/null while it lives (fd 2 is the process's: one at a time).
@@ -91,7 +103,7 @@ class PipelineCall {
 
 class HalideSource : public KernelSource {
  public:
-  explicit HalideSource(const ScheduleOptions& options) : options_(options), target_(HL::get_jit_target_from_environment()) {
+  explicit HalideSource(const ScheduleOptions& options) : options_(options), target_(jitTarget()) {
     codegen_.target = Target::Halide;
     loadAutoscheduler(options.schedule);  // a missing plugin refuses the backend, not every kernel
   }

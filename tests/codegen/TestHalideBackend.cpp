@@ -3,6 +3,7 @@
 // default pipeline, no pass and every leave-one-out configuration, batch 1
 // and 2; every schedule and both loop-level fusion choices; nothing on the
 // interpreter or on a native microkernel; options refused in one line.
+#include <cpuid.h>
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -360,6 +361,19 @@ TEST_F(HalideBackend, MasksCastsAndScattersAreKernels) {
     expectKernelsMatch(c.what, [&](GraphBuilder& b, Value* x) {
       return b.op("ScatterND", {x, b.constant(c.indices), b.op("Neg", {b.constant(test::randomTensor(c.updates, 4))})});
     });
+}
+
+// Halide 14 turns AVX512_SapphireRapids on from AVX512-BF16 and VNNI alone and then emits AVX512-FP16
+// instructions: on a CPU without FP16 (an AMD EPYC with AVX-512) the JIT target must not have it, or a kernel
+// stops on SIGILL (a Where over bools did, in the conformance cases).
+TEST_F(HalideBackend, TheJitTargetHasNoFeatureTheCpuLacks) {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx & (1u << 23)))
+    GTEST_SKIP() << "this CPU has AVX512-FP16: every Halide x86 feature can run here";
+  auto backend = createBackend("halide");
+  std::string d = expectMatchesInterp(*backend, kScheduleArchetypes[1], 1, {}, "halide on a CPU without FP16");
+  EXPECT_NE(d.find("Halide 14 JIT for x86-64"), std::string::npos) << d;
+  EXPECT_EQ(d.find("sapphirerapids"), std::string::npos) << d;
 }
 
 // docs/codegen.md's table of schedules names every one the backend takes.
