@@ -56,9 +56,16 @@ const char* sgemmIsa() { return chosen().isa; }
 
 // ---- registered constants and their packed copies ----
 namespace {
+// A range is registered once per holder: two programs built from one graph share its weights, and the first
+// one released must not take the second one's packed copies with it (a program compiled again for a new layout
+// epoch ran every GEMM with its weights packed anew, 1.5x the time, once the one it replaced was released).
+struct ConstantRange {
+  const char* end;
+  int holders;
+};
 struct ConstantCache {
   std::shared_mutex mu;
-  std::map<const char*, const char*> ranges;  // start -> end
+  std::map<const char*, ConstantRange> ranges;  // by start
   std::map<PackedKey, AlignedFloats> packed;
 };
 ConstantCache& cache() {
@@ -75,19 +82,29 @@ void registerConstant(const void* data, size_t bytes) {
   if (!data || bytes == 0) return;
   ConstantCache& c = cache();
   std::unique_lock lock(c.mu);
-  c.ranges[static_cast<const char*>(data)] = static_cast<const char*>(data) + bytes;
+  const char* start = static_cast<const char*>(data);
+  auto [it, fresh] = c.ranges.try_emplace(start, ConstantRange{start + bytes, 0});
+  it->second.end = std::max(it->second.end, start + bytes);
+  it->second.holders++;
 }
 
 void unregisterConstant(const void* data) {
   ConstantCache& c = cache();
   std::unique_lock lock(c.mu);
   auto it = c.ranges.find(static_cast<const char*>(data));
-  if (it == c.ranges.end()) return;
+  if (it == c.ranges.end() || --it->second.holders > 0) return;
   for (auto p = c.packed.begin(); p != c.packed.end();) {
     const char* b = reinterpret_cast<const char*>(p->first.B);
-    p = b >= it->first && b < it->second ? c.packed.erase(p) : std::next(p);
+    p = b >= it->first && b < it->second.end ? c.packed.erase(p) : std::next(p);
   }
   c.ranges.erase(it);
+}
+
+bool isRegisteredConstant(const void* data) {
+  ConstantCache& c = cache();
+  std::shared_lock lock(c.mu);
+  auto it = c.ranges.upper_bound(static_cast<const char*>(data));
+  return it != c.ranges.begin() && static_cast<const char*>(data) < std::prev(it)->second.end;
 }
 
 const float* constantPanels(const PackedKey& key, size_t floats, void (*pack)(const PackedKey&, float*)) {
@@ -97,7 +114,7 @@ const float* constantPanels(const PackedKey& key, size_t floats, void (*pack)(co
     std::shared_lock lock(c.mu);
     if (c.ranges.empty()) return nullptr;
     auto it = c.ranges.upper_bound(b);
-    if (it == c.ranges.begin() || b >= std::prev(it)->second) return nullptr;
+    if (it == c.ranges.begin() || b >= std::prev(it)->second.end) return nullptr;
     auto p = c.packed.find(key);
     if (p != c.packed.end()) return p->second.get();
   }

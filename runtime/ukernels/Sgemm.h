@@ -61,9 +61,12 @@ void sgemmFromPanels(int64_t M, int64_t N, int64_t K, const float* A, int64_t ld
 // Declares [data, data + bytes) immutable until unregistered (a model's
 // weights): a B operand lying there is packed into panels once, on first
 // use, and every later GEMM on it skips packing. Registrations nest by start
-// address; unregistering drops the packed copies made from the range.
+// address and are counted: the range stays until every registration of it is
+// undone, and then its packed copies are dropped.
 void registerConstant(const void* data, size_t bytes);
 void unregisterConstant(const void* data);
+// Whether `data` lies in a registered range.
+bool isRegisteredConstant(const void* data);
 
 // The instruction set the running machine uses: "avx512", "avx2" or "generic".
 const char* sgemmIsa();

@@ -21,6 +21,7 @@
 #include "passes/PassManager.h"
 #include "runtime/Inputs.h"
 #include "runtime/interp/Interpreter.h"
+#include "runtime/ukernels/Sgemm.h"
 #include "tests/common/BackendTestUtil.h"
 
 namespace friction {
@@ -229,6 +230,27 @@ TEST_F(CpuBackendTest, GemmVariantsMatchInterp) {
     auto r = expectMatchesInterp(g, {randomTensor(sa, 9)});
     EXPECT_EQ(r.stats.kernelCalls, 1);
   }
+}
+
+// Two models compiled from one graph share its weights (the harness compiles a program again for each layout
+// epoch and releases the old one after): releasing one leaves the other's weights registered as constants, so
+// its GEMMs keep their packed copies instead of packing the weights on every run.
+TEST_F(CpuBackendTest, ReleasingOneOfTwoModelsOfAGraphKeepsTheOthersWeightsPacked) {
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F32, {4, 32}});
+  Value* w = b.constant(randomTensor({32, 48}, 13), "w");
+  b.output(b.op("Relu", {b.op("MatMul", {x, w})}));
+  const void* weights = w->constant().rawData();
+  std::vector<Tensor> in = {randomTensor({4, 32}, 14)};
+  auto first = createBackend("cpu")->compile(g);
+  auto second = createBackend("cpu")->compile(g);
+  EXPECT_TRUE(ukernels::isRegisteredConstant(weights));
+  first.reset();
+  EXPECT_TRUE(ukernels::isRegisteredConstant(weights)) << "the first model took the second one's registration";
+  expectClose(second->run(in)[0], interp::run(g, in)[0], 1e-5, "the second model");
+  second.reset();
+  EXPECT_FALSE(ukernels::isRegisteredConstant(weights));
 }
 
 // ---- fused regions ----

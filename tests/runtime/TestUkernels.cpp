@@ -192,6 +192,31 @@ TEST(Sgemm, InTileEpilogueMatchesTheGemmFinishedAfterwards) {
   EXPECT_EQ(cases, int(machineWidths().size()) * 4 * 6 * 3 * 31);
 }
 
+// A registered B is packed once and its packed copy reused: while registered, a GEMM reads the copy, not B
+// (so a B changed in place -- which the contract forbids -- shows it). Two holders of one range (two programs
+// built from one graph's weights): undoing one registration keeps the range and its copy; undoing the last
+// drops both, and the next GEMM reads B itself.
+TEST(Sgemm, ARangeRegisteredTwiceKeepsItsPackedCopyUntilBothAreUndone) {
+  const int64_t M = 3, N = 40, K = 50;
+  auto A = randoms(size_t(M * K), 21), B = randoms(size_t(K * N), 22);
+  auto product = [&] {
+    std::vector<float> C(size_t(M * N));
+    sgemm(false, false, M, N, K, 1.f, A.data(), K, B.data(), N, 0.f, C.data(), N);
+    return C;
+  };
+  registerConstant(B.data(), B.size() * sizeof(float));
+  registerConstant(B.data(), B.size() * sizeof(float));
+  const std::vector<float> original = product();
+  unregisterConstant(B.data());
+  EXPECT_TRUE(isRegisteredConstant(B.data() + B.size() / 2));
+  for (float& b : B) b = -b;
+  EXPECT_EQ(product(), original) << "the packed copy went with the first of two registrations";
+  unregisterConstant(B.data());
+  EXPECT_FALSE(isRegisteredConstant(B.data()));
+  std::vector<float> negated = product();
+  for (size_t i = 0; i < negated.size(); ++i) ASSERT_EQ(negated[i], -original[i]) << "a stale packed copy at " << i;
+}
+
 // B made by a GemmPanelSource gives what the same B read from memory gives, bit for bit: one row block (each
 // task makes its own panels), several (the source made once, whole, up front) and several with a B past the
 // up-front bound (made per task again), over the tiles' column edges, K blocks and the panel chunks of a task;
