@@ -83,7 +83,7 @@ void registerConstant(const void* data, size_t bytes) {
   ConstantCache& c = cache();
   std::unique_lock lock(c.mu);
   const char* start = static_cast<const char*>(data);
-  auto [it, fresh] = c.ranges.try_emplace(start, ConstantRange{start + bytes, 0});
+  auto it = c.ranges.try_emplace(start, ConstantRange{start + bytes, 0}).first;
   it->second.end = std::max(it->second.end, start + bytes);
   it->second.holders++;
 }
