@@ -67,6 +67,12 @@ struct ConstantCache {
   std::shared_mutex mu;
   std::map<const char*, ConstantRange> ranges;  // by start
   std::map<PackedKey, AlignedFloats> packed;
+
+  // Whether `p` lies in a registered range; the caller holds `mu`.
+  bool covers(const char* p) const {
+    auto it = ranges.upper_bound(p);
+    return it != ranges.begin() && p < std::prev(it)->second.end;
+  }
 };
 ConstantCache& cache() {
   static ConstantCache* c = new ConstantCache();  // never destroyed: models may unregister during exit
@@ -103,8 +109,7 @@ void unregisterConstant(const void* data) {
 bool isRegisteredConstant(const void* data) {
   ConstantCache& c = cache();
   std::shared_lock lock(c.mu);
-  auto it = c.ranges.upper_bound(static_cast<const char*>(data));
-  return it != c.ranges.begin() && static_cast<const char*>(data) < std::prev(it)->second.end;
+  return c.covers(static_cast<const char*>(data));
 }
 
 const float* constantPanels(const PackedKey& key, size_t floats, void (*pack)(const PackedKey&, float*)) {
@@ -112,9 +117,7 @@ const float* constantPanels(const PackedKey& key, size_t floats, void (*pack)(co
   const char* b = reinterpret_cast<const char*>(key.B);
   {
     std::shared_lock lock(c.mu);
-    if (c.ranges.empty()) return nullptr;
-    auto it = c.ranges.upper_bound(b);
-    if (it == c.ranges.begin() || b >= std::prev(it)->second.end) return nullptr;
+    if (!c.covers(b)) return nullptr;
     auto p = c.packed.find(key);
     if (p != c.packed.end()) return p->second.get();
   }
