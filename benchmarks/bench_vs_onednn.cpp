@@ -1,8 +1,8 @@
 // Kernel speed against oneDNN (issue 5's performance targets), in one process:
 //  - f32 GEMM 1024^3 on one thread: friction's `cpu` and `interp` backends
 //    running a one-node MatMul graph vs dnnl_sgemm and the oneDNN matmul primitive;
-//  - ResNet-50 (or, with --shapes mobilenetv2, MobileNetV2: 1x1 and depthwise;
-//    --shapes stems: first convolutions on RGB images) convolution shapes at
+//  - ResNet-50 (or, with --shapes mobilenetv2, MobileNetV2: 1x1 and depthwise; --shapes regnetx,
+//    RegNetX-400MF: grouped and 1x1; --shapes stems: first convolutions on RGB images) convolution shapes at
 //    --batch (default 1) on --threads threads (default 2):
 //    friction `cpu`, `interp` and `onednn` on a one-Conv graph, NCHW and NHWC
 //    (a convert-layout region), vs the oneDNN convolution primitive with
@@ -11,7 +11,7 @@
 // Each cell: one warm-up, then repetitions until --budget seconds (median of at
 // least 3; --reps fixes the count). Prints GFLOP/s and friction/oneDNN ratios.
 // Usage: bench_vs_onednn [--threads N] [--gemm-threads N] [--reps R] [--budget S]
-//                        [--only gemm|conv] [--shapes resnet50|mobilenetv2|stems] [--batch N] [--json]
+//                        [--only gemm|conv] [--shapes resnet50|mobilenetv2|regnetx|stems] [--batch N] [--json]
 #include <omp.h>
 
 #include <algorithm>
@@ -147,14 +147,18 @@ void gemm() {
 
 struct ConvShape {
   int64_t hw, cin, cout, k, stride;
-  bool depthwise = false;  // group = cin = cout
-  int64_t group() const { return depthwise ? cin : 1; }
+  int64_t groups = 1;  // 0: depthwise (group = cin = cout)
+  int64_t group() const { return groups == 0 ? cin : groups; }
+  bool depthwise() const { return groups == 0; }
 };
+constexpr int64_t kDepthwise = 0;
 
 std::string convName(const ConvShape& c) {
   char b[80];
-  std::snprintf(b, sizeof b, "%ldx%ldx%ldx%ld->%ld k%ld s%ld%s", long(args.batch), long(c.hw), long(c.hw), long(c.cin),
-                long(c.cout), long(c.k), long(c.stride), c.depthwise ? " dw" : "");
+  std::snprintf(b, sizeof b, "%ldx%ldx%ldx%ld->%ld k%ld s%ld", long(args.batch), long(c.hw), long(c.hw), long(c.cin),
+                long(c.cout), long(c.k), long(c.stride));
+  if (c.depthwise()) return b + std::string(" dw");
+  if (c.group() > 1) return b + std::string(" g") + std::to_string(c.group());
   return b;
 }
 
@@ -190,15 +194,20 @@ void conv() {
                                    {28, 128, 128, 3, 1}, {56, 128, 128, 3, 2}, {14, 256, 256, 3, 1},
                                    {14, 1024, 256, 1, 1}, {7, 512, 512, 3, 1}, {28, 512, 1024, 1, 2}};
   if (args.shapes == "mobilenetv2")  // the inverted residual's expand, depthwise and project convolutions
-    shapes = {{112, 32, 16, 1, 1},        {112, 16, 96, 1, 1},         {112, 32, 32, 3, 1, true},
-              {112, 96, 96, 3, 2, true},  {56, 144, 24, 1, 1},         {56, 24, 144, 1, 1},
-              {56, 144, 144, 3, 1, true}, {28, 192, 32, 1, 1},         {28, 192, 192, 3, 1, true},
-              {14, 384, 64, 1, 1},        {14, 384, 384, 3, 1, true},  {7, 960, 160, 1, 1},
-              {7, 960, 960, 3, 1, true},  {7, 320, 1280, 1, 1}};
+    shapes = {{112, 32, 16, 1, 1},              {112, 16, 96, 1, 1},              {112, 32, 32, 3, 1, kDepthwise},
+              {112, 96, 96, 3, 2, kDepthwise},  {56, 144, 24, 1, 1},              {56, 24, 144, 1, 1},
+              {56, 144, 144, 3, 1, kDepthwise}, {28, 192, 32, 1, 1},              {28, 192, 192, 3, 1, kDepthwise},
+              {14, 384, 64, 1, 1},              {14, 384, 384, 3, 1, kDepthwise}, {7, 960, 160, 1, 1},
+              {7, 960, 960, 3, 1, kDepthwise},  {7, 320, 1280, 1, 1}};
+  else if (args.shapes == "regnetx")  // RegNetX-400MF's grouped 3x3 convs (groups of 16; each stage's first at
+                                      // stride 2) and 1x1 convs, per stage
+    shapes = {{112, 32, 32, 3, 2, 2}, {56, 32, 32, 3, 1, 2},   {56, 32, 32, 1, 1},     {56, 64, 64, 3, 2, 4},
+              {28, 64, 64, 3, 1, 4},  {28, 64, 64, 1, 1},      {28, 160, 160, 3, 2, 10}, {14, 160, 160, 3, 1, 10},
+              {14, 160, 160, 1, 1},   {14, 400, 400, 3, 2, 25}, {7, 400, 400, 3, 1, 25}, {7, 400, 400, 1, 1}};
   else if (args.shapes == "stems")  // MobileNetV3's, EfficientNet's and MobileNetV2's, ResNet's
     shapes = {{224, 3, 16, 3, 2}, {224, 3, 32, 3, 2}, {224, 3, 64, 7, 2}};
   else
-    FRICTION_CHECK(args.shapes == "resnet50", "--shapes: resnet50, mobilenetv2 or stems, got '" + args.shapes + "'");
+    FRICTION_CHECK(args.shapes == "resnet50", "--shapes: resnet50, mobilenetv2, regnetx or stems, got '" + args.shapes + "'");
   if (!args.json)
     std::fprintf(stderr, "Conv f32 batch %ld (%s shapes), %d thread(s)\n", long(args.batch), args.shapes.c_str(), args.threads);
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
@@ -220,7 +229,8 @@ void conv() {
     }
     // The oneDNN convolution primitive: `any` everywhere, and plain activations.
     memory::dims src = {n, c.cin, c.hw, c.hw}, dst = {n, c.cout, oh, oh};
-    memory::dims wd = c.depthwise ? memory::dims{c.group(), 1, 1, c.k, c.k} : memory::dims{c.cout, c.cin, c.k, c.k};
+    const int64_t g = c.group();
+    memory::dims wd = g > 1 ? memory::dims{g, c.cout / g, c.cin / g, c.k, c.k} : memory::dims{c.cout, c.cin, c.k, c.k};
     memory::dims strides = {c.stride, c.stride}, dil = {0, 0}, pads = {pad, pad};
     auto f32 = memory::data_type::f32;
     Tensor x = randomTensor({n, c.cin, c.hw, c.hw}, 4);
@@ -236,7 +246,7 @@ void conv() {
         return to;
       };
       memory sm = prepared(pd.src_desc(), memory::desc(src, f32, Tag::nchw), x.rawData());
-      memory wm = prepared(pd.weights_desc(), memory::desc(wd, f32, c.depthwise ? Tag::goihw : Tag::oihw), w.rawData());
+      memory wm = prepared(pd.weights_desc(), memory::desc(wd, f32, g > 1 ? Tag::goihw : Tag::oihw), w.rawData());
       memory dm(pd.dst_desc(), eng);
       dnnl::convolution_forward prim(pd);
       std::string label = act == Tag::any ? "dnnl conv any" : act == Tag::nchw ? "dnnl conv NCHW" : "dnnl conv NHWC";
@@ -270,7 +280,7 @@ int main(int argc, char** argv) {
     else if (a == "--json") args.json = true;
     else {
       std::fprintf(stderr, "usage: bench_vs_onednn [--threads N] [--gemm-threads N] [--reps R] [--budget S] "
-                           "[--only gemm|conv] [--shapes resnet50|mobilenetv2|stems] [--batch N] [--json]\n");
+                           "[--only gemm|conv] [--shapes resnet50|mobilenetv2|regnetx|stems] [--batch N] [--json]\n");
       return 2;
     }
   }
