@@ -103,8 +103,10 @@ struct GroupedCells : GroupedInputs<P, Planar> {
   using Base = GroupedInputs<P, Planar>;
   using typename Base::V;
   using Base::N, Base::W, Base::from, Base::to, Base::inputs, Base::split;
-  // acc[p]: pixel p's accumulators, the block's N vectors.
-  template <int T>
+  static constexpr bool kUnrolled = Count > 0;
+  // acc[p * J + j]: pixel p's j-th partial sums, the block's N vectors each; input ci goes to partial ci % J, a
+  // constant where the inputs unroll (J is 1 otherwise).
+  template <int T, int J>
   FRICTION_INLINE void accumulate(V (*acc)[N], const float* x, int64_t pixelStride, const float* w) const {
     const int64_t cs = this->channelStride();
     // Each pixel's input as a pointer of its own: the unrolled loads are then constant offsets from it (left
@@ -121,7 +123,7 @@ struct GroupedCells : GroupedInputs<P, Planar> {
           V wv;
           std::memcpy(&wv, wi + ci * P::kWidth, sizeof(V));
 #pragma GCC unroll 8
-          for (int p = 0; p < T; ++p) acc[p][i] += xp[p][(from[i] + ci) * cs] * wv;
+          for (int p = 0; p < T; ++p) acc[p * J + ci % J][i] += xp[p][(from[i] + ci) * cs] * wv;
         });
       }
       return;
@@ -131,7 +133,7 @@ struct GroupedCells : GroupedInputs<P, Planar> {
 #pragma GCC unroll 8
       for (int p = 0; p < T; ++p)
 #pragma GCC unroll 4
-        for (int i = 0; i < N; ++i) acc[p][i] += xp[p][ci * cs] * wv.v[i];
+        for (int i = 0; i < N; ++i) acc[p * J + ci % J][i] += xp[p][ci * cs] * wv.v[i];
     });
   }
   // body(ci) for the inputs ci in [0, Count), unrolled, or in [0, count) as a plain loop (unrolled by 16 it only
@@ -160,6 +162,14 @@ struct DirectRow {
   static constexpr int kVectors = int(sizeof(P)) / int(sizeof(V));
   static constexpr int kAccumulators = P::kWidth > kLanes && sizeof(typename P::V) == 64 ? 16 : 8;
   static constexpr int kTile = std::max(1, kAccumulators / kVectors);
+  // Partial sums per pixel in a tile of T (border pixels: T = 1), so that every tile keeps kTile chains of
+  // multiply-adds in flight: one pixel's chain alone waits out each multiply-add's latency (on 7x7 images, 3
+  // of a row's 7 pixels are border pixels or a tile of one). Only where the inputs unroll (Cells::kUnrolled):
+  // a partial picked at run time would index the accumulators in memory.
+  template <int T>
+  static constexpr int partials() {
+    return Cells::kUnrolled ? std::max(1, kTile / T) : 1;
+  }
   const Conv2d& g;
   Cells cells;
   const float* x;        // input at image n's first pixel of the block's first input channel
@@ -182,13 +192,13 @@ struct DirectRow {
     for (int i = 0; i < kVectors; ++i) v.v[i] = acc[i];
     return v;
   }
-  // T finished accumulators of the pixels from ow0: residual, clamp, store.
-  template <int T>
+  // T finished accumulators of the pixels from ow0 (pixel p's at acc[p * J]): residual, clamp, store.
+  template <int T, int J>
   FRICTION_INLINE void store(int64_t ow0, const V (*acc)[kVectors]) const {
     const int64_t stored = lanes;  // the last block may be partial
     if constexpr (Planar) {
       float tile[T][P::kWidth];
-      for (int p = 0; p < T; ++p) pack(acc[p]).store(tile[p]);
+      for (int p = 0; p < T; ++p) pack(acc[p * J]).store(tile[p]);
       const int64_t plane = g.OH * g.OW;
       const float l0 = lo.v[0][0], h0 = hi.v[0][0];
       for (int64_t l = 0; l < stored; ++l) {
@@ -202,7 +212,7 @@ struct DirectRow {
     } else {
 #pragma GCC unroll 8
       for (int p = 0; p < T; ++p) {
-        P v = pack(acc[p]);
+        P v = pack(acc[p * J]);
         if constexpr (HasResidual) v.add(P::load(residual + (ow0 + p) * g.K, stored));
         v.clamp(lo, hi);
         activatePack(v, e.activation, e.alpha, e.beta);
@@ -217,18 +227,35 @@ struct DirectRow {
   // the stack among 15 multiply-adds).
   template <int T>
   FRICTION_INLINE void interior(int64_t ow0) const {
-    V acc[T][kVectors];
-#pragma GCC unroll 8
-    for (int p = 0; p < T; ++p)
-#pragma GCC unroll 4
-      for (int i = 0; i < kVectors; ++i) acc[p][i] = bias.v[i];
+    constexpr int J = partials<T>();
+    V acc[T * J][kVectors];
+    start<T * J, J>(acc);
     for (int64_t r = rLo; r < rHi; ++r) {
       const float* xrow = inputRow(r);
       for (int64_t s = 0; s < g.S; ++s)
-        cells.template accumulate<T>(acc, xrow + (ow0 * g.strideW - g.padLeft + s * g.dilW) * pixelFloats(),
-                                     g.strideW * pixelFloats(), w + (r * g.S + s) * cellStride);
+        cells.template accumulate<T, J>(acc, xrow + (ow0 * g.strideW - g.padLeft + s * g.dilW) * pixelFloats(),
+                                        g.strideW * pixelFloats(), w + (r * g.S + s) * cellStride);
     }
-    store<T>(ow0, acc);
+    finish<T, J>(ow0, acc);
+  }
+  // The accumulators of A / J pixels: each pixel's first partial starts from the bias, the others from 0.
+  template <int A, int J>
+  FRICTION_INLINE void start(V (*acc)[kVectors]) const {
+#pragma GCC unroll 8
+    for (int a = 0; a < A; ++a)
+#pragma GCC unroll 4
+      for (int i = 0; i < kVectors; ++i) acc[a][i] = a % J ? V{} : bias.v[i];
+  }
+  // Each pixel's partials summed into its first, then stored.
+  template <int T, int J>
+  FRICTION_INLINE void finish(int64_t ow0, V (*acc)[kVectors]) const {
+#pragma GCC unroll 8
+    for (int p = 0; p < T; ++p)
+#pragma GCC unroll 8
+      for (int j = 1; j < J; ++j)
+#pragma GCC unroll 4
+        for (int i = 0; i < kVectors; ++i) acc[p * J][i] += acc[p * J + j][i];
+    store<T, J>(ow0, acc);
   }
   // Interior pixels [ow, owB) in tiles of T, then of T/2, ... 1.
   template <int T>
@@ -237,16 +264,16 @@ struct DirectRow {
     if constexpr (T > 1) interiorTiles<T / 2>(ow, owB);
   }
   FRICTION_INLINE void border(int64_t ow) const {
-    V acc[1][kVectors];
-#pragma GCC unroll 4
-    for (int i = 0; i < kVectors; ++i) acc[0][i] = bias.v[i];
+    constexpr int J = partials<1>();
+    V acc[J][kVectors];
+    start<J, J>(acc);
     for (int64_t r = rLo; r < rHi; ++r)
       for (int64_t s = 0; s < g.S; ++s) {
         int64_t iw = ow * g.strideW - g.padLeft + s * g.dilW;
         if (iw >= 0 && iw < g.W)
-          cells.template accumulate<1>(acc, inputRow(r) + iw * pixelFloats(), 0, w + (r * g.S + s) * cellStride);
+          cells.template accumulate<1, J>(acc, inputRow(r) + iw * pixelFloats(), 0, w + (r * g.S + s) * cellStride);
       }
-    store<1>(ow, acc);
+    finish<1, J>(ow, acc);
   }
   // The whole tiles of kTile pixels from ow on a copy of the row (by value: its fields then live in registers,
   // not behind a pointer); returns the first pixel left.
