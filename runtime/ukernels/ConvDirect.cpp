@@ -103,8 +103,7 @@ struct GroupedCells : GroupedInputs<P, Planar> {
   using Base = GroupedInputs<P, Planar>;
   using typename Base::V;
   using Base::N, Base::W, Base::from, Base::to, Base::inputs, Base::split;
-  static constexpr bool kUnrolled = Count > 0;
-  static constexpr int kUnrolledInputs = Count;
+  static constexpr int kUnrolledInputs = Count;  // 0: the inputs do not unroll
   // acc[p * J + j]: pixel p's j-th partial sums, the block's N vectors each; input ci goes to partial ci % J, a
   // constant where the inputs unroll (J is 1 otherwise).
   template <int T, int J>
@@ -165,12 +164,12 @@ struct DirectRow {
   static constexpr int kTile = std::max(1, kAccumulators / kVectors);
   // Partial sums per pixel in a tile of T (border pixels: T = 1), so that every tile keeps kTile chains of
   // multiply-adds in flight: one pixel's chain alone waits out each multiply-add's latency (on 7x7 images, 3
-  // of a row's 7 pixels are border pixels or a tile of one). Only where the inputs unroll (Cells::kUnrolled):
-  // a partial picked at run time would index the accumulators in memory. Never more partials than inputs (an
-  // RGB stem's 3 inputs fill only 3).
+  // of a row's 7 pixels are border pixels or a tile of one). Only where the inputs unroll
+  // (Cells::kUnrolledInputs > 0): a partial picked at run time would index the accumulators in memory. Never
+  // more partials than inputs (an RGB stem's 3 inputs fill only 3).
   template <int T>
   static constexpr int partials() {
-    return Cells::kUnrolled ? std::min(Cells::kUnrolledInputs, std::max(1, kTile / T)) : 1;
+    return std::max(1, std::min(Cells::kUnrolledInputs, kTile / T));
   }
   const Conv2d& g;
   Cells cells;
