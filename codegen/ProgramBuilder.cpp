@@ -11,6 +11,7 @@
 #include "ir/OpRegistry.h"
 #include "passes/Pass.h"
 #include "passes/PassUtil.h"
+#include "runtime/ukernels/Buffers.h"
 
 namespace friction::codegen {
 namespace {
@@ -328,7 +329,7 @@ void ProgramBuilder::placeInArena(Program& p, const Graph& g) {
     stats_.arenaValues++;
   }
   if (stats_.arenaValues == 0) return;
-  p.arena = std::shared_ptr<void>(std::aligned_alloc(64, size_t((arenaBytes + 63) / 64 * 64)), std::free);
+  p.arena = std::shared_ptr<void>(ukernels::allocateBuffer(size_t(arenaBytes)), std::free);
   FRICTION_CHECK(p.arena != nullptr, "cpu: out of memory allocating the " + std::to_string(arenaBytes) + "-byte arena");
   stats_.arenaBytes = arenaBytes;
 }

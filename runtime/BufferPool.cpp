@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "ir/Error.h"
+#include "runtime/ukernels/Buffers.h"
 
 namespace friction {
 
@@ -25,7 +26,7 @@ Tensor BufferPool::acquire(DType dtype, std::vector<int64_t> shape) {
     }
   }
   if (!p) {
-    p = std::aligned_alloc(64, bytes);
+    p = ukernels::allocateBuffer(bytes);
     FRICTION_CHECK(p, "cpu: out of memory allocating " + std::to_string(bytes) + " bytes");
     std::lock_guard<std::mutex> lock(mutex_);
     held_ += bytes;

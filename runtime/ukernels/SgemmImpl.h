@@ -6,12 +6,15 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #if defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
+#include "runtime/ukernels/Buffers.h"
 #include "runtime/ukernels/Parallel.h"
 #include "runtime/ukernels/Sgemm.h"
 
@@ -27,13 +30,15 @@ struct PackedKey {
 };
 const float* constantPanels(const PackedKey& key, size_t floats, void (*pack)(const PackedKey&, float*));
 
-// 64-byte aligned float buffers (panels are read with full-width vector loads).
+// 64-byte aligned float buffers (panels are read with full-width vector loads), on huge pages from 2 MiB on.
 struct AlignedDelete {
-  void operator()(float* p) const { ::operator delete[](p, std::align_val_t(64)); }
+  void operator()(float* p) const { std::free(p); }
 };
 using AlignedFloats = std::unique_ptr<float[], AlignedDelete>;
 inline AlignedFloats alignedFloats(size_t n) {
-  return AlignedFloats(static_cast<float*>(::operator new[](n * sizeof(float), std::align_val_t(64))));
+  float* p = static_cast<float*>(allocateBuffer(n * sizeof(float)));
+  if (!p) throw std::bad_alloc();
+  return AlignedFloats(p);
 }
 
 namespace {
