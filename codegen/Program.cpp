@@ -119,6 +119,13 @@ void enableProfiling(Program& p) {
     if (s.sub) enableProfiling(*s.sub);
 }
 
+void resetProfile(Program& p) {
+  p.stepMs.assign(p.stepMs.size(), 0.0);
+  p.stepCalls.assign(p.stepCalls.size(), 0);
+  for (Step& s : p.steps)
+    if (s.sub) resetProfile(*s.sub);
+}
+
 void collectProfile(const Program& p, std::vector<StepTime>& out) {
   for (size_t i = 0; i < p.steps.size() && i < p.stepMs.size(); ++i) {
     const Step& s = p.steps[i];

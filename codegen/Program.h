@@ -65,6 +65,8 @@ struct Program : SlotProgram<Step> {
 
 // Turns profiling on in `p` and every nested program.
 void enableProfiling(Program& p);
+// Zeroes the step times of `p` and every nested program.
+void resetProfile(Program& p);
 // The timed leaf steps of `p` and of the regions inside it.
 void collectProfile(const Program& p, std::vector<StepTime>& out);
 // Calls `fn` on every constant of `p` and its nested programs.

@@ -6,7 +6,7 @@
 
 namespace friction {
 
-std::string profileReport(const std::vector<StepTime>& steps, long runs, int top) {
+std::string profileReport(const std::vector<StepTime>& steps, long runs, int top, const std::string& runsNote) {
   if (runs <= 0) return "";
   struct Group {
     double ms = 0;
@@ -24,8 +24,8 @@ std::string profileReport(const std::vector<StepTime>& steps, long runs, int top
   auto share = [&](double ms) { return total > 0 ? 100 * ms / total : 0.0; };
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "  profile over %ld runs: %.3f ms per run in %zu steps\n    %9s %7s %6s  %s\n", runs,
-                total / double(runs), steps.size(), "ms/run", "share", "calls", "step kind");
+  std::snprintf(line, sizeof line, "  profile over %ld runs%s: %.3f ms per run in %zu steps\n    %9s %7s %6s  %s\n", runs,
+                runsNote.c_str(), total / double(runs), steps.size(), "ms/run", "share", "calls", "step kind");
   out += line;
   for (const auto& [label, g] : sorted) {
     std::snprintf(line, sizeof line, "    %9.3f %6.1f%% %6.0f  %s\n", g.ms / double(runs), share(g.ms),

@@ -19,7 +19,9 @@ struct StepTime {
 constexpr int kSlowestStepsNamed = 12;
 
 // The table: per label (calls per run, ms per run, share of the total) and
-// the `top` slowest steps. Empty when `runs` is 0.
-std::string profileReport(const std::vector<StepTime>& steps, long runs, int top = kSlowestStepsNamed);
+// the `top` slowest steps. Empty when `runs` is 0. `runsNote` follows the run
+// count in the heading (which runs were left out).
+std::string profileReport(const std::vector<StepTime>& steps, long runs, int top = kSlowestStepsNamed,
+                          const std::string& runsNote = "");
 
 }  // namespace friction
