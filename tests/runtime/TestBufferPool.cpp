@@ -3,7 +3,11 @@
 // buffer outliving its pool's last holder still goes back safely.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <cstring>
+
 #include "runtime/BufferPool.h"
+#include "runtime/ukernels/Buffers.h"
 
 namespace friction {
 namespace {
@@ -32,6 +36,20 @@ TEST(BufferPool, ABufferMayOutliveThePoolsHolder) {
     kept.data<float>()[3] = 2.5f;
   }  // the tensor keeps the pool alive until it goes
   EXPECT_EQ(kept.data<float>()[3], 2.5f);
+}
+
+TEST(BufferPool, LargeBuffersAreHugePageAligned) {
+  // From 2 MiB on a buffer starts on a huge-page boundary (so THP can back it); smaller ones are 64-byte
+  // aligned. Every byte asked for is writable and reads back.
+  for (size_t bytes : {size_t(1), size_t(100), size_t(2) << 20, (size_t(5) << 20) + 3}) {
+    auto* p = static_cast<unsigned char*>(ukernels::allocateBuffer(bytes));
+    ASSERT_NE(p, nullptr) << bytes;
+    const uintptr_t align = bytes >= (size_t(2) << 20) ? uintptr_t(2) << 20 : 64;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % align, 0u) << bytes;
+    std::memset(p, 0x5a, bytes);
+    EXPECT_EQ(p[bytes - 1], 0x5a) << bytes;
+    std::free(p);
+  }
 }
 
 }  // namespace
