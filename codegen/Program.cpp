@@ -3,6 +3,8 @@
 #include <omp.h>
 
 #include <chrono>
+#include <unordered_map>
+#include <variant>
 
 #include "ir/Error.h"
 #include "ir/FusedRegion.h"
@@ -126,16 +128,40 @@ void resetProfile(Program& p) {
     if (s.sub) resetProfile(*s.sub);
 }
 
-void collectProfile(const Program& p, std::vector<StepTime>& out) {
+namespace {
+
+// A dedup-patterns instance's body node names (its first instance's, in body order) mapped to this instance's
+// own (its provenance, in the same order), so that every instance's steps are profiled under their own layers'
+// names; empty for any other region, or where the two lists do not line up.
+std::unordered_map<std::string, std::string> instanceNames(const Node& region) {
+  std::unordered_map<std::string, std::string> names;
+  auto r = FusedRegion::of(region);
+  auto it = region.attrs().find("provenance");
+  if (!r || r->kind() != RegionKind::Pattern || it == region.attrs().end()) return names;
+  const auto* own = std::get_if<std::vector<std::string>>(&it->second);
+  const auto& body = r->body().nodes();
+  if (!own || own->size() != body.size()) return names;
+  for (size_t k = 0; k < body.size(); ++k) names[body[k]->name()] = (*own)[k];
+  return names;
+}
+
+void collectProfileNamed(const Program& p, std::vector<StepTime>& out,
+                         const std::unordered_map<std::string, std::string>& renamed) {
   for (size_t i = 0; i < p.steps.size() && i < p.stepMs.size(); ++i) {
     const Step& s = p.steps[i];
     if (s.kind == Step::Sub) {
-      collectProfile(*s.sub, out);
+      collectProfileNamed(*s.sub, out, instanceNames(*s.node));
       continue;
     }
-    out.push_back({stepLabel(s), s.node->name() + " -> " + s.node->output(0)->type().str(), p.stepMs[i], p.stepCalls[i]});
+    auto it = renamed.find(s.node->name());
+    const std::string& name = it == renamed.end() ? s.node->name() : it->second;
+    out.push_back({stepLabel(s), name + " -> " + s.node->output(0)->type().str(), p.stepMs[i], p.stepCalls[i]});
   }
 }
+
+}  // namespace
+
+void collectProfile(const Program& p, std::vector<StepTime>& out) { collectProfileNamed(p, out, {}); }
 
 void forEachConstant(const Program& p, const std::function<void(const Tensor&)>& fn) {
   for (const auto& [slot, t] : p.constants) fn(t);

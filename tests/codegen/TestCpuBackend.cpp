@@ -741,6 +741,30 @@ TEST_F(CpuBackendTest, ProfileAllNamesEveryStep) {
   }
 }
 
+TEST_F(CpuBackendTest, ProfileNamesEachPatternInstanceByItsOwnNodes) {
+  // dedup-patterns makes the four MatMul -> Relu blocks instances of one shared body, named after the first;
+  // the profile still names every instance's steps after its own nodes.
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F32, {8, 32}});
+  std::vector<std::string> relus;
+  for (int i = 0; i < 4; ++i) {
+    relus.push_back("block" + std::to_string(i) + "/relu");
+    x = b.op("Relu", {b.op("MatMul", {x, b.constant(randomTensor({32, 32}, 60 + i))})}, {}, relus.back());
+  }
+  b.output(x);
+  std::vector<Tensor> in = {randomTensor({8, 32}, 59)};
+  auto want = interp::run(g, in);
+  runPipeline(g, buildPipeline(PipelineOptions{}));
+  int instances = 0;
+  for (const auto& n : g.nodes()) instances += n->attrs().count("pattern") > 0;
+  ASSERT_GE(instances, 2) << "no pattern instances to name";
+  auto model = createBackend("cpu?profile=all")->compile(g);
+  expectClose(model->run(in)[0], want[0], 1e-4, "patterns");
+  const std::string p = model->profile();
+  for (const std::string& relu : relus) EXPECT_NE(p.find(relu), std::string::npos) << relu << " missing from\n" << p;
+}
+
 TEST_F(CpuBackendTest, CompileEachMeasuresEveryKernel) {
   // cpu?compile=each: one module per distinct kernel, whose phases are its own; the calls add up.
   Graph g;
