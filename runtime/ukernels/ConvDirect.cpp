@@ -13,19 +13,16 @@
 namespace friction::ukernels {
 namespace {
 
-// Direct convolution: one output row (n, oh) and one block of output channels at a time (a task takes a
-// row's chunk of blocks); the pixels whose window lies inside the input row in tiles of up to 8 pixels
-// (accumulators in vector registers, no bounds checks), the border pixels one by one. Grouped
-// convolutions and dense ones over at most 4 input channels, in either layout, run DirectRow below;
-// depthwise NHWC ones their own row kernel (depthwiseRow), whose inner loop reuses each loaded input
-// across the window, and which computes a row's blocks of one width pixel by pixel, so that it reads the row
-// in order. Outputs start from the bias and leave with the residual added, clamped to [lo, hi]
-// (a fused Relu/Clip) and activated (Conv.h's Activation), so each is written once.
-// A block of L channels is a Pack of native vectors (one zmm, two ymm or four
-// xmm for 16 channels); the code is written once over the native width NW and
-// instantiated per ISA (Multiversion.h). The helpers pass Packs by value; they
-// are forced inline into each ISA's copy, so no vector crosses a call between
-// ISAs (callAtWidth's calls stay within one).
+// Direct convolution: one output row (n, oh) and one block of output channels at a time (a task takes a row's chunk
+// of blocks); the pixels whose window lies inside the input row in tiles of up to 8 pixels (accumulators in vector
+// registers, no bounds checks), the border pixels one by one. Grouped convolutions and dense ones over at most 4
+// input channels, in either layout, run DirectRow below; depthwise NHWC ones their own row kernel (depthwiseRow),
+// whose inner loop reuses each loaded input across the window, and which computes a row's blocks of one width pixel
+// by pixel, so that it reads the row in order. Outputs start from the bias and leave with the residual added, clamped
+// to [lo, hi] (a fused Relu/Clip) and activated (Conv.h's Activation), so each is written once. A block of L channels
+// is a Pack of native vectors (one zmm, two ymm or four xmm for 16 channels); the code is written once over the
+// native width NW and instantiated per ISA (Multiversion.h). The helpers pass Packs by value; they are forced inline
+// into each ISA's copy, so no vector crosses a call between ISAs (callAtWidth's calls stay within one).
 #pragma GCC diagnostic ignored "-Wpsabi"
 constexpr int64_t kLanes = 16;
 // A depthwise task's weights and one pixel's window, at most: an L1 of 32 KB (AVX2 EPYC) or 48 KB.
@@ -46,18 +43,15 @@ FRICTION_INLINE const float* advance(const float* p, int64_t step) {
   return p;
 }
 
-// Grouped: the block's 16 output channels read the input channels of their
-// groups (`inputs` of them from the block's first); each is broadcast and
-// multiplied by a 16-lane weight vector that is zero in the lanes of other
-// groups (and past K, so in the last block only the store may be partial).
-// Group widths below 16 waste lanes (8: half), which still beats a GEMM per
-// group whose 8 columns waste as many and pay an im2col besides. The
-// broadcast input need not be channels-last, so NCHW runs the same cells.
+// Grouped: the block's 16 output channels read the input channels of their groups (`inputs` of them from the block's
+// first); each is broadcast and multiplied by a 16-lane weight vector that is zero in the lanes of other groups (and
+// past K, so in the last block only the store may be partial). Group widths below 16 waste lanes (8: half), which
+// still beats a GEMM per group whose 8 columns waste as many and pay an im2col besides. The broadcast input need not
+// be channels-last, so NCHW runs the same cells.
 //
-// Where the block is several native vectors (AVX2: two) whose lanes' groups
-// read disjoint inputs (groups of at most 8 channels), each vector multiplies
-// its own inputs only, not the zeros of the others' (RegNetY's groups of 8:
-// half the multiplies).
+// Where the block is several native vectors (AVX2: two) whose lanes' groups read disjoint inputs (groups of at most 8
+// channels), each vector multiplies its own inputs only, not the zeros of the others' (RegNetY's groups of 8: half
+// the multiplies).
 //
 // Planar: the inputs' channels lie H * W floats apart (NCHW), else 1 (NHWC).
 template <class P, bool Planar>
@@ -154,10 +148,9 @@ struct GroupedCells : GroupedInputs<P, Planar> {
 template <class Cells, bool HasResidual, bool Planar>
 struct DirectRow {
   using P = typename Cells::Block;
-  // Pixels per interior tile: 8 vector accumulators for blocks of 16 channels, which leaves registers for the
-  // weights and the inputs on every ISA (16 ymm on AVX2). AVX-512's blocks of 32 (dense stems) take 16 of its
-  // 32 registers, so each broadcast input feeds two vectors; 24 (tiles of 12 pixels) ran 3 -> 32 stems in 1.4x
-  // the time.
+  // Pixels per interior tile: 8 vector accumulators for blocks of 16 channels, which leaves registers for the weights
+  // and the inputs on every ISA (16 ymm on AVX2). AVX-512's blocks of 32 (dense stems) take 16 of its 32 registers,
+  // so each broadcast input feeds two vectors; 24 (tiles of 12 pixels) ran 3 -> 32 stems in 1.4x the time.
   using V = typename P::V;
   static constexpr int kVectors = int(sizeof(P)) / int(sizeof(V));
   static constexpr int kAccumulators = P::kWidth > kLanes && sizeof(typename P::V) == 64 ? 16 : 8;
@@ -177,6 +170,7 @@ struct DirectRow {
   const float* w;        // the block's weights; window cell (r, s) at w + (r * S + s) * cellStride
   int64_t cellStride;
   int64_t oh, rLo, rHi;  // the window rows [rLo, rHi) lie inside the input
+  int64_t owA, owB;      // output columns [owA, owB) read only inside the input row (interiorColumns)
   P bias, lo, hi;
   const float* residual;  // at output (n, oh, 0) of channel k0, or null
   float* y;               // output at (n, oh, 0) of channel k0
@@ -221,11 +215,10 @@ struct DirectRow {
       }
     }
   }
-  // T pixels from ow0, every window cell inside the row.
-  // The loops over the tile's pixels are unrolled so that acc stays in registers: the store's loop, left
-  // rolled, indexed acc at run time, which kept it in memory (RGB stem: 40% of its time reloading it there).
-  // Plain vector arrays, not Packs: an array of Packs went through the stack (AVX-512 stems: 18 stores to
-  // the stack among 15 multiply-adds).
+  // T pixels from ow0, every window cell inside the row. The loops over the tile's pixels are unrolled so that acc
+  // stays in registers: the store's loop, left rolled, indexed acc at run time, which kept it in memory (RGB stem:
+  // 40% of its time reloading it there). Plain vector arrays, not Packs: an array of Packs went through the stack
+  // (AVX-512 stems: 18 stores to the stack among 15 multiply-adds).
   template <int T>
   FRICTION_INLINE void interior(int64_t ow0) const {
     constexpr int J = partials<T>();
@@ -306,8 +299,6 @@ struct DirectRow {
     return ow;
   }
   FRICTION_INLINE void run() const {
-    // Output columns [owA, owB) read only inside the input row.
-    const auto [owA, owB] = interiorColumns(g);
     for (int64_t ow = 0; ow < owA; ++ow) border(ow);
     int64_t ow = owA;
     // The whole tiles in a function of its own (callAtWidth): sharing one with the border pixels and the
@@ -323,6 +314,7 @@ struct DirectRow {
 struct Block {
   int64_t k0, lanes;
   int64_t count = 1;  // depthwise: this many blocks of `lanes` from k0, computed together pixel by pixel
+  BlockInputs in{};   // grouped and dense: the input channels it reads (blockInputs), computed once a conv
 };
 // Output channels per block of the packed weights. Grouped: 16. Dense (over at most 4 input channels) on
 // AVX-512: 32 where K is a multiple of 32, so a tile's broadcast inputs are loaded once for 32 channels, not
@@ -331,6 +323,12 @@ struct Block {
 // 24) lost to 16 + 8 (1.11x). From the machine's width, not the running copy's: it fixes how the weights are packed.
 int64_t blockLanes(const Conv2d& g) {
   return g.group == 1 && machineFloatLanes() >= 16 && g.K % (2 * kLanes) == 0 ? 2 * kLanes : kLanes;
+}
+
+// The input channels the block of output channels [k0, k0 + lanes) reads.
+BlockInputs blockInputs(const Conv2d& g, int64_t k0, int64_t lanes) {
+  const int64_t cg = g.C / g.group, kg = g.K / g.group, k1 = std::min(g.K, k0 + lanes);
+  return {k0 / kg * cg, ((k1 - 1) / kg - k0 / kg + 1) * cg};
 }
 
 // Grouped and dense: blocks of blockLanes (the packed weights' blocks; the last may be partial).
@@ -343,16 +341,12 @@ std::vector<Block> blocksOf(const Conv2d& g) {
     int64_t w = widest;
     if (g.depthwise())
       while (w > g.K - k0) w = w == kLanes ? 8 : w == 8 ? 4 : 1;
-    blocks.push_back({k0, std::min(w, g.K - k0)});
+    const int64_t lanes = std::min(w, g.K - k0);
+    blocks.push_back({k0, lanes, 1, g.depthwise() ? BlockInputs{} : blockInputs(g, k0, lanes)});
   }
   return blocks;
 }
 
-// The input channels the block of output channels [k0, k0 + lanes) reads.
-BlockInputs blockInputs(const Conv2d& g, int64_t k0, int64_t lanes) {
-  const int64_t cg = g.C / g.group, kg = g.K / g.group, k1 = std::min(g.K, k0 + lanes);
-  return {k0 / kg * cg, ((k1 - 1) / kg - k0 / kg + 1) * cg};
-}
 // The packed weights: per block of blockLanes channels, R*S cells of `maxBlockInputs` x blockLanes.
 int64_t maxBlockInputs(const Conv2d& g) {
   int64_t m = 0;
@@ -371,7 +365,7 @@ FRICTION_INLINE void runRow(const float* residual, Args... args) {
 
 // An output row's window rows [rLo, rHi) inside the input, and its columns [owA, owB) whose every window cell
 // lies inside the input row: computed once per row, not per block of channels (on 7x7 images with hundreds
-// of channels, the divisions cost as much as the block's row). DirectRow reads rLo and rHi only.
+// of channels, the divisions cost as much as the block's row).
 struct RowSpan {
   int64_t rLo, rHi, owA, owB;
 };
@@ -583,9 +577,8 @@ struct DirectConv {
   int64_t cellStride;   // floats per window cell of a block's weights: maxBlockInputs * blockLanes
 };
 
-// Output row (n, oh) of the grouped or dense block `blk` with NW-float vectors, the packed weights' blocks
-// L channels wide: xn is image n's input, out the offset of output (n, oh, 0) of channel blk.k0, res the
-// residual there or null.
+// Output row (n, oh) of the grouped or dense block `blk` with NW-float vectors, the packed weights' blocks L channels
+// wide: xn is image n's input, out the offset of output (n, oh, 0) of channel blk.k0, res the residual there or null.
 template <int L, int NW>
 FRICTION_INLINE void blockRowOf(const DirectConv& d, const float* xn, int64_t oh, RowSpan span, Block blk,
                                 int64_t out, const float* res) {
@@ -594,13 +587,13 @@ FRICTION_INLINE void blockRowOf(const DirectConv& d, const float* xn, int64_t oh
   const P bias = d.e.bias ? P::load(d.e.bias + blk.k0, blk.lanes) : P::splat(0.f);
   const float* w = d.packed + blk.k0 / L * g.R * g.S * d.cellStride;
   const P lo = P::splat(d.e.lo), hi = P::splat(d.e.hi);
-  const BlockInputs in = blockInputs(g, blk.k0, blk.lanes);
+  const BlockInputs in = blk.in;
   auto run = [&]<bool Planar>() FRICTION_LAMBDA_INLINE {
     const GroupedInputs<P, Planar> inputs(g, blk.k0, in);
     const float* xk = xn + in.first * inputs.channelStride();
     auto withCount = [&]<int Count>() FRICTION_LAMBDA_INLINE {
       runRow<GroupedCells<P, Planar, Count>, Planar>(res, g, GroupedCells<P, Planar, Count>{inputs}, xk, w,
-                                                     d.cellStride, oh, span.rLo, span.rHi, bias, lo, hi, res,
+                                                     d.cellStride, oh, span.rLo, span.rHi, span.owA, span.owB, bias, lo, hi, res,
                                                      d.y + out, blk.lanes, d.e);
     };
     // The counts of the models' grouped blocks (groups of 4 or 8 split into 8 a vector, of 16 whole) and of
@@ -644,21 +637,6 @@ FRICTION_INLINE void directRowOf(const DirectConv& d, int64_t n, int64_t oh, Row
 }
 
 }  // namespace
-
-// Grouped and depthwise convolutions run direct. So do dense ones over at most
-// 4 input channels (a network's first conv on an RGB image: im2col there makes
-// a GEMM of depth 27-147) where that measured faster: on AVX-512 (in the
-// models' profiles MobileNetV3's 3x3 to 16 channels 0.30 -> 0.11 ms,
-// EfficientNet's to 32 0.37 -> 0.21 ms, ResNet's 7x7 to 64 1.9 -> 1.45 ms), and
-// into one block of 16 output channels. On an AVX2 EPYC the direct kernel's
-// 4-pixel tiles lost to im2col + SGEMM from 40 output channels up (7x7 to 64:
-// 2.4 vs 2.0 ms; 3x3 to 64: 0.70-0.88 vs 0.48-0.59), tied at 24 and 32, won at
-// 16. Wider dense convolutions keep im2col + GEMM: against the SGEMM with its
-// weights packed once, as a model registers them (a driver that left them
-// unregistered repacked them every call and made direct look 1.1-1.9x
-// faster), direct 3x3 convs into 32 or 64 channels took 1.13-1.47x the time
-// (DenseNet's from 128 channels at 56x56 to 14x14, ResNet-18's 64 -> 64 at 56x56).
-bool runsDirect(const Conv2d& g) { return g.group > 1 || (g.C <= 4 && (machineFloatLanes() >= 16 || g.K <= 16)); }
 
 std::vector<float> packBlockWeights(const Conv2d& g, const float* oihw) {
   // Per block of L = blockLanes output channels: R*S cells of [maxBlockInputs, L], zero
