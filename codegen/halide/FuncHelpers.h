@@ -54,6 +54,16 @@ inline ShapedFunc define(const std::string& name, const Ints& shape, const std::
   f(reversed) = body(exprs(v));
   return {f, shape};
 }
+// A reduction's panel (ShapedFunc::panel): f(i) = body(i) with i in the panel's own order, the lanes' dim
+// first, which is also Halide's: the dim first in `i` is stored innermost whoever schedules the panel (an
+// autoscheduler sees that layout; a reversed definition left it the weights' OIHW, so a channels-last
+// convolution's vector of output channels read its weights 2304 floats apart). Read with f(index), unreversed.
+inline HL::Func definePanel(const std::string& name, size_t rank, const std::function<HL::Expr(const Exprs&)>& body) {
+  HL::Func f(halideName(name));
+  Vars v = vars(rank);
+  f(v) = body(exprs(v));
+  return f;
+}
 // Declares a buffer's shape and row-major strides as constants (the program
 // passes every tensor dense, with the shape the kernel was built for): Halide
 // then drops the guards of split loops and indexes with constant strides,

@@ -148,13 +148,6 @@ class Definer {
     return it->second(s);
   }
 
-  // A matmul's B as its panel is defined: [N, K, batch...] from [batch..., K, N] (or [batch..., N, K] transposed).
-  static Ints panelShape(const Ints& bs, bool transposed) {
-    Ints p = {bs[bs.size() - (transposed ? 2 : 1)], bs[bs.size() - (transposed ? 1 : 2)]};
-    p.insert(p.end(), bs.begin(), bs.end() - 2);
-    return p;
-  }
-
   // A convolution's accumulator over [N, K, spatial...]: the bias or zero,
   // then the products over an RDom of (the group's input channels, window).
   // Channels first, a row's pixels are its vector lanes and output channels
@@ -195,11 +188,11 @@ class Definer {
     ShapedFunc a{acc, ys, 1};
     if (source) {
       a = channelsLast(a);
-      a.panel = halide::define(n.name() + "_panel", ws, [&](const Exprs& i) { return at(value(n.input(1)), i); }).func;
+      a.panel = definePanel(n.name() + "_panel", ws.size(), [&](const Exprs& i) { return at(value(n.input(1)), i); });
       a.batchDims = 1;
     }
     HL::Expr x = source ? at(value(source), channelsLastIndex(xi)) : at(value(n.input(0)), xi);
-    HL::Expr w = at(source ? a.panel : value(n.input(1)), wi);
+    HL::Expr w = source ? a.panel(wi) : at(value(n.input(1)), wi);
     acc(reversed) += HL::select(inside, x * w, f32(0));
     out_.producers.push_back(a);  // the accumulator; defineNode adds the result
     return acc;
@@ -231,15 +224,15 @@ class Definer {
     // B through a panel over [N, K, batch...]: the schedule packs a block of columns at a time.
     ShapedFunc a{acc, ys};
     a.batchDims = int(nb);
-    a.panel = halide::define(n.name() + "_panel", panelShape(bs, tb), [&](const Exprs& i) {
+    a.panel = definePanel(n.name() + "_panel", bs.size(), [&](const Exprs& i) {
       Exprs b(i.begin() + 2, i.end());
       b.push_back(tb ? i[0] : i[1]), b.push_back(tb ? i[1] : i[0]);
       return at(arg(1), b);
-    }).func;
+    });
     Exprs bi = broadcastIndex(Ints(bs.begin(), bs.end() - 2), Ints(ys.begin(), ys.begin() + int64_t(nb)),
                               Exprs(y.begin(), y.begin() + int64_t(nb)));
     bi.insert(bi.begin(), {y[nb + 1], k});
-    acc(reversed) += at(arg(0), operand(as, y[nb], k, ta)) * at(a.panel, bi);
+    acc(reversed) += at(arg(0), operand(as, y[nb], k, ta)) * a.panel(bi);
     out_.producers.push_back(a);  // the accumulator; defineNode adds the result
     const float alpha = n.attrFloat("alpha", 1.0f), beta = n.attrFloat("beta", 1.0f);
     if (n.op() != "Gemm" || (!n.input(2) && alpha == 1.0f)) return acc;

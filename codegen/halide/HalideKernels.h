@@ -38,10 +38,10 @@ struct ShapedFunc {
   // channels-last convolution's output channels); -1: the innermost.
   int laneDim = -1;
   // An operand a reduction reads per block of its lanes, packed at that
-  // block's loop: defined over [lanes, the rest...] and stored in that order
-  // reversed, the lanes' dim innermost (a channels-last convolution's
-  // weights [K, C/G, window...]; a matmul's B as [N, K, batch...]);
-  // undefined when none.
+  // block's loop: its Halide args are [lanes, the rest...] in that order, so
+  // the lanes' dim is stored innermost however it is scheduled (a
+  // channels-last convolution's weights [K, C/G, window...]; a matmul's B as
+  // [N, K, batch...]; definePanel in FuncHelpers.h); undefined when none.
   HL::Func panel;
   // The leading dims whose loops enclose the panel's blocks (a batch: one
   // panel a batch index); the blocks enclose the other dims' loops, so one

@@ -60,15 +60,11 @@ std::vector<HL::Var> updateVars(const HL::Func& f, int i) {
   return kept;
 }
 
-// A reduction's panel (ShapedFunc::panel) computed at loop `at`, stored
-// with its friction dim 0 innermost (a convolution's output channels), then
+// A reduction's panel (ShapedFunc::panel) computed at loop `at`, in its own
+// order: the lanes' dim innermost (a convolution's output channels), then
 // the rest in the order the reduction steps through them.
 void schedulePanel(HL::Func panel, const HL::LoopLevel& at) {
-  std::vector<HL::Var> v = panel.args();
-  std::reverse(v.begin(), v.end());
-  panel.compute_at(at).reorder_storage(v);
-  std::vector<HL::VarOrRVar> loops(v.begin(), v.end());
-  panel.reorder(loops).vectorize(v[0], kVector);
+  panel.compute_at(at).vectorize(panel.args()[0], kVector);
 }
 
 // Update `i` of the reduction `p`: the reduction inside a register tile of
