@@ -41,11 +41,6 @@ inline std::pair<int64_t, int64_t> interiorColumns(const Conv2d& g) {
   return {lo, std::max(lo, insideOutputs((g.S - 1) * g.dilW - g.padLeft, g.strideW, g.W, g.OW).second)};
 }
 
-// Whether convNhwc computes g direct: grouped and depthwise convolutions, and
-// dense ones over at most 4 input channels (RGB stems) on AVX-512, or into at
-// most 16 output channels.
-bool runsDirect(const Conv2d& g);
-
 // The direct kernels' weights for a grouped or dense g: per block of 16 output
 // channels (dense on AVX-512 where K is a multiple of 32: of 32), R*S cells of
 // [the block's input channels, the block's width].
