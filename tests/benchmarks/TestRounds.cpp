@@ -3,11 +3,15 @@
 // the old sequential order must demonstrably fail on the same machine. No real timing: the configurations
 // report synthetic durations and advance a virtual clock, so the test is deterministic.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "benchmarks/Rounds.h"
 #include "benchmarks/metrics/Paired.h"
@@ -323,6 +327,50 @@ TEST(Rounds, RealCalibrationRunsAndIsPositive) {
   double lowest = INFINITY;
   waitForNearCores([] { return crossCoreRoundTrip(2); }, lowest, 3, 1000, far);
   EXPECT_GT(lowest, 0);
+}
+
+// Spins until `ms` have passed since `t0`.
+void spinUntil(std::chrono::steady_clock::time_point t0, double ms) {
+  volatile double sink = 0;
+  while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() < ms) sink = sink + 1;
+}
+
+// quiesce waits for this process's threads and its children (a bridge's worker) to stop spinning, and not for
+// another process's: on a shared host other tenants never stop, and every block would wait the whole maximum.
+TEST(Rounds, QuiesceWaitsForItsOwnThreadsAndChildrenOnly) {
+  constexpr double kSpinMs = 120, kMaxMs = 2000;
+  auto t0 = std::chrono::steady_clock::now();
+  std::thread pool([t0] { spinUntil(t0, kSpinMs); });
+  double waited = quiesce(kMaxMs);
+  pool.join();
+  EXPECT_GE(waited, kSpinMs / 2) << "a thread of this process was spinning";
+  EXPECT_LT(waited, kMaxMs) << "it stopped";
+
+  t0 = std::chrono::steady_clock::now();
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    spinUntil(t0, kSpinMs);
+    _exit(0);
+  }
+  waited = quiesce(kMaxMs);
+  waitpid(child, nullptr, 0);
+  EXPECT_GE(waited, kSpinMs / 2) << "a child (a bridge's worker) was spinning";
+
+  // A process that is not a child: forked by a child that exits at once, so it is reparented.
+  t0 = std::chrono::steady_clock::now();
+  child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (fork() == 0) {
+      spinUntil(t0, 1000);
+      _exit(0);
+    }
+    _exit(0);
+  }
+  waitpid(child, nullptr, 0);
+  waited = quiesce(kMaxMs);
+  EXPECT_LT(waited, 500) << "another process spinning is contention, not something to wait out";
 }
 
 TEST(Rounds, RejectsNothingToMeasureAndShortBlocks) {
