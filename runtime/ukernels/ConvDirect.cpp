@@ -7,6 +7,7 @@
 #include <cassert>
 #include <vector>
 
+#include "runtime/ukernels/DepthwiseRow.h"
 #include "runtime/ukernels/Multiversion.h"
 #include "runtime/ukernels/Parallel.h"
 
@@ -16,13 +17,14 @@ namespace {
 // Direct convolution: one output row (n, oh) and one block of output channels at a time (a task takes a row's chunk
 // of blocks); the pixels whose window lies inside the input row in tiles of up to 8 pixels (accumulators in vector
 // registers, no bounds checks), the border pixels one by one. Grouped convolutions and dense ones over at most 4
-// input channels, in either layout, run DirectRow below; depthwise NHWC ones their own row kernel (depthwiseRow),
-// whose inner loop reuses each loaded input across the window, and which computes a row's blocks of one width pixel
-// by pixel, so that it reads the row in order. Outputs start from the bias and leave with the residual added, clamped
-// to [lo, hi] (a fused Relu/Clip) and activated (Conv.h's Activation), so each is written once. A block of L channels
-// is a Pack of native vectors (one zmm, two ymm or four xmm for 16 channels); the code is written once over the
-// native width NW and instantiated per ISA (Multiversion.h). The helpers pass Packs by value; they are forced inline
-// into each ISA's copy, so no vector crosses a call between ISAs (callAtWidth's calls stay within one).
+// input channels, in either layout, run DirectRow below; depthwise NHWC ones their own row kernel (depthwiseRow,
+// DepthwiseRow.h), whose inner loop reuses each loaded input across the window, and which computes a row's blocks of
+// one width pixel by pixel, so that it reads the row in order. Outputs start from the bias and leave with the
+// residual added, clamped to [lo, hi] (a fused Relu/Clip) and activated (Conv.h's Activation), so each is written
+// once. A block of L channels is a Pack of native vectors (one zmm, two ymm or four xmm for 16 channels); the code is
+// written once over the native width NW and instantiated per ISA (Multiversion.h). The helpers pass Packs by value;
+// they are forced inline into each ISA's copy, so no vector crosses a call between ISAs (callAtWidth's calls stay
+// within one).
 #pragma GCC diagnostic ignored "-Wpsabi"
 constexpr int64_t kLanes = 16;
 // A depthwise task's weights and one pixel's window, at most: an L1 of 32 KB (AVX2 EPYC) or 48 KB.
@@ -32,16 +34,6 @@ constexpr int64_t kDepthwiseChunkBytes = int64_t(32) << 10;
 struct BlockInputs {
   int64_t first, count;
 };
-
-// p advanced by `step` floats, opaque to the optimizer: a walk along the row stays one pointer and one add per
-// pixel, where GCC otherwise keeps one offset per (pixel, cell) and, out of registers, reloads them from the stack.
-FRICTION_INLINE const float* advance(const float* p, int64_t step) {
-  p += step;
-#if defined(__GNUC__)
-  asm("" : "+r"(p));
-#endif
-  return p;
-}
 
 // Grouped: the block's 16 output channels read the input channels of their groups (`inputs` of them from the block's
 // first); each is broadcast and multiplied by a 16-lane weight vector that is zero in the lanes of other groups (and
@@ -363,206 +355,6 @@ FRICTION_INLINE void runRow(const float* residual, Args... args) {
     DirectRow<Cells, false, Planar>{args...}.run();
 }
 
-// An output row's window rows [rLo, rHi) inside the input, and its columns [owA, owB) whose every window cell
-// lies inside the input row: computed once per row, not per block of channels (on 7x7 images with hundreds
-// of channels, the divisions cost as much as the block's row).
-struct RowSpan {
-  int64_t rLo, rHi, owA, owB;
-};
-
-// What a depthwise row's tiles read, by value: the tile loop works on its own copy, so no stride, bound or
-// constant in it is reached through a pointer (through the closures of a first version, the loop spent as
-// long chasing them as multiplying; written as DirectRow's methods, its strides and accumulators spilled).
-template <class P>
-struct DepthwiseRowArgs {
-  const float* x0;  // the first inside window row, at input column -padLeft: pixel ow's window at x0 + ow * pixelStep
-  const float* w0;  // that window row's weights
-  const float* bias;  // at the block's first channel, or null
-  const float* res;  // residual at output (n, oh, 0) of the block's first channel, or null
-  float* y;
-  int64_t blocks;  // consecutive blocks of P's width, computed together pixel by pixel
-  int64_t windowRows, S, C, K, rowStep, cellStep, pixelStep, inW, strideW, dilW, padLeft;
-  P lo, hi;
-  Activation activation;
-  float alpha, beta;
-};
-
-// Bias already in v: the residual, the clamp and the activation, then the store of output pixel ow's
-// channels [k, k + P's width) past the first block's.
-template <class P>
-FRICTION_INLINE void depthwiseFinish(const DepthwiseRowArgs<P>& a, P v, int64_t ow, int64_t k) {
-  if (a.res) v.add(P::load(a.res + ow * a.K + k));
-  v.clamp(a.lo, a.hi);
-  activatePack(v, a.activation, a.alpha, a.beta);
-  v.store(a.y + ow * a.K + k);
-}
-
-// A depthwise tile's accumulators: output pixels [ow, ow + T) of the G blocks of P's width from channel k
-// past the first block's, as T x G*N vectors of `lanes` floats. G > 1 where a tile is one or two pixels
-// (small images, the remainder of a row): one block's window products are one chain of dependent
-// multiply-adds, G blocks are G chains to overlap.
-template <class P, int T, int G>
-struct DepthwiseAccumulators {
-  using V = typename P::V;
-  static constexpr int kPerBlock = int(sizeof(P) / sizeof(V)), N = G * kPerBlock, lanes = P::kWidth / kPerBlock;
-  V acc[T][N];
-
-  FRICTION_INLINE static V load(const float* p) {
-    V v;
-    std::memcpy(&v, p, sizeof(V));
-    return v;
-  }
-  FRICTION_INLINE void startAt(const DepthwiseRowArgs<P>& a, int64_t k) {
-#pragma GCC unroll 8
-    for (int i = 0; i < N; ++i) {
-      const V bias = a.bias ? load(a.bias + k + i * lanes) : V{};
-#pragma GCC unroll 8
-      for (int p = 0; p < T; ++p) acc[p][i] = bias;
-    }
-  }
-  FRICTION_INLINE void finish(const DepthwiseRowArgs<P>& a, int64_t ow, int64_t k) const {
-#pragma GCC unroll 8
-    for (int p = 0; p < T; ++p)
-#pragma GCC unroll 8
-      for (int b = 0; b < G; ++b) {
-        P v;
-#pragma GCC unroll 8
-        for (int i = 0; i < kPerBlock; ++i) v.v[i] = acc[p][b * kPerBlock + i];
-        depthwiseFinish(a, v, ow + p, k + b * P::kWidth);
-      }
-  }
-};
-
-// Output pixels [ow, ow + T), all inside, of the G blocks from channel k. KS: the window width when fixed at
-// compile time (0: a.S); Stride: the horizontal stride when fixed and the window undilated (0: any). With
-// both fixed, each input pixel of a window row is loaded once and multiplied into every output pixel of the
-// tile whose window holds it (3x3, stride 1: 6 loads for 12 products).
-template <class P, int T, int G, int KS, int Stride>
-FRICTION_INLINE void depthwiseTile(const DepthwiseRowArgs<P>& a, int64_t ow, int64_t k) {
-  using A = DepthwiseAccumulators<P, T, G>;
-  using V = typename A::V;
-  constexpr int N = A::N, lanes = A::lanes;
-  A t;
-  t.startAt(a, k);
-  const float *x = a.x0 + ow * a.pixelStep + k, *w = a.w0 + k;
-  for (int64_t r = 0; r < a.windowRows; ++r, x += a.rowStep, w += a.S * a.C) {
-    if constexpr (KS > 0 && Stride > 0) {
-      const float* xj = x;
-#pragma GCC unroll 32
-      for (int j = 0; j < (T - 1) * Stride + KS; ++j, xj = advance(xj, a.C)) {
-        V xv[N];
-#pragma GCC unroll 8
-        for (int i = 0; i < N; ++i) xv[i] = A::load(xj + i * lanes);
-#pragma GCC unroll 8
-        for (int s = 0; s < KS; ++s)  // input pixel j is cell s of output pixel (j - s) / Stride
-          if (j >= s && (j - s) % Stride == 0 && (j - s) / Stride < T)
-#pragma GCC unroll 8
-            for (int i = 0; i < N; ++i) t.acc[(j - s) / Stride][i] += xv[i] * A::load(w + s * a.C + i * lanes);
-      }
-    } else {
-      for (int64_t s = 0; s < (KS ? KS : a.S); ++s) {
-        V wv[N];
-#pragma GCC unroll 8
-        for (int i = 0; i < N; ++i) wv[i] = A::load(w + s * a.C + i * lanes);
-#pragma GCC unroll 8
-        for (int p = 0; p < T; ++p)
-#pragma GCC unroll 8
-          for (int i = 0; i < N; ++i) t.acc[p][i] += A::load(x + s * a.cellStep + p * a.pixelStep + i * lanes) * wv[i];
-      }
-    }
-  }
-  t.finish(a, ow, k);
-}
-
-// Blocks a tile of T pixels takes at once: enough for about four accumulator vectors (four independent chains).
-template <class P, int T>
-constexpr int depthwiseGroup() {
-  return std::max(1, 4 / (T * int(sizeof(P) / sizeof(typename P::V))));
-}
-
-// Calls tile(k) for every block's channel offset k, G blocks a call while G fit, then one a call.
-template <class P, int G, class Tile>
-FRICTION_INLINE void forBlockGroups(const DepthwiseRowArgs<P>& a, const Tile& tile) {
-  const int64_t end = a.blocks * P::kWidth, groupsEnd = a.blocks / G * G * P::kWidth;
-  int64_t k = 0;
-  for (; k < groupsEnd; k += G * P::kWidth) tile.template operator()<G>(k);
-  if constexpr (G > 1)
-    for (; k < end; k += P::kWidth) tile.template operator()<1>(k);
-}
-
-// Interior pixels from ow in tiles of T while a whole tile fits before `end`; returns the first pixel left.
-template <class P, int T, int KS, int Stride>
-FRICTION_INLINE int64_t depthwiseTiles(const DepthwiseRowArgs<P> a, int64_t ow, int64_t end) {
-  for (; ow + T <= end; ow += T)
-    forBlockGroups<P, depthwiseGroup<P, T>()>(a, [&]<int G>(int64_t k) FRICTION_LAMBDA_INLINE {
-      depthwiseTile<P, T, G, KS, Stride>(a, ow, k);
-    });
-  return ow;
-}
-
-// A border pixel: the window cells [sLo, sHi) inside the input row.
-template <class P>
-FRICTION_INLINE void depthwiseBorder(const DepthwiseRowArgs<P>& a, int64_t ow) {
-  const auto [sLo, sHi] = insideOutputs(ow * a.strideW - a.padLeft, a.dilW, a.inW, a.S);
-  forBlockGroups<P, depthwiseGroup<P, 1>()>(a, [&]<int G>(int64_t k) FRICTION_LAMBDA_INLINE {
-    using A = DepthwiseAccumulators<P, 1, G>;
-    A t;
-    t.startAt(a, k);
-    const float *x = a.x0 + ow * a.pixelStep + k, *w = a.w0 + k;
-    for (int64_t r = 0; r < a.windowRows; ++r, x += a.rowStep, w += a.S * a.C)
-      for (int64_t s = sLo; s < sHi; ++s)
-#pragma GCC unroll 8
-        for (int i = 0; i < A::N; ++i)
-          t.acc[0][i] += A::load(x + s * a.cellStep + i * A::lanes) * A::load(w + s * a.C + i * A::lanes);
-    t.finish(a, ow, k);
-  });
-}
-
-// One output row (n, oh) of `blocks` consecutive depthwise blocks of L channels: x at image n's channel k0,
-// w the [R*S, C] weights at k0, bias at k0, res and y at output (n, oh, 0) of channel k0.
-template <int L, int NW, int KS>
-FRICTION_INLINE void depthwiseRow(const Conv2d& g, const float* x, const float* w, const float* bias, int64_t blocks,
-                                  const ConvEpilogue& e, int64_t oh, RowSpan span, const float* res, float* y) {
-  using P = PackOf<L, NW>;
-  constexpr int T = std::max(1, 8 / int(sizeof(P) / sizeof(typename P::V)));  // 8 vector accumulators
-  const auto [rLo, rHi, owA, owB] = span;
-  const int64_t C = g.C, S = g.S;
-  const DepthwiseRowArgs<P> a{x + ((oh * g.strideH - g.padTop + rLo * g.dilH) * g.W - g.padLeft) * C,
-                              w + rLo * S * C, bias, res, y, blocks, rHi - rLo, S, C, g.K, g.dilH * g.W * C,
-                              g.dilW * C, g.strideW * C, g.W, g.strideW, g.dilW, g.padLeft, P::splat(e.lo),
-                              P::splat(e.hi), e.activation, e.alpha, e.beta};
-  int64_t ow = 0;
-  for (; ow < owA; ++ow) depthwiseBorder(a, ow);
-  // The interior in tiles of T pixels (in a function of its own: see callAtWidth), then of T/2 and 1.
-  auto interior = [&]<int Stride>() FRICTION_LAMBDA_INLINE {
-    callAtWidth<NW>([&]<int>() FRICTION_LAMBDA_INLINE { ow = depthwiseTiles<P, T, KS, Stride>(a, ow, owB); });
-    if constexpr (T >= 4) ow = depthwiseTiles<P, T / 2, KS, Stride>(a, ow, owB);
-    ow = depthwiseTiles<P, 1, KS, Stride>(a, ow, owB);
-  };
-  if constexpr (KS > 0) {
-    if (g.dilW == 1 && g.strideW == 1)
-      interior.template operator()<1>();
-    else if (g.dilW == 1 && g.strideW == 2)
-      interior.template operator()<2>();
-    else
-      interior.template operator()<0>();
-  } else {
-    interior.template operator()<0>();
-  }
-  for (; ow < g.OW; ++ow) depthwiseBorder(a, ow);
-}
-
-// A depthwise row with the window width fixed at compile time where it is 3 or 5 (nearly every model's), so
-// the loop over a window row unrolls.
-template <int L, int NW>
-FRICTION_INLINE void depthwiseRowOf(const Conv2d& g, const float* x, const float* w, const float* bias,
-                                    int64_t blocks, const ConvEpilogue& e, int64_t oh, RowSpan span, const float* res,
-                                    float* y) {
-  if (g.S == 3) return depthwiseRow<L, NW, 3>(g, x, w, bias, blocks, e, oh, span, res, y);
-  if (g.S == 5) return depthwiseRow<L, NW, 5>(g, x, w, bias, blocks, e, oh, span, res, y);
-  depthwiseRow<L, NW, 0>(g, x, w, bias, blocks, e, oh, span, res, y);
-}
-
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // What the rows of one direct convolution share.
@@ -587,14 +379,13 @@ FRICTION_INLINE void blockRowOf(const DirectConv& d, const float* xn, int64_t oh
   const P bias = d.e.bias ? P::load(d.e.bias + blk.k0, blk.lanes) : P::splat(0.f);
   const float* w = d.packed + blk.k0 / L * g.R * g.S * d.cellStride;
   const P lo = P::splat(d.e.lo), hi = P::splat(d.e.hi);
-  const BlockInputs in = blk.in;
   auto run = [&]<bool Planar>() FRICTION_LAMBDA_INLINE {
-    const GroupedInputs<P, Planar> inputs(g, blk.k0, in);
-    const float* xk = xn + in.first * inputs.channelStride();
+    const GroupedInputs<P, Planar> inputs(g, blk.k0, blk.in);
+    const float* xk = xn + blk.in.first * inputs.channelStride();
     auto withCount = [&]<int Count>() FRICTION_LAMBDA_INLINE {
-      runRow<GroupedCells<P, Planar, Count>, Planar>(res, g, GroupedCells<P, Planar, Count>{inputs}, xk, w,
-                                                     d.cellStride, oh, span.rLo, span.rHi, span.owA, span.owB, bias, lo, hi, res,
-                                                     d.y + out, blk.lanes, d.e);
+      using Cells = GroupedCells<P, Planar, Count>;
+      runRow<Cells, Planar>(res, g, Cells{inputs}, xk, w, d.cellStride, oh, span.rLo, span.rHi, span.owA, span.owB,
+                            bias, lo, hi, res, d.y + out, blk.lanes, d.e);
     };
     // The counts of the models' grouped blocks (groups of 4 or 8 split into 8 a vector, of 16 whole) and of
     // RGB stems; wider blocks are dense stems' only.

@@ -41,6 +41,23 @@ inline std::pair<int64_t, int64_t> interiorColumns(const Conv2d& g) {
   return {lo, std::max(lo, insideOutputs((g.S - 1) * g.dilW - g.padLeft, g.strideW, g.W, g.OW).second)};
 }
 
+// An output row's window rows [rLo, rHi) inside the input, and its columns [owA, owB) whose every window cell
+// lies inside the input row: computed once per row, not per block of channels (on 7x7 images with hundreds
+// of channels, the divisions cost as much as the block's row).
+struct RowSpan {
+  int64_t rLo, rHi, owA, owB;
+};
+
+// p advanced by `step` floats, opaque to the optimizer: a walk along the row stays one pointer and one add per
+// pixel, where GCC otherwise keeps one offset per (pixel, cell) and, out of registers, reloads them from the stack.
+FRICTION_INLINE const float* advance(const float* p, int64_t step) {
+  p += step;
+#if defined(__GNUC__)
+  asm("" : "+r"(p));
+#endif
+  return p;
+}
+
 // The direct kernels' weights for a grouped or dense g: per block of 16 output
 // channels (dense on AVX-512 where K is a multiple of 32: of 32), R*S cells of
 // [the block's input channels, the block's width].

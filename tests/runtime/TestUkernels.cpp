@@ -416,7 +416,8 @@ TEST(Conv, AsymmetricWindowsWideRowsAndWindowsWiderThanTheImage) {
 // into two chunks whose weights fit L1, runs of six and five 16-lane blocks
 // that the one-pixel tiles and the border pixels take in groups, then one by
 // one). With pad 3, the 1x7 window has output rows whose
-// window lies wholly in the padding.
+// window lies wholly in the padding. The last four: the row's edges in the
+// input-reuse loop (depthwiseEdgeTiles).
 TEST(Conv, DepthwiseRowsOfEveryBlockWidthStrideAndWindow) {
   struct Case {
     int64_t N, H, W, C, R, S, stride, pad;
@@ -431,7 +432,13 @@ TEST(Conv, DepthwiseRowsOfEveryBlockWidthStrideAndWindow) {
                                          {1, 6, 20, 35, 3, 3, 1, 1},
                                          {1, 2, 9, 200, 3, 3, 1, 1},
                                          {2, 5, 7, 176, 5, 5, 1, 2},
-                                         {1, 1, 1, 29, 3, 3, 1, 1}}) {
+                                         {1, 1, 1, 29, 3, 3, 1, 1},
+                                         // edges in tiles that check the columns: 14 wide (8 checked, 4 inside,
+                                         // 2 checked), rows narrower than a tile, stride 2, 5x5 over 2 columns
+                                         {1, 3, 14, 29, 5, 5, 1, 2},
+                                         {1, 3, 3, 29, 3, 3, 1, 1},
+                                         {2, 7, 7, 40, 5, 5, 2, 2},
+                                         {1, 2, 2, 29, 5, 5, 1, 2}}) {
     Conv2d g;
     g.N = c.N, g.H = c.H, g.W = c.W, g.C = g.K = g.group = c.C, g.R = c.R, g.S = c.S;
     g.strideH = g.strideW = c.stride, g.padTop = g.padLeft = c.pad;  // 1x7 pad 3: rows all padding
