@@ -1,7 +1,6 @@
 #include "benchmarks/Rounds.h"
 
 #include <omp.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -185,6 +184,15 @@ int freeCores(int maxThreads, double limit) {
 }
 
 namespace {
+// What follows "pid (comm) " in a /proc stat file, "S ppid ..." (comm may hold spaces and parentheses); empty if
+// unreadable.
+std::string statAfterComm(const std::filesystem::path& stat) {
+  std::ifstream f(stat);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() ? text.substr(close + 2) : std::string();
+}
+
 // This process and its children (the vendor bridges' Python workers): whose threads a block can leave spinning.
 // The children by a scan of /proc (no /proc/PID/task/TID/children on every kernel).
 std::vector<pid_t> ownProcesses() {
@@ -194,51 +202,42 @@ std::vector<pid_t> ownProcesses() {
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    // /proc/PID/stat: "pid (comm) state ppid ...", where comm may hold spaces and parentheses.
-    std::ifstream f(entry.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    const size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    char state = 0;
     long ppid = 0;
-    if (std::sscanf(stat.c_str() + close + 1, " %c %ld", &state, &ppid) == 2 && ppid == self)
+    if (std::sscanf(statAfterComm(entry.path() / "stat").c_str(), "%*c %ld", &ppid) == 1 && ppid == self)
       pids.push_back(pid_t(std::stol(name)));
   }
   return pids;
 }
 
-// CPU time the processes have used, all their threads, in ms (nanosecond clocks; a process gone counts 0).
-double cpuMs(const std::vector<pid_t>& pids) {
-  double ms = 0;
+// Whether a thread of these processes other than the caller is runnable (state R): spinning, or waiting for a
+// core to spin on. Not their CPU time: a spinner that other processes keep off the cores uses none for a while,
+// yet takes its core back as soon as the next block starts.
+bool anyRunnable(const std::vector<pid_t>& pids) {
+  const std::string self = std::to_string(gettid());
   for (pid_t pid : pids) {
-    clockid_t clock;
-    timespec t{};
-    if (clock_getcpuclockid(pid, &clock) == 0 && clock_gettime(clock, &t) == 0) ms += t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+    std::error_code ec;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec))
+      if (task.path().filename() != self && statAfterComm(task.path() / "stat").starts_with('R')) return true;
   }
-  return ms;
+  return false;
 }
 }  // namespace
 
 double quiesce(double maxMs) {
-  // Wait until a whole window passes in which this process and its children used (nearly) no CPU while this
-  // thread slept. Their CPU clocks, not a short timed probe: a pool that spins and yields lets a probe through
-  // yet halves a core for a kernel that runs for milliseconds (ONNX Runtime's, for ~50 ms after its last run).
-  // Not the whole machine's (/proc/stat, before): on a shared node (a cluster's) other jobs need not ever go
-  // quiet, and every block would wait the whole maximum for them; they are contention, which the calibration
-  // and the near-core wait record.
-  constexpr double kWindowMs = 5;
-  constexpr double kQuietShare = 0.1;  // of the window: the sleeping thread's own wake-ups and clock reads
+  // Wait until no thread of this process and its children is runnable. Their thread states, not a short timed
+  // probe: a pool that spins and yields lets a probe through yet halves a core for a kernel that runs for
+  // milliseconds (ONNX Runtime's, for ~50-90 ms after its last run). Not the whole machine's (/proc/stat,
+  // before): on a shared node (a cluster's) other jobs need not ever go quiet, and every block would wait the
+  // whole maximum for them; they are contention, which the calibration and the near-core wait record.
+  constexpr double kPollMs = 2;
   if (maxMs <= 0) return 0;
   auto t0 = Clock::now();
   const std::vector<pid_t> pids = ownProcesses();
-  double before = cpuMs(pids);
-  while (msSince(t0) < maxMs) {
-    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(kWindowMs));
-    const double after = cpuMs(pids);
-    if (after - before < kQuietShare * kWindowMs) return msSince(t0);
-    before = after;
+  while (anyRunnable(pids)) {
+    if (msSince(t0) >= maxMs) return maxMs;
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(kPollMs));
   }
-  return maxMs;
+  return msSince(t0);
 }
 
 std::vector<double> RoundsResult::roundValues(size_t c) const {

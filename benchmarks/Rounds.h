@@ -53,11 +53,10 @@ Calibration calibrate(int threads);
 // machine, fewer when other processes hold cores.
 int freeCores(int maxThreads, double limit = 1.25);
 
-// Waits, up to `maxMs`, until this process and its children (the bridges' workers) leave the cores: a 5 ms
-// window in which their threads used under 0.5 ms of CPU while this one slept. Executors leave thread pools
-// spinning after a run (ONNX Runtime's keep a core busy for ~50 ms here, and the block timed next ran up to 2x
-// slow); the wait is for them, not for other processes. Returns the milliseconds waited (at least 5); maxMs
-// when the pools kept spinning.
+// Waits, up to `maxMs`, until no thread of this process and its children (the bridges' workers) is runnable
+// (/proc's thread states, polled every 2 ms). Executors leave thread pools spinning after a run (ONNX Runtime's
+// keep a core busy for ~50-90 ms here, and the block timed next ran up to 2x slow); the wait is for them, not for
+// other processes. Returns the milliseconds waited (0 when nothing spins); maxMs when the pools kept spinning.
 double quiesce(double maxMs);
 
 // The core-to-core round trip (Calibration::crossCoreNs) of `threads` threads now; 0 for one thread.
