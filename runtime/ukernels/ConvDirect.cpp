@@ -18,8 +18,9 @@ namespace {
 // of blocks); the pixels whose window lies inside the input row in tiles of up to 8 pixels (accumulators in vector
 // registers, no bounds checks), the border pixels one by one. Grouped convolutions and dense ones over at most 4
 // input channels, in either layout, run DirectRow below; depthwise NHWC ones their own row kernel (depthwiseRow,
-// DepthwiseRow.h), whose inner loop reuses each loaded input across the window, and which computes a row's blocks of
-// one width pixel by pixel, so that it reads the row in order. Outputs start from the bias and leave with the
+// DepthwiseRow.h), whose inner loop reuses each loaded input across the window (with a fixed window, border pixels
+// too, in tiles that skip the columns outside the row), and which computes a row's blocks of one width pixel by
+// pixel, so that it reads the row in order. Outputs start from the bias and leave with the
 // residual added, clamped to [lo, hi] (a fused Relu/Clip) and activated (Conv.h's Activation), so each is written
 // once. A block of L channels is a Pack of native vectors (one zmm, two ymm or four xmm for 16 channels); the code is
 // written once over the native width NW and instantiated per ISA (Multiversion.h). The helpers pass Packs by value;
