@@ -170,7 +170,8 @@ RoundsResult measureInRounds(const std::vector<PreparedCell*>& cells, const Roun
                             c->m.internalTiming = runs.internal;
                             return runs.ms;
                           },
-                          c->compiled->leavesCoresBusy(), [c] { reincarnate(*c); }});
+                          c->compiled->leavesCoresBusy(), [c] { reincarnate(*c); },
+                          [c] { return c->compiled->park(); }});
   }
   RoundsOptions ro = options;
   if (ro.threads <= 0) ro.threads = cells[0]->m.threads;

@@ -11,13 +11,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <numeric>
 #include <random>
 #include <stdexcept>
 #include <thread>
 #include <utility>
+
+#include "runtime/ProcessState.h"
 
 namespace friction::bench {
 namespace {
@@ -184,15 +184,6 @@ int freeCores(int maxThreads, double limit) {
 }
 
 namespace {
-// What follows "pid (comm) " in a /proc stat file, "S ppid ..." (comm may hold spaces and parentheses); empty if
-// unreadable.
-std::string statAfterComm(const std::filesystem::path& stat) {
-  std::ifstream f(stat);
-  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  const size_t close = text.rfind(')');
-  return close != std::string::npos && close + 2 < text.size() ? text.substr(close + 2) : std::string();
-}
-
 // This process and its children (the vendor bridges' Python workers): whose threads a block can leave spinning.
 // The children by a scan of /proc (no /proc/PID/task/TID/children on every kernel).
 std::vector<pid_t> ownProcesses() {
@@ -213,12 +204,10 @@ std::vector<pid_t> ownProcesses() {
 // core to spin on. Not their CPU time: a spinner that other processes keep off the cores uses none for a while,
 // yet takes its core back as soon as the next block starts.
 bool anyRunnable(const std::vector<pid_t>& pids) {
-  const std::string self = std::to_string(gettid());
-  for (pid_t pid : pids) {
-    std::error_code ec;
-    for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec))
-      if (task.path().filename() != self && statAfterComm(task.path() / "stat").starts_with('R')) return true;
-  }
+  const pid_t self = gettid();
+  for (pid_t pid : pids)
+    for (char state : threadStates(pid, self))
+      if (state == 'R') return true;
   return false;
 }
 }  // namespace
@@ -314,6 +303,8 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
   static double lowestInProcess = INFINITY;  // the near level, learned over every run of this process
   double injectedLowest = INFINITY;
   double& lowest = o.crossCore ? injectedLowest : lowestInProcess;
+  // After a contender ran (its probes, a block, a new incarnation's warm-up): whether it may still hold a core.
+  auto leftBusy = [](const Contender& c) { return c.leavesCoresBusy && !(c.park && c.park()); };
   auto settle = [&] {
     if (o.settleMs > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.settleMs));
     if (busy) waited += o.quiesce ? o.quiesce(o.quiesceMs) : o.calibration ? 0 : quiesce(o.quiesceMs);
@@ -333,7 +324,7 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
   for (const auto& c : contenders) {
     settle();
     std::vector<double> probe = c.time(3);
-    busy = c.leavesCoresBusy;
+    busy = leftBusy(c);
     double ms = probe.empty() ? 1 : std::max(*std::min_element(probe.begin(), probe.end()), 1e-3);
     auto runsFor = [ms](double budgetMs) { return int(std::clamp(std::round(budgetMs / ms), 1.0, 10000.0)); };
     res.reps.push_back(o.repsPerRound > 0 ? o.repsPerRound : std::max(runsFor(o.blockMs), o.minBlockReps));
@@ -344,7 +335,7 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
     nearCores();
     if (res.warmupReps[c] > 0) contenders[c].time(res.warmupReps[c]);
     std::vector<double> t = contenders[c].time(res.reps[c]);
-    busy = contenders[c].leavesCoresBusy;
+    busy = leftBusy(contenders[c]);
     if (t.size() != size_t(res.reps[c]))
       throw std::runtime_error("configuration '" + contenders[c].label + "' timed " + std::to_string(t.size()) +
                                " runs, asked for " + std::to_string(res.reps[c]));
@@ -386,8 +377,10 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
         for (size_t k = n; k > 1; --k) std::swap(order[k - 1], order[size_t(rng() % k)]);
       if (r > 0 && r % epochRounds == 0 && r / epochRounds < o.epochs) {  // a new epoch begins
         for (size_t c : order)
-          if (contenders[c].reincarnate) contenders[c].reincarnate();
-        busy = true;
+          if (contenders[c].reincarnate) {
+            contenders[c].reincarnate();
+            busy = leftBusy(contenders[c]) || busy;
+          }
       }
       size_t round = newRound(order, start);
       for (size_t c : order) timeBlock(c, round);

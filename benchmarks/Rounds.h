@@ -25,6 +25,10 @@ struct Contender {
   // Where a process's buffers land makes it consistently faster or slower by up to a fifth here, a bias drawn
   // anew with each process that no interval over one layout's runs can see (docs/metrics.md, "Layout epochs").
   std::function<void()> reincarnate;
+  // Stops what its runs left spinning until its next block (a bridge stops its worker process) and returns true,
+  // so nothing is left to wait for; null, or false: quiesce. A stopped pool takes no core, where a quiet wait
+  // lets it spin out (ONNX Runtime's: ~50-90 ms after every block, a sixth of a sweep's wall time).
+  std::function<bool()> park;
 };
 
 // The calibration workload: a fixed amount of dependent floating-point work timed on one thread (`serialMs`:

@@ -46,9 +46,13 @@ class CompiledModel {
   virtual std::string profile() const { return ""; }
   // True when the cores may stay busy after a run returns: a vendor runtime's
   // thread pool spins on (ONNX Runtime's for ~50 ms here), so the protocol
-  // waits for quiet before timing anything else. friction's own OpenMP
+  // parks the model (below) or waits for quiet before timing anything else. friction's own OpenMP
   // executors spin well under the protocol's 1 ms pause: false.
   virtual bool leavesCoresBusy() const { return true; }
+  // Stops what the runs so far left spinning until the next run (a bridge stops its worker process): true when
+  // nothing of this model can take a core now, so the harness need not wait for quiet after its block; false
+  // when it cannot tell.
+  virtual bool park() { return false; }
 };
 
 class Backend {

@@ -101,6 +101,7 @@ class PythonBridgeModel : public CompiledModel {
     return {reply.at("ms").get<std::vector<double>>(), true};
   }
   std::string description() const override { return description_; }
+  bool park() override { return worker_.park(); }
 
  private:
   void writeInputs(const std::vector<Tensor>& inputs) {

@@ -2,13 +2,19 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
+#include <vector>
 
 #include "ir/Error.h"
+#include "runtime/ProcessState.h"
 
 namespace friction::vendor {
 
@@ -29,9 +35,14 @@ PythonWorker::PythonWorker(const std::string& script) : script_(script) {
   int toChild[2], fromChild[2];
   FRICTION_CHECK(pipe2(toChild, O_CLOEXEC) == 0 && pipe2(fromChild, O_CLOEXEC) == 0,
                  "cannot create pipes for the Python worker");
+  const pid_t parent = getpid();
   pid_ = fork();
   FRICTION_CHECK(pid_ >= 0, "cannot start the Python worker");
   if (pid_ == 0) {
+    // A parked (stopped) worker would never see friction's end; SIGCONT when the parent goes lets it run on to
+    // the end of its input. Harmless otherwise, also where the thread that started it ends first.
+    prctl(PR_SET_PDEATHSIG, SIGCONT);
+    if (getppid() != parent) _exit(127);
     dup2(toChild[0], 0);
     dup2(fromChild[1], 1);
     close(toChild[1]);
@@ -46,6 +57,7 @@ PythonWorker::PythonWorker(const std::string& script) : script_(script) {
 }
 
 PythonWorker::~PythonWorker() {
+  resume();
   if (in_) {
     std::fputs("{\"cmd\": \"quit\"}\n", in_);
     std::fclose(in_);
@@ -54,7 +66,26 @@ PythonWorker::~PythonWorker() {
   if (pid_ > 0) waitpid(pid_, nullptr, 0);
 }
 
+bool PythonWorker::park() {
+  if (pid_ <= 0 || kill(pid_, SIGSTOP) != 0) return false;
+  parked_ = true;
+  // The stop reaches every thread within microseconds; give up (the harness then waits for quiet) after 50 ms.
+  for (auto t0 = std::chrono::steady_clock::now(); std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(50);) {
+    std::vector<char> states = threadStates(pid_);
+    if (states.empty() || std::count(states.begin(), states.end(), 'Z')) return false;  // exited
+    if (std::all_of(states.begin(), states.end(), [](char s) { return s == 'T' || s == 't'; })) return true;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  return false;
+}
+
+void PythonWorker::resume() {
+  if (parked_ && pid_ > 0) kill(pid_, SIGCONT);
+  parked_ = false;
+}
+
 nlohmann::json PythonWorker::request(const nlohmann::json& req) {
+  resume();
   std::string line = req.dump() + "\n";
   FRICTION_CHECK(std::fputs(line.c_str(), in_) >= 0 && std::fflush(in_) == 0,
                  "the Python worker (" + script_ + ") is not running");

@@ -22,11 +22,20 @@ class PythonWorker {
   // message when it answers {"ok": false, "error": ...} or dies.
   nlohmann::json request(const nlohmann::json& req);
 
+  // Stops the worker process (SIGSTOP) until the next request: the thread pools its last runs left spinning
+  // (ONNX Runtime's, for ~50-90 ms) then take no core, where waiting for them to go quiet costs the harness that
+  // long after every block. True once every thread of it has stopped. A worker whose friction dies is continued
+  // by the kernel (its parent-death signal is SIGCONT), sees the end of its input and exits.
+  bool park();
+
   // The Python that workers run with, or "" when the venv is missing.
   static std::string python();
 
  private:
+  void resume();  // continues a parked worker
+
   pid_t pid_ = -1;
+  bool parked_ = false;
   FILE* in_ = nullptr;   // to the worker
   FILE* out_ = nullptr;  // from the worker
   std::string script_;

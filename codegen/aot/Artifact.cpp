@@ -93,6 +93,7 @@ class AotModel : public CompiledModel {
   std::string description() const override { return inner_->description(); }
   int64_t interpNodes() const override { return inner_->interpNodes(); }
   bool leavesCoresBusy() const override { return inner_->leavesCoresBusy(); }
+  bool park() override { return inner_->park(); }
   const CpuStats* stats() const { return cpuStats(*inner_); }
 
  private:

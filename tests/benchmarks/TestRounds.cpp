@@ -116,29 +116,55 @@ TEST(Rounds, FixedOrderKeepsTheGivenOrder) {
   for (const auto& round : r.rounds) EXPECT_EQ(round.order, (std::vector<size_t>{0, 1}));
 }
 
+// Four rounds in a fixed order on a synthetic machine, noting which contender ran last each time the harness
+// waited for quiet ("start": none yet).
+struct QuietWaits {
+  DriftingMachine machine{1};
+  RoundsOptions options = machine.options(RoundOrder::Fixed);
+  std::vector<std::string> before;
+  std::string last = "start";
+  QuietWaits() {
+    options.rounds = options.minRounds = 4;
+    options.quiesce = [this](double) {
+      before.push_back(last);
+      return 10.0;
+    };
+  }
+  RoundsResult run(std::vector<Contender> cs) {
+    for (Contender& c : cs)
+      c.time = [this, time = c.time, label = c.label](int n) {
+        last = label;
+        return time(n);
+      };
+    return runRounds(cs, options);
+  }
+};
+
 // The wait for quiet follows a block whose executor may leave its threads spinning (a vendor bridge), and
 // never a block of friction's own backends: in a fixed order x (friction) then v (bridge), each round waits
 // once, before its calibration (v ran last), and the probes add one wait at the very start.
 TEST(Rounds, WaitsForQuietOnlyAfterExecutorsThatLeaveCoresBusy) {
-  DriftingMachine m(1);
-  RoundsOptions o = m.options(RoundOrder::Fixed);
-  o.rounds = o.minRounds = 4;
-  std::vector<std::string> before;  // what ran last when the harness waited
-  std::string last = "start";
-  Contender x = m.contender("x", 1), v = m.contender("v", 1);
+  QuietWaits waits;
+  Contender x = waits.machine.contender("x", 1), v = waits.machine.contender("v", 1);
   x.leavesCoresBusy = false;
-  for (Contender* c : {&x, &v})
-    c->time = [&last, time = c->time, label = c->label](int n) {
-      last = label;
-      return time(n);
-    };
-  o.quiesce = [&](double) {
-    before.push_back(last);
-    return 10.0;
-  };
-  RoundsResult r = runRounds({x, v}, o);
-  EXPECT_EQ(before, (std::vector<std::string>{"start", "v", "v", "v", "v"}));
+  RoundsResult r = waits.run({x, v});
+  EXPECT_EQ(waits.before, (std::vector<std::string>{"start", "v", "v", "v", "v"}));
   for (const auto& round : r.rounds) EXPECT_EQ(round.quiesceMs, 0) << "the wait before the calibration is not the round's";
+}
+
+// An executor that can park what its runs left spinning (a bridge stops its worker) needs no wait for quiet: in a
+// fixed order x (friction), p (a bridge that parks), w (one that cannot), only w's blocks are waited after, and p
+// is parked after its probes and each of its blocks.
+TEST(Rounds, ParkedExecutorsNeedNoWaitForQuiet) {
+  QuietWaits waits;
+  int parks = 0;
+  Contender x = waits.machine.contender("x", 1), p = waits.machine.contender("p", 1), w = waits.machine.contender("w", 1);
+  x.leavesCoresBusy = false;
+  p.park = [&parks] { return ++parks > 0; };
+  w.park = [] { return false; };
+  waits.run({x, p, w});
+  EXPECT_EQ(waits.before, (std::vector<std::string>{"start", "w", "w", "w", "w"}));
+  EXPECT_EQ(parks, 1 + 4);
 }
 
 TEST(Rounds, BlockSizeFollowsTheTargetBlockTime) {
