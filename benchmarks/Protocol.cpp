@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <mutex>
 
 #include "ir/Error.h"
 #include "runtime/Backend.h"
@@ -43,7 +44,9 @@ void compareOutputs(const std::vector<Tensor>& got, const std::vector<Tensor>& w
 }
 
 std::function<void(const std::string&)> gTrace;
+std::mutex gTraceMutex;  // bridges' cells are prepared anew from several threads at once (runRounds)
 void trace(const std::string& event) {
+  std::lock_guard<std::mutex> lock(gTraceMutex);
   if (gTrace) gTrace(event);
 }
 
@@ -63,7 +66,10 @@ std::vector<Tensor> warmUp(CompiledModel& compiled, const std::vector<Tensor>& i
 
 }  // namespace
 
-void setProtocolTrace(std::function<void(const std::string& event)> f) { gTrace = std::move(f); }
+void setProtocolTrace(std::function<void(const std::string& event)> f) {
+  std::lock_guard<std::mutex> lock(gTraceMutex);
+  gTrace = std::move(f);
+}
 
 std::vector<Tensor> referenceOutputs(const Graph& reference, const Graph& optimized, uint64_t seed) {
   trace("check reference");
@@ -171,7 +177,7 @@ RoundsResult measureInRounds(const std::vector<PreparedCell*>& cells, const Roun
                             return runs.ms;
                           },
                           c->compiled->leavesCoresBusy(), [c] { reincarnate(*c); },
-                          [c] { return c->compiled->park(); }});
+                          [c] { return c->compiled->park(); }, c->compiled->runsApart()});
   }
   RoundsOptions ro = options;
   if (ro.threads <= 0) ro.threads = cells[0]->m.threads;

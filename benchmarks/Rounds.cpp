@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -376,11 +377,17 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
       if (o.order == RoundOrder::Shuffled)  // Fisher-Yates, index = draw mod k: the same orders everywhere
         for (size_t k = n; k > 1; --k) std::swap(order[k - 1], order[size_t(rng() % k)]);
       if (r > 0 && r % epochRounds == 0 && r / epochRounds < o.epochs) {  // a new epoch begins
+        // The contenders that start new processes, each from its own thread; friction's own in this process,
+        // in the round's order. All before the round's calibration.
+        std::vector<std::future<void>> apart;
         for (size_t c : order)
-          if (contenders[c].reincarnate) {
-            contenders[c].reincarnate();
-            busy = leftBusy(contenders[c]) || busy;
-          }
+          if (contenders[c].reincarnate && contenders[c].reincarnatesApart)
+            apart.push_back(std::async(std::launch::async, contenders[c].reincarnate));
+        for (size_t c : order)
+          if (contenders[c].reincarnate && !contenders[c].reincarnatesApart) contenders[c].reincarnate();
+        for (auto& f : apart) f.get();  // rethrows a failed preparation
+        for (size_t c : order)
+          if (contenders[c].reincarnate) busy = leftBusy(contenders[c]) || busy;
       }
       size_t round = newRound(order, start);
       for (size_t c : order) timeBlock(c, round);

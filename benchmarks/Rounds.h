@@ -29,6 +29,9 @@ struct Contender {
   // so nothing is left to wait for; null, or false: quiesce. A stopped pool takes no core, where a quiet wait
   // lets it spin out (ONNX Runtime's: ~50-90 ms after every block, a sixth of a sweep's wall time).
   std::function<bool()> park;
+  // Its new incarnation is another process (a bridge's worker) and may be prepared alongside the others': their
+  // start-ups (an interpreter and the vendor's imports, 0.15-1.3 s each, on one core) then share the cores.
+  bool reincarnatesApart = false;
 };
 
 // The calibration workload: a fixed amount of dependent floating-point work timed on one thread (`serialMs`:

@@ -53,6 +53,9 @@ class CompiledModel {
   // nothing of this model can take a core now, so the harness need not wait for quiet after its block; false
   // when it cannot tell.
   virtual bool park() { return false; }
+  // True when the model runs in another process (a bridge's worker): compiling the graph again starts a new
+  // process, which the harness may do alongside others (Contender::reincarnatesApart).
+  virtual bool runsApart() const { return false; }
 };
 
 class Backend {

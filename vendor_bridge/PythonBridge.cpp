@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -36,7 +37,7 @@ std::string joined(const std::vector<std::string>& v) {
 class TempDir {
  public:
   explicit TempDir(const std::string& what) {
-    static int next = 0;
+    static std::atomic<int> next = 0;  // models are compiled from several threads at once (layout epochs)
     path_ = fs::temp_directory_path() /
             ("friction-" + what + "-" + std::to_string(::getpid()) + "-" + std::to_string(next++));
     fs::create_directories(path_);
@@ -102,6 +103,7 @@ class PythonBridgeModel : public CompiledModel {
   }
   std::string description() const override { return description_; }
   bool park() override { return worker_.park(); }
+  bool runsApart() const override { return true; }
 
  private:
   void writeInputs(const std::vector<Tensor>& inputs) {

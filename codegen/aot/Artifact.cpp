@@ -94,6 +94,7 @@ class AotModel : public CompiledModel {
   int64_t interpNodes() const override { return inner_->interpNodes(); }
   bool leavesCoresBusy() const override { return inner_->leavesCoresBusy(); }
   bool park() override { return inner_->park(); }
+  bool runsApart() const override { return inner_->runsApart(); }
   const CpuStats* stats() const { return cpuStats(*inner_); }
 
  private:

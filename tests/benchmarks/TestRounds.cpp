@@ -8,7 +8,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
@@ -339,6 +341,42 @@ TEST(Rounds, EpochsDrawLayoutsAnewSoTheIntervalSeesThem) {
   EXPECT_EQ(reincarnations, 10 * 2 * 19) << "every contender, before every epoch but the first";
   falseDifferences(3, reincarnations);
   EXPECT_EQ(reincarnations, 10 * 2 * 2) << "20 rounds in 3 epochs: two new layouts each";
+}
+
+// Contenders whose new incarnation is another process (a bridge's worker) are prepared anew at once, each from its
+// own thread: each of the two waits (up to 10 s) until the other has begun too. friction's own, in this process,
+// one at a time on the calling thread. Every one before the epoch's first round.
+TEST(Rounds, ProcessesOfANewEpochStartTogether) {
+  DriftingMachine m(1);
+  RoundsOptions o = m.options(RoundOrder::Shuffled);
+  o.rounds = o.minRounds = 4, o.epochs = 2;
+  std::mutex mu;
+  std::condition_variable cv;
+  int begun = 0, mostAtOnce = 0, ownOffThread = 0, reincarnated = 0;
+  const auto caller = std::this_thread::get_id();
+  auto apart = [&](const std::string& label) {
+    Contender c = m.contender(label, 1);
+    c.reincarnatesApart = true;
+    c.reincarnate = [&] {
+      std::unique_lock<std::mutex> lock(mu);
+      mostAtOnce = std::max(mostAtOnce, ++begun);
+      cv.notify_all();
+      cv.wait_for(lock, std::chrono::seconds(10), [&] { return begun >= 2; });
+      ++reincarnated;
+    };
+    return c;
+  };
+  Contender own = m.contender("own", 1);
+  own.reincarnate = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    ownOffThread += std::this_thread::get_id() != caller;
+    ++reincarnated;
+  };
+  RoundsResult r = runRounds({apart("p"), own, apart("q")}, o);
+  EXPECT_EQ(mostAtOnce, 2) << "the two workers were started one after the other";
+  EXPECT_EQ(ownOffThread, 0);
+  EXPECT_EQ(reincarnated, 3);
+  EXPECT_EQ(r.rounds.size(), 4u);
 }
 
 TEST(Rounds, RealCalibrationRunsAndIsPositive) {
