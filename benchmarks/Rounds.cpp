@@ -6,12 +6,15 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <future>
+#include <memory>
+#include <mutex>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -261,6 +264,42 @@ metrics::PairedRatio RoundsResult::ratio(size_t a, size_t b, uint64_t seed, int 
 
 namespace {
 
+// Threads that prepare contenders anew alongside each other and then wait, without exiting, until the rounds are
+// over. A bridge's worker started from a thread gets SIGCONT when that thread exits (its parent-death signal,
+// PythonWorker.cpp): a thread that ended during the rounds would wake a worker parked after its next block.
+class ApartThreads {
+ public:
+  std::future<void> run(std::function<void()> task) {
+    auto done = std::make_shared<std::promise<void>>();
+    std::future<void> f = done->get_future();
+    threads_.emplace_back([this, task = std::move(task), done] {
+      try {
+        task();
+        done->set_value();
+      } catch (...) {
+        done->set_exception(std::current_exception());
+      }
+      std::unique_lock<std::mutex> lock(mutex_);
+      over_.wait(lock, [this] { return roundsOver_; });
+    });
+    return f;
+  }
+  ~ApartThreads() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      roundsOver_ = true;
+    }
+    over_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+ private:
+  std::vector<std::thread> threads_;
+  std::mutex mutex_;
+  std::condition_variable over_;
+  bool roundsOver_ = false;
+};
+
 // Marks slow rounds against the median serial calibration of all rounds so far.
 void flagSlowRounds(RoundsResult& res, double factor) {
   std::vector<double> serial;
@@ -293,6 +332,7 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
   res.samples.assign(n, {});
 
   std::mt19937_64 rng(o.seed);
+  ApartThreads apartThreads;  // new epochs' bridges are prepared on these (joined when the rounds are over)
   auto calibrateNow = [&] { return o.calibration ? o.calibration() : calibrate(o.threads); };
   double waited = 0, nearWaited = 0;  // quiescing and waiting for near cores in the current round
   int farBlocks = 0;  // in the current round
@@ -377,12 +417,12 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
       if (o.order == RoundOrder::Shuffled)  // Fisher-Yates, index = draw mod k: the same orders everywhere
         for (size_t k = n; k > 1; --k) std::swap(order[k - 1], order[size_t(rng() % k)]);
       if (r > 0 && r % epochRounds == 0 && r / epochRounds < o.epochs) {  // a new epoch begins
-        // The contenders that start new processes, each from its own thread; friction's own in this process,
-        // in the round's order. All before the round's calibration.
+        // The contenders that start new processes, each from its own thread (kept until the rounds are over);
+        // friction's own in this process, in the round's order. All before the round's calibration.
         std::vector<std::future<void>> apart;
         for (size_t c : order)
           if (contenders[c].reincarnate && contenders[c].reincarnatesApart)
-            apart.push_back(std::async(std::launch::async, contenders[c].reincarnate));
+            apart.push_back(apartThreads.run(contenders[c].reincarnate));
         for (size_t c : order)
           if (contenders[c].reincarnate && !contenders[c].reincarnatesApart) contenders[c].reincarnate();
         for (auto& f : apart) f.get();  // rethrows a failed preparation

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -345,14 +346,17 @@ TEST(Rounds, EpochsDrawLayoutsAnewSoTheIntervalSeesThem) {
 
 // Contenders whose new incarnation is another process (a bridge's worker) are prepared anew at once, each from its
 // own thread: each of the two waits (up to 10 s) until the other has begun too. friction's own, in this process,
-// one at a time on the calling thread. Every one before the epoch's first round.
+// one at a time on the calling thread. Every one before the epoch's first round. The threads live on while the
+// later blocks are timed: a worker's parent-death signal (SIGCONT) comes when the thread that started it ends,
+// and would wake a worker parked after its block.
 TEST(Rounds, ProcessesOfANewEpochStartTogether) {
   DriftingMachine m(1);
   RoundsOptions o = m.options(RoundOrder::Shuffled);
   o.rounds = o.minRounds = 4, o.epochs = 2;
   std::mutex mu;
   std::condition_variable cv;
-  int begun = 0, mostAtOnce = 0, ownOffThread = 0, reincarnated = 0;
+  int begun = 0, mostAtOnce = 0, ownOffThread = 0, reincarnated = 0, endedBeforeABlock = 0;
+  std::vector<pid_t> preparers;  // the threads that prepared p and q anew
   const auto caller = std::this_thread::get_id();
   auto apart = [&](const std::string& label) {
     Contender c = m.contender(label, 1);
@@ -363,10 +367,16 @@ TEST(Rounds, ProcessesOfANewEpochStartTogether) {
       cv.notify_all();
       cv.wait_for(lock, std::chrono::seconds(10), [&] { return begun >= 2; });
       ++reincarnated;
+      preparers.push_back(gettid());
     };
     return c;
   };
   Contender own = m.contender("own", 1);
+  own.time = [&, time = own.time](int n) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (pid_t tid : preparers) endedBeforeABlock += !std::filesystem::exists("/proc/self/task/" + std::to_string(tid));
+    return time(n);
+  };
   own.reincarnate = [&] {
     std::lock_guard<std::mutex> lock(mu);
     ownOffThread += std::this_thread::get_id() != caller;
@@ -376,6 +386,8 @@ TEST(Rounds, ProcessesOfANewEpochStartTogether) {
   EXPECT_EQ(mostAtOnce, 2) << "the two workers were started one after the other";
   EXPECT_EQ(ownOffThread, 0);
   EXPECT_EQ(reincarnated, 3);
+  EXPECT_EQ(preparers.size(), 2u);
+  EXPECT_EQ(endedBeforeABlock, 0) << "a thread that started a worker ended while blocks were timed";
   EXPECT_EQ(r.rounds.size(), 4u);
 }
 
