@@ -85,11 +85,15 @@ enum class RoundOrder {
   Sequential,  // all rounds of the first configuration, then all of the second, ... (the old protocol; for tests)
 };
 
+// Many rounds of short blocks by default: the host's states here outlast a 25 ms block and not a round, so a
+// round's paired ratio reads the difference between two states, and only more rounds average it away (30 rounds
+// of 8 ms blocks against 10 of 25 ms: A/A ratios within 3% in 96-100% / 78-91% of cells (friction / ONNX
+// Runtime) against 82-89% / 64-78%; docs/metrics.md, "Short blocks, many rounds").
 struct RoundsOptions {
-  int rounds = 10;           // rounds at most
-  int minRounds = 5;         // the CI target and the time budget never stop a run before this many
+  int rounds = 30;           // rounds at most
+  int minRounds = 15;        // the CI target and the time budget never stop a run before this many
   int repsPerRound = 0;      // repetitions of each configuration per round; 0: enough for `blockMs`
-  double blockMs = 25;       // target duration of one configuration's block when repsPerRound = 0 ...
+  double blockMs = 8;        // target duration of one configuration's block when repsPerRound = 0 ...
   int minBlockReps = 3;      // ... but at least this many runs: a round's value is its block's median
   // Untimed runs before each block, as many as fill this (at least one): an executor whose thread pool went idle
   // during the other blocks runs up to 2x slow for several ms (ONNX Runtime here) before its steady state.

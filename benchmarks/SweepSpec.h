@@ -47,7 +47,7 @@ struct SweepSpec {
   // rounds' block_ms or reps_per_round size the repetitions.)
   MeasureOptions measure;
   // rounds, min_rounds, reps_per_round, block_ms, target_ci, order, repeat_slow_rounds; max_seconds is the
-  // budget per cell, so a group's rounds get max_seconds x its cell count. Defaults: 10, 5, 0, 25, 0, shuffled,
+  // budget per cell, so a group's rounds get max_seconds x its cell count. Defaults: 30, 15, 0, 8, 0, shuffled,
   // false, 30 (block_ms: RoundsOptions' default).
   RoundsOptions rounds;
   double maxSecondsPerCell = 30;
