@@ -53,7 +53,7 @@ SweepSpec fromTable(const toml::table& t, const std::string& source) {
       "name",   "models",     "depths",    "batches",        "backends",   "configs",   "reps",
       "warmup", "target_ci",  "max_seconds", "threads",      "seed",       "check",     "executors",
       "rounds", "min_rounds", "reps_per_round", "block_ms", "order",      "repeat_slow_rounds", "aa_control",
-      "group_by", "near_wait_ms", "round_wait_ms", "epochs"};
+      "group_by", "near_wait_ms", "round_wait_ms", "epochs", "block_warmup_ms"};
   for (const auto& [k, v] : t)
     FRICTION_CHECK(known.count(std::string(k.str())), source + ": unknown key '" + std::string(k.str()) + "'");
   SweepSpec s;
@@ -76,6 +76,7 @@ SweepSpec fromTable(const toml::table& t, const std::string& source) {
   ro.minRounds = int(t["min_rounds"].value_or(int64_t(ro.minRounds)));
   ro.repsPerRound = int(t["reps_per_round"].value_or(int64_t(0)));
   ro.blockMs = t["block_ms"].value_or(ro.blockMs);
+  ro.blockWarmupMs = t["block_warmup_ms"].value_or(ro.blockWarmupMs);
   ro.targetRelCI = t["target_ci"].value_or(0.0);
   ro.repeatSlowRounds = t["repeat_slow_rounds"].value_or(false);
   ro.nearWaitMs = t["near_wait_ms"].value_or(ro.nearWaitMs);
@@ -84,9 +85,9 @@ SweepSpec fromTable(const toml::table& t, const std::string& source) {
   ro.seed = mo.seed;
   ro.threads = mo.threads;
   FRICTION_CHECK(ro.rounds > 0 && ro.minRounds > 0 && ro.epochs > 0 && ro.repsPerRound >= 0 && ro.blockMs > 0 &&
-                     ro.nearWaitMs >= 0 && ro.roundWaitMs >= 0,
-                 source + ": rounds, min_rounds, epochs and block_ms must be positive, reps_per_round, near_wait_ms "
-                          "and round_wait_ms not negative");
+                     ro.nearWaitMs >= 0 && ro.roundWaitMs >= 0 && ro.blockWarmupMs >= 0,
+                 source + ": rounds, min_rounds, epochs and block_ms must be positive, reps_per_round, near_wait_ms, "
+                          "round_wait_ms and block_warmup_ms not negative");
   std::string order = t["order"].value_or(std::string("shuffled"));
   FRICTION_CHECK(order == "shuffled" || order == "fixed" || order == "sequential",
                  source + ": order must be shuffled, fixed or sequential, not '" + order + "'");

@@ -144,7 +144,7 @@ TEST(SweepSpec, RoundsKeysAndTheirErrors) {
   auto s = bench::parseSweepSpecText("models = [\"zoo:mlp\"]\nrounds = 12\nmin_rounds = 3\nblock_ms = 20.0\n"
                                      "reps_per_round = 4\norder = \"fixed\"\nrepeat_slow_rounds = true\n"
                                      "aa_control = true\ngroup_by = \"model-batch\"\nnear_wait_ms = 0\nround_wait_ms = 500\n"
-                                     "epochs = 2\n",
+                                     "epochs = 2\nblock_warmup_ms = 4\n",
                                      "spec.toml");
   EXPECT_EQ(s.rounds.rounds, 12);
   EXPECT_EQ(s.rounds.minRounds, 3);
@@ -155,6 +155,7 @@ TEST(SweepSpec, RoundsKeysAndTheirErrors) {
   EXPECT_EQ(s.rounds.nearWaitMs, 0);
   EXPECT_EQ(s.rounds.roundWaitMs, 500);
   EXPECT_EQ(s.rounds.epochs, 2);
+  EXPECT_EQ(s.rounds.blockWarmupMs, 4);
   EXPECT_EQ(bench::parseSweepSpecText("models = [\"zoo:mlp\"]\n", "spec.toml").rounds.nearWaitMs,
             bench::RoundsOptions{}.nearWaitMs);
   EXPECT_TRUE(s.aaControl);
@@ -163,10 +164,11 @@ TEST(SweepSpec, RoundsKeysAndTheirErrors) {
             "spec.toml: order must be shuffled, fixed or sequential, not 'random'");
   EXPECT_EQ(errorOf("models = [\"zoo:mlp\"]\ngroup_by = \"model\"\n"),
             "spec.toml: group_by must be depth-batch or model-batch, not 'model'");
-  for (const char* bad : {"rounds = 0\n", "near_wait_ms = -1.0\n", "round_wait_ms = -1\n", "epochs = 0\n"})
+  for (const char* bad :
+       {"rounds = 0\n", "near_wait_ms = -1.0\n", "round_wait_ms = -1\n", "epochs = 0\n", "block_warmup_ms = -1\n"})
     EXPECT_EQ(errorOf(std::string("models = [\"zoo:mlp\"]\n") + bad),
-              "spec.toml: rounds, min_rounds, epochs and block_ms must be positive, reps_per_round, near_wait_ms "
-              "and round_wait_ms not negative");
+              "spec.toml: rounds, min_rounds, epochs and block_ms must be positive, reps_per_round, near_wait_ms, "
+              "round_wait_ms and block_warmup_ms not negative");
 }
 
 TEST(SweepSpec, GroupsHoldEveryModelAndExecutorOfADepthAndBatch) {

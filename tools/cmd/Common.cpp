@@ -120,6 +120,10 @@ void addRoundsOptions(CLI::App* cmd, bench::RoundsOptions& o, bool budget) {
   cmd->add_option("--block-ms", o.blockMs, "target time of one configuration's block in a round")
       ->check(Positive)
       ->capture_default_str();
+  cmd->add_option("--block-warmup-ms", o.blockWarmupMs, "untimed runs before each block, as many as fill this "
+                                                        "(at least one; 0: none)")
+      ->check(NonNegative)
+      ->capture_default_str();
   if (budget) {
     cmd->add_option("--reps", o.repsPerRound, "repetitions of each configuration per round (0: enough for --block-ms)")
         ->check(NonNegative);

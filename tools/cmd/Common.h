@@ -30,9 +30,9 @@ std::string humanCount(double v);
 // runs no pass), shared by opt, run, bench and later commands.
 void addPipelineOptions(CLI::App* cmd, PipelineOptions& options);
 
-// --rounds/--min-rounds/--block-ms/--order/--repeat-slow-rounds and, with `budget`, --reps/--target-ci/
-// --max-seconds: the interleaved rounds of ablate and bench --compare (benchmarks/Rounds.h). `bench` has its
-// own budget options (one burst) and passes budget = false.
+// --rounds/--min-rounds/--block-ms/--block-warmup-ms/--order/--repeat-slow-rounds and, with `budget`, --reps/
+// --target-ci/--max-seconds: the interleaved rounds of ablate and bench --compare (benchmarks/Rounds.h). `bench`
+// has its own budget options (one burst) and passes budget = false.
 void addRoundsOptions(CLI::App* cmd, bench::RoundsOptions& options, bool budget = true);
 
 // Times prepared cells together in interleaved rounds (bench::measureInRounds) with progress on stderr, each

@@ -124,8 +124,8 @@ class SweepRunner {
     const auto& ro = spec_.rounds;
     r.configJson = nlohmann::json{{"sweep", spec_.name}, {"config", c.config}, {"group", groupKey},
                                   {"rounds", ro.rounds}, {"block_ms", ro.blockMs}, {"reps_per_round", ro.repsPerRound},
-                                  {"warmup", mo.warmup}, {"target_ci", ro.targetRelCI}, {"seed", mo.seed},
-                                  {"epochs", ro.epochs}}.dump();
+                                  {"block_warmup_ms", ro.blockWarmupMs}, {"warmup", mo.warmup},
+                                  {"target_ci", ro.targetRelCI}, {"seed", mo.seed}, {"epochs", ro.epochs}}.dump();
     return g;
   }
   const Graph& reference(const bench::SweepCell& c) {
