@@ -19,7 +19,7 @@ start=$SECONDS
 echo "== friction sweep $SPEC"
 build/bin/friction sweep "$SPEC" --db out/results.db
 echo "== friction ablate $MODEL --backend $BACKEND --batches $BATCHES --mode loo"
-build/bin/friction ablate "$MODEL" --backend "$BACKEND" --batches "$BATCHES" --mode loo --rounds 8 --db out/results.db
+build/bin/friction ablate "$MODEL" --backend "$BACKEND" --batches "$BATCHES" --mode loo --rounds 24 --db out/results.db
 echo "== friction opt $MODEL --svg out/graph.svg"
 build/bin/friction opt "$MODEL" --batch 1 --svg out/graph.svg 2>/dev/null
 echo "== friction report"
