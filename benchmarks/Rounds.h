@@ -87,8 +87,8 @@ enum class RoundOrder {
 
 // Many rounds of short blocks by default: the host's states here outlast a 25 ms block and not a round, so a
 // round's paired ratio reads the difference between two states, and only more rounds average it away (30 rounds
-// of 8 ms blocks against 10 of 25 ms: A/A ratios within 3% in 96-100% / 78-91% of cells (friction / ONNX
-// Runtime) against 82-89% / 64-78%; docs/metrics.md, "Short blocks, many rounds").
+// of 8 ms blocks against 10 of 25 ms: A/A ratios within 3% in 91-100% / 76-91% of cells (friction / ONNX
+// Runtime, five sweeps) against 82-89% / 64-78% (three); docs/metrics.md, "Short blocks, many rounds").
 struct RoundsOptions {
   int rounds = 30;           // rounds at most
   int minRounds = 15;        // the CI target and the time budget never stop a run before this many
