@@ -46,9 +46,9 @@ struct SweepSpec {
   // warmup, threads, seed, check; a spec's defaults: 2, 0, 0, true. (reps is accepted and unused: the
   // rounds' block_ms or reps_per_round size the repetitions.)
   MeasureOptions measure;
-  // rounds, min_rounds, reps_per_round, block_ms, target_ci, order, repeat_slow_rounds; max_seconds is the
-  // budget per cell, so a group's rounds get max_seconds x its cell count. Defaults: 30, 15, 0, 8, 0, shuffled,
-  // false, 30 (block_ms: RoundsOptions' default).
+  // rounds, min_rounds, reps_per_round, block_ms, block_warmup_ms, target_ci, order, repeat_slow_rounds;
+  // max_seconds is the budget per cell, so a group's rounds get max_seconds x its cell count. Defaults: 30, 15,
+  // 0, 8, 10, 0, shuffled, false, 30 (RoundsOptions' defaults but for max_seconds).
   RoundsOptions rounds;
   double maxSecondsPerCell = 30;
   // group_by: "depth-batch" (default) or "model-batch" (fewer programs resident at once, but no paired
