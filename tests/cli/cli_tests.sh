@@ -155,14 +155,16 @@ warmup = 2
 TOML
 "$F" sweep "$T/sweep.toml" --db "$T/sweep.db" 2> "$T/sweep.log" &
 pid=$!
-for _ in $(seq 1 200); do
+# Waits up to 3 minutes: under CI's parallel tests on 2 cores, the first two groups' compiles alone have taken
+# more than 20 s.
+for _ in $(seq 1 1800); do
   rows=$(sqlite3 "$T/sweep.db" "select count(*) from measurements" 2>/dev/null || echo 0)
   [[ "${rows:-0}" -ge 3 ]] && break
   sleep 0.1
 done
 kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
 kept=$(sqlite3 "$T/sweep.db" "select count(*) from measurements")
-expect_ok sweep-killed-keeps-rows "^ok$" -- bash -c "[[ $kept -ge 3 && $kept -lt 24 && \$(( $kept % 2 )) == 0 ]] && [[ \$(sqlite3 '$T/sweep.db' 'pragma integrity_check') == ok ]] && echo ok"
+expect_ok sweep-killed-keeps-rows "^ok$" -- bash -c "[[ $kept -ge 3 && $kept -lt 24 && \$(( $kept % 2 )) == 0 ]] && [[ \$(sqlite3 '$T/sweep.db' 'pragma integrity_check') == ok ]] && echo ok || echo 'kept $kept rows (want an even count in [3, 24))'"
 expect_ok sweep-resume "$((24 - kept)) cells measured, $((kept / 2)) groups already stored" -- "$F" sweep "$T/sweep.toml" --db "$T/sweep.db" --resume
 expect_ok sweep-shard "\(2 in this shard\)" -- bash -c "'$F' sweep '$T/sweep.toml' --db '$T/shard.db' --shard 1/6 2>&1"
 expect_ok merge "merged 2 file" -- "$F" merge "$T/merged.db" "$T/sweep.db" "$T/shard.db"
