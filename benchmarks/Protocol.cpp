@@ -177,7 +177,7 @@ RoundsResult measureInRounds(const std::vector<PreparedCell*>& cells, const Roun
                             return runs.ms;
                           },
                           c->compiled->leavesCoresBusy(), [c] { reincarnate(*c); },
-                          [c] { return c->compiled->park(); }, c->compiled->runsApart()});
+                          [c] { return c->compiled->park(); }, c->compiled->runsApart(), c->cluster});
   }
   RoundsOptions ro = options;
   if (ro.threads <= 0) ro.threads = cells[0]->m.threads;

@@ -73,6 +73,7 @@ inline bool measuredTogether(const Measurement& a, const Measurement& b) {
 // until the cell is destroyed. `m` holds what is known before timing (compile time, executor, errors).
 struct PreparedCell {
   std::string label;
+  std::string cluster;  // cells of one cluster are timed back to back in each round (Contender::cluster)
   const Graph* graph = nullptr;  // what was compiled (it outlives the cell), to prepare it anew (reincarnate)
   MeasureOptions options;
   std::vector<Tensor> inputs;

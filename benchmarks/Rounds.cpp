@@ -320,7 +320,48 @@ bool targetReached(const RoundsResult& res, double target, uint64_t seed) {
   return true;
 }
 
+// Fisher-Yates, index = draw mod k: the same orders everywhere.
+void fisherYates(std::vector<size_t>& v, std::mt19937_64& rng) {
+  for (size_t k = v.size(); k > 1; --k) std::swap(v[k - 1], v[size_t(rng() % k)]);
+}
+
+// One round's timing order (RoundOrder).
+std::vector<size_t> roundOrder(const std::vector<Contender>& contenders, RoundOrder order, std::mt19937_64& rng) {
+  std::vector<size_t> all(contenders.size());
+  std::iota(all.begin(), all.end(), size_t(0));
+  bool oneCluster = std::all_of(contenders.begin(), contenders.end(),
+                                [&](const Contender& c) { return c.cluster == contenders[0].cluster; });
+  if (order == RoundOrder::Fixed) return all;
+  if (order == RoundOrder::Shuffled || oneCluster) {
+    fisherYates(all, rng);
+    return all;
+  }
+  std::vector<std::vector<size_t>> clusters;  // in the order they first appear
+  std::vector<std::string> names;
+  for (size_t c = 0; c < contenders.size(); ++c) {
+    size_t k = size_t(std::find(names.begin(), names.end(), contenders[c].cluster) - names.begin());
+    if (k == names.size()) names.push_back(contenders[c].cluster), clusters.emplace_back();
+    clusters[k].push_back(c);
+  }
+  std::vector<size_t> clusterOrder(clusters.size()), result;
+  std::iota(clusterOrder.begin(), clusterOrder.end(), size_t(0));
+  fisherYates(clusterOrder, rng);
+  for (size_t k : clusterOrder) {
+    fisherYates(clusters[k], rng);
+    result.insert(result.end(), clusters[k].begin(), clusters[k].end());
+  }
+  return result;
+}
+
 }  // namespace
+
+const std::map<std::string, RoundOrder>& roundOrderNames() {
+  static const std::map<std::string, RoundOrder> names{{"clustered", RoundOrder::Clustered},
+                                                       {"shuffled", RoundOrder::Shuffled},
+                                                       {"fixed", RoundOrder::Fixed},
+                                                       {"sequential", RoundOrder::Sequential}};
+  return names;
+}
 
 RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOptions& o) {
   if (contenders.empty()) throw std::invalid_argument("runRounds: no configuration to measure");
@@ -412,10 +453,7 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
     int maxRounds = o.rounds + (o.repeatSlowRounds ? o.rounds / 2 : 0);
     const int epochRounds = (o.rounds + o.epochs - 1) / o.epochs;
     for (int r = 0; r < maxRounds; ++r) {
-      std::vector<size_t> order(n);
-      std::iota(order.begin(), order.end(), size_t(0));
-      if (o.order == RoundOrder::Shuffled)  // Fisher-Yates, index = draw mod k: the same orders everywhere
-        for (size_t k = n; k > 1; --k) std::swap(order[k - 1], order[size_t(rng() % k)]);
+      std::vector<size_t> order = roundOrder(contenders, o.order, rng);
       if (r > 0 && r % epochRounds == 0 && r / epochRounds < o.epochs) {  // a new epoch begins
         // The contenders that start new processes, each from its own thread (kept until the rounds are over);
         // friction's own in this process, in the round's order. All before the round's calibration.

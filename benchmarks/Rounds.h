@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct Contender {
   // Its new incarnation is another process (a bridge's worker) and may be prepared alongside the others': their
   // start-ups (an interpreter and the vendor's imports, 0.15-1.3 s each, on one core) then share the cores.
   bool reincarnatesApart = false;
+  // Contenders of one cluster (in a sweep: one model's executors and pass configurations) are the ones compared
+  // most often; RoundOrder::Clustered times them back to back. Empty: one cluster with every other empty one.
+  std::string cluster;
 };
 
 // The calibration workload: a fixed amount of dependent floating-point work timed on one thread (`serialMs`:
@@ -80,10 +84,19 @@ double waitForNearCores(const std::function<double()>& probe, double& lowest, do
                         bool& far);
 
 enum class RoundOrder {
-  Shuffled,    // every round in a fresh random order (the protocol)
+  // Every round in a fresh random order in which each cluster's contenders are adjacent: the clusters in a
+  // random order, each cluster's contenders in a random order (the protocol). The gap between two blocks decides
+  // how far apart the host's states they meet are: on the small study's groups (45 blocks a round), two
+  // spellings of one program 1-2 blocks apart read a median |ln ratio| of 0.023-0.029 a round, 15 or more apart
+  // 0.11; on the A/A grid, clustered rounds halved it (docs/metrics.md, "Clustered rounds"). With one cluster it
+  // is Shuffled, round for round.
+  Clustered,
+  Shuffled,    // every round in a fresh random order, clusters ignored
   Fixed,       // every round in the given order
   Sequential,  // all rounds of the first configuration, then all of the second, ... (the old protocol; for tests)
 };
+// The orders by the names `--order` and a sweep spec's `order` take: clustered, shuffled, fixed, sequential.
+const std::map<std::string, RoundOrder>& roundOrderNames();
 
 // Many rounds of short blocks by default: the host's states here outlast a 25 ms block and not a round, so a
 // round's paired ratio reads the difference between two states, and only more rounds average it away (30 rounds
@@ -112,7 +125,7 @@ struct RoundsOptions {
   double farFactor = 3;
   int threads = 0;           // threads of the parallel calibration and the core probe (0: measureInRounds
                              // takes the cells' count, runRounds alone one)
-  RoundOrder order = RoundOrder::Shuffled;
+  RoundOrder order = RoundOrder::Clustered;
   // The rounds fall into this many epochs of equal length (the last may be shorter); before each epoch but the
   // first, every contender that can is reincarnated, in the round's order. 1: one layout per run. The
   // sequential order (for comparison only) keeps one layout. 5 by default: on the A/A grid ONNX Runtime's two

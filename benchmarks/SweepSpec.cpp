@@ -88,10 +88,11 @@ SweepSpec fromTable(const toml::table& t, const std::string& source) {
                      ro.nearWaitMs >= 0 && ro.roundWaitMs >= 0 && ro.blockWarmupMs >= 0,
                  source + ": rounds, min_rounds, epochs and block_ms must be positive, reps_per_round, near_wait_ms, "
                           "round_wait_ms and block_warmup_ms not negative");
-  std::string order = t["order"].value_or(std::string("shuffled"));
-  FRICTION_CHECK(order == "shuffled" || order == "fixed" || order == "sequential",
-                 source + ": order must be shuffled, fixed or sequential, not '" + order + "'");
-  ro.order = order == "shuffled" ? RoundOrder::Shuffled : order == "fixed" ? RoundOrder::Fixed : RoundOrder::Sequential;
+  std::string order = t["order"].value_or(std::string("clustered"));
+  auto named = roundOrderNames().find(order);
+  FRICTION_CHECK(named != roundOrderNames().end(),
+                 source + ": order must be clustered, shuffled, fixed or sequential, not '" + order + "'");
+  ro.order = named->second;
   s.maxSecondsPerCell = t["max_seconds"].value_or(30.0);
   s.groupBy = t["group_by"].value_or(s.groupBy);
   FRICTION_CHECK(s.groupBy == "depth-batch" || s.groupBy == "model-batch",

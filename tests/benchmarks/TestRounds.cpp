@@ -113,31 +113,44 @@ TEST(Rounds, EveryRoundTimesEveryConfigurationOnceInAFreshOrder) {
 
 // A host whose speed is a new random state every 30 ms (virtual; lognormal, a tenth apart): states that outlast
 // a 25 ms block and not a round, as measured on this kind of VM (docs/metrics.md, "Short blocks, many rounds").
-// A round's ratio of two spellings of one program then reads the ratio of two states. The default protocol (many
-// rounds of short blocks) must bring the A/A ratio closer to 1 than 10 rounds of 25 ms do, for the same time.
-TEST(Rounds, ManyRoundsOfShortBlocksAverageOverTheHostsStates) {
-  auto aaError = [](int rounds, double blockMs, uint64_t seed) {
-    DriftingMachine m(seed);
-    m.trendPerMs = m.waveAmplitude = 0;
-    std::mt19937_64 states(seed);
-    std::lognormal_distribution<double> state(0, 0.1);
-    long spell = -1;
-    double speed = 1;
-    auto contender = [&](const std::string& label) {
-      return Contender{label, [&](int n) {
-                         std::vector<double> t;
-                         for (int i = 0; i < n; ++i) {
-                           if (long(m.clockMs / 30) != spell) spell = long(m.clockMs / 30), speed = state(states);
-                           t.push_back(m.run(speed));
-                         }
-                         return t;
-                       }};
-    };
-    RoundsOptions o = m.options(RoundOrder::Shuffled);
+// A round's ratio of two spellings of one program then reads the ratio of two states, unless both blocks fall in
+// one state.
+struct HostStates {
+  DriftingMachine m;
+  std::mt19937_64 states;
+  std::lognormal_distribution<double> state{0, 0.1};
+  long spell = -1;
+  double speed = 1;
+  explicit HostStates(uint64_t seed) : m(seed), states(seed) { m.trendPerMs = m.waveAmplitude = 0; }
+  // A 1 ms program.
+  Contender contender(const std::string& label, const std::string& cluster = "") {
+    Contender c{label, [this](int n) {
+                  std::vector<double> t;
+                  for (int i = 0; i < n; ++i) {
+                    if (long(m.clockMs / 30) != spell) spell = long(m.clockMs / 30), speed = state(states);
+                    t.push_back(m.run(speed));
+                  }
+                  return t;
+                }};
+    c.cluster = cluster;
+    return c;
+  }
+  RoundsOptions options(RoundOrder order, int rounds, double blockMs, uint64_t seed) {
+    RoundsOptions o = m.options(order);
     o.rounds = o.minRounds = rounds;
     o.repsPerRound = 0;
     o.blockMs = blockMs;
-    RoundsResult r = runRounds({contender("a"), contender("a'")}, o);
+    o.seed = seed;
+    return o;
+  }
+};
+
+// The default protocol (many rounds of short blocks) must bring the A/A ratio closer to 1 than 10 rounds of 25 ms
+// do, for the same time.
+TEST(Rounds, ManyRoundsOfShortBlocksAverageOverTheHostsStates) {
+  auto aaError = [](int rounds, double blockMs, uint64_t seed) {
+    HostStates h(seed);
+    RoundsResult r = runRounds({h.contender("a"), h.contender("a'")}, h.options(RoundOrder::Shuffled, rounds, blockMs, seed));
     return std::abs(std::log(r.ratio(1, 0, seed, 200).ratio));
   };
   const RoundsOptions defaults;
@@ -147,6 +160,56 @@ TEST(Rounds, ManyRoundsOfShortBlocksAverageOverTheHostsStates) {
     fewLong += aaError(10, 25, seed), manyShort += aaError(defaults.rounds, defaults.blockMs, seed);
   EXPECT_LT(manyShort, 0.5 * fewLong) << "|ln A/A ratio| summed over 12 seeds: 10 rounds x 25 ms " << fewLong
                                       << ", " << defaults.rounds << " x " << defaults.blockMs << " ms " << manyShort;
+}
+
+// Five models of four configurations each (the first model's first two: an A/A pair), as in a sweep's group.
+std::vector<Contender> fiveModels(HostStates& h) {
+  std::vector<Contender> cs;
+  for (int model = 0; model < 5; ++model)
+    for (int k = 0; k < 4; ++k)
+      cs.push_back(h.contender("m" + std::to_string(model) + "c" + std::to_string(k), "m" + std::to_string(model)));
+  return cs;
+}
+
+TEST(Rounds, ClusteredOrderKeepsEachClusterTogetherInAFreshOrder) {
+  HostStates h(3);
+  std::vector<Contender> cs = fiveModels(h);
+  RoundsResult r = runRounds(cs, h.options(RoundOrder::Clustered, 20, 2, 3));
+  std::set<std::vector<size_t>> orders;
+  std::set<size_t> firstClusters;
+  for (const auto& round : r.rounds) {
+    ASSERT_EQ(std::set<size_t>(round.order.begin(), round.order.end()).size(), cs.size());
+    for (size_t pos = 0; pos < round.order.size(); pos += 4)  // four blocks of one model, then the next model's
+      for (size_t k = 1; k < 4; ++k)
+        EXPECT_EQ(cs[round.order[pos + k]].cluster, cs[round.order[pos]].cluster) << "round order breaks a cluster";
+    orders.insert(round.order);
+    firstClusters.insert(round.order[0] / 4);
+  }
+  EXPECT_GT(orders.size(), 10u) << "orders must change between rounds";
+  EXPECT_GT(firstClusters.size(), 2u) << "the clusters' order must change between rounds";
+
+  // Without clusters, the clustered order is the shuffled one, round for round.
+  HostStates a(4), b(4);
+  RoundsResult clustered = runRounds({a.contender("x"), a.contender("y"), a.contender("z")},
+                                     a.options(RoundOrder::Clustered, 5, 2, 4));
+  RoundsResult shuffled = runRounds({b.contender("x"), b.contender("y"), b.contender("z")},
+                                    b.options(RoundOrder::Shuffled, 5, 2, 4));
+  for (size_t k = 0; k < 5; ++k) EXPECT_EQ(clustered.rounds[k].order, shuffled.rounds[k].order);
+}
+
+// On a host whose states outlast a block and not a round, a model's blocks kept back to back meet nearer
+// states: its A/A ratio comes closer to 1 than in rounds shuffled whole, for the same runs.
+TEST(Rounds, ClusteredOrderBringsAModelsAAPairCloser) {
+  auto aaError = [](RoundOrder order, uint64_t seed) {
+    HostStates h(seed);
+    RoundsResult r = runRounds(fiveModels(h), h.options(order, 30, 8, seed));
+    return std::abs(std::log(r.ratio(1, 0, seed, 200).ratio));
+  };
+  double clustered = 0, shuffled = 0;
+  for (uint64_t seed = 0; seed < 12; ++seed)
+    clustered += aaError(RoundOrder::Clustered, seed), shuffled += aaError(RoundOrder::Shuffled, seed);
+  EXPECT_LT(clustered, 0.5 * shuffled) << "|ln A/A ratio| summed over 12 seeds: clustered " << clustered
+                                       << ", shuffled " << shuffled;
 }
 
 TEST(Rounds, FixedOrderKeepsTheGivenOrder) {

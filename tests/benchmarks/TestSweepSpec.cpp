@@ -40,7 +40,7 @@ TEST(SweepSpec, DefaultsAndMeasureOptions) {
   EXPECT_EQ(s.measure.warmup, 2);
   EXPECT_EQ(s.maxSecondsPerCell, 30.0);
   EXPECT_EQ(s.rounds.rounds, bench::RoundsOptions{}.rounds);
-  EXPECT_EQ(s.rounds.order, bench::RoundOrder::Shuffled);
+  EXPECT_EQ(s.rounds.order, bench::RoundOrder::Clustered);
   EXPECT_EQ(s.groupBy, "depth-batch");
   EXPECT_FALSE(s.aaControl);
   EXPECT_TRUE(s.measure.checkOutputs);
@@ -158,10 +158,12 @@ TEST(SweepSpec, RoundsKeysAndTheirErrors) {
   EXPECT_EQ(s.rounds.blockWarmupMs, 4);
   EXPECT_EQ(bench::parseSweepSpecText("models = [\"zoo:mlp\"]\n", "spec.toml").rounds.nearWaitMs,
             bench::RoundsOptions{}.nearWaitMs);
+  EXPECT_EQ(bench::parseSweepSpecText("models = [\"zoo:mlp\"]\norder = \"shuffled\"\n", "spec.toml").rounds.order,
+            bench::RoundOrder::Shuffled);
   EXPECT_TRUE(s.aaControl);
   EXPECT_EQ(s.groupBy, "model-batch");
   EXPECT_EQ(errorOf("models = [\"zoo:mlp\"]\norder = \"random\"\n"),
-            "spec.toml: order must be shuffled, fixed or sequential, not 'random'");
+            "spec.toml: order must be clustered, shuffled, fixed or sequential, not 'random'");
   EXPECT_EQ(errorOf("models = [\"zoo:mlp\"]\ngroup_by = \"model\"\n"),
             "spec.toml: group_by must be depth-batch or model-batch, not 'model'");
   for (const char* bad :

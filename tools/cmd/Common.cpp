@@ -130,11 +130,10 @@ void addRoundsOptions(CLI::App* cmd, bench::RoundsOptions& o, bool budget) {
     cmd->add_option("--target-ci", o.targetRelCI, "stop once every paired CI half-width / ratio is below this (0: off)");
     cmd->add_option("--max-seconds", o.maxSeconds, "time budget of the rounds (after --min-rounds)");
   }
-  cmd->add_option("--order", o.order, "shuffled (a fresh random order every round), fixed, or sequential (the old "
+  cmd->add_option("--order", o.order, "clustered (a fresh random order every round; a sweep's cells of one "
+                                      "model back to back), shuffled (clusters ignored), fixed, or sequential (the old "
                                       "protocol, every round of one configuration before the next: for comparison)")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, bench::RoundOrder>{
-          {"shuffled", bench::RoundOrder::Shuffled}, {"fixed", bench::RoundOrder::Fixed},
-          {"sequential", bench::RoundOrder::Sequential}}));
+      ->transform(CLI::CheckedTransformer(bench::roundOrderNames()));
   cmd->add_flag("--repeat-slow-rounds", o.repeatSlowRounds, "replace rounds the calibration flags as slow");
   cmd->add_option("--near-wait-ms", o.nearWaitMs,
                   "before each block, wait up to this long for the cores to share a cache again (a VM's host moves "

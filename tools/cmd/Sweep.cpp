@@ -73,6 +73,7 @@ class SweepRunner {
         c.prepared = bench::prepare(*c.graph, mo.checkOutputs ? &expected(c.cell) : nullptr, mo,
                                     c.cell.model + " " + c.cell.backend + " " + c.cell.config +
                                         (bench::isAAControl(c.record) ? " (A/A)" : ""));
+        c.prepared->cluster = c.cell.model;  // a group's comparisons are mostly between one model's cells
       } catch (const std::exception& e) {
         failures.push_back(describe(c.cell) + ": " + e.what());
         std::fprintf(stderr, "[group %zu/%zu] FAILED (not stored): %s\n", index + 1, count, failures.back().c_str());
