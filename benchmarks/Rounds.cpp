@@ -325,32 +325,31 @@ void fisherYates(std::vector<size_t>& v, std::mt19937_64& rng) {
   for (size_t k = v.size(); k > 1; --k) std::swap(v[k - 1], v[size_t(rng() % k)]);
 }
 
-// One round's timing order (RoundOrder).
-std::vector<size_t> roundOrder(const std::vector<Contender>& contenders, RoundOrder order, std::mt19937_64& rng) {
-  std::vector<size_t> all(contenders.size());
-  std::iota(all.begin(), all.end(), size_t(0));
-  bool oneCluster = std::all_of(contenders.begin(), contenders.end(),
-                                [&](const Contender& c) { return c.cluster == contenders[0].cluster; });
-  if (order == RoundOrder::Fixed) return all;
-  if (order == RoundOrder::Shuffled || oneCluster) {
-    fisherYates(all, rng);
-    return all;
-  }
-  std::vector<std::vector<size_t>> clusters;  // in the order they first appear
+// The contenders' indices by cluster, the clusters in the order they first appear; one cluster of all unless the
+// order is Clustered.
+std::vector<std::vector<size_t>> clustersOf(const std::vector<Contender>& contenders, RoundOrder order) {
+  std::vector<std::vector<size_t>> clusters;
   std::vector<std::string> names;
   for (size_t c = 0; c < contenders.size(); ++c) {
-    size_t k = size_t(std::find(names.begin(), names.end(), contenders[c].cluster) - names.begin());
-    if (k == names.size()) names.push_back(contenders[c].cluster), clusters.emplace_back();
+    const std::string& name = order == RoundOrder::Clustered ? contenders[c].cluster : contenders[0].cluster;
+    size_t k = size_t(std::find(names.begin(), names.end(), name) - names.begin());
+    if (k == names.size()) names.push_back(name), clusters.emplace_back();
     clusters[k].push_back(c);
   }
-  std::vector<size_t> clusterOrder(clusters.size()), result;
+  return clusters;
+}
+
+// One round's timing order: the clusters in a fresh random order, each cluster's contenders in a fresh random
+// order after one another (one cluster: one Fisher-Yates over every contender); unshuffled, the given order.
+std::vector<size_t> roundOrder(std::vector<std::vector<size_t>> clusters, bool shuffle, std::mt19937_64& rng) {
+  std::vector<size_t> clusterOrder(clusters.size()), order;
   std::iota(clusterOrder.begin(), clusterOrder.end(), size_t(0));
-  fisherYates(clusterOrder, rng);
+  if (shuffle) fisherYates(clusterOrder, rng);
   for (size_t k : clusterOrder) {
-    fisherYates(clusters[k], rng);
-    result.insert(result.end(), clusters[k].begin(), clusters[k].end());
+    if (shuffle) fisherYates(clusters[k], rng);
+    order.insert(order.end(), clusters[k].begin(), clusters[k].end());
   }
-  return result;
+  return order;
 }
 
 }  // namespace
@@ -452,8 +451,9 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
   } else {
     int maxRounds = o.rounds + (o.repeatSlowRounds ? o.rounds / 2 : 0);
     const int epochRounds = (o.rounds + o.epochs - 1) / o.epochs;
+    const std::vector<std::vector<size_t>> clusters = clustersOf(contenders, o.order);
     for (int r = 0; r < maxRounds; ++r) {
-      std::vector<size_t> order = roundOrder(contenders, o.order, rng);
+      std::vector<size_t> order = roundOrder(clusters, o.order != RoundOrder::Fixed, rng);
       if (r > 0 && r % epochRounds == 0 && r / epochRounds < o.epochs) {  // a new epoch begins
         // The contenders that start new processes, each from its own thread (kept until the rounds are over);
         // friction's own in this process, in the round's order. All before the round's calibration.
