@@ -119,6 +119,9 @@ class CpuBackend : public Backend {
                     (stats.arenaValues ? "arena " + std::to_string(stats.arenaBytes / 1024) + " KiB for " +
                                              std::to_string(stats.arenaValues) + " values (plan-memory)"
                                        : std::string("no arena"));
+    if (stats.patternArenaValues)
+      d += ", pattern bodies' arena " + std::to_string(stats.patternArenaBytes / 1024) + " KiB for " +
+           std::to_string(stats.patternArenaValues) + " values";
     d += opList(stats.fallbackOps);
     // The kernel compiler's description has no length bound (a Halide target string, an autoscheduler's
     // refusal), so only the numbers go through a fixed buffer.

@@ -95,6 +95,8 @@ struct ProgramStats {
   std::map<std::string, int64_t> fallbackOps;  // op -> count
   int64_t arenaValues = 0;       // intermediates in the plan-memory arena
   int64_t arenaBytes = 0;        // its size
+  int64_t patternArenaValues = 0;  // pattern instances' intermediates in their bodies' plans
+  int64_t patternArenaBytes = 0;   // the blocks the instances share (one per level of nesting)
   double compileMs = 0;          // making the kernels, wall
   CompileTimes phases;           // of which MLIR build, lowering, JIT
   std::vector<KernelCompileStat> kernels;  // per distinct kernel

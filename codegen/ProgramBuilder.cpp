@@ -165,6 +165,7 @@ std::unique_ptr<Program> ProgramBuilder::build(const Graph& g, const OuterMap& o
       std::unordered_map<const Value*, const Value*> inner;
       for (size_t i = 0; i < body.inputs().size() && i < n.numInputs(); ++i) inner[body.inputs()[i]] = resolve(n.input(i));
       s.sub = buildResolved(body, inner);  // pattern bodies hold shape arithmetic too
+      s.sub->buffers = p->buffers;  // what the body's plan leaves out (its outputs) reuses the program's buffers
     } else {
       s.kind = Step::Interp;
       s.interpKernel = registry.find(n.op());
@@ -302,10 +303,10 @@ bool freshOutputs(const Program& p) {
 // every consumer cannot hand a view of them past the slot's lifetime
 // (compiled/native steps, or regions whose outputs are fresh buffers; not
 // views, whose result lives on in the same bytes).
-void ProgramBuilder::placeInArena(Program& p, const Graph& g) {
+std::pair<int64_t, int64_t> ProgramBuilder::placeInArena(Program& p, const Graph& g) {
   const auto& md = g.metadata();
   auto values = md.find("memory.values"), offsets = md.find("memory.offsets"), bytes = md.find("memory.arena_bytes");
-  if (values == md.end() || offsets == md.end() || bytes == md.end()) return;
+  if (values == md.end() || offsets == md.end() || bytes == md.end()) return {0, 0};
   const auto& names = std::get<std::vector<std::string>>(values->second);
   const auto& offs = std::get<std::vector<int64_t>>(offsets->second);
   std::unordered_map<std::string, int64_t> offsetOf;
@@ -316,7 +317,8 @@ void ProgramBuilder::placeInArena(Program& p, const Graph& g) {
     if (s.kind == Step::Interp || s.kind == Step::View || (s.kind == Step::Sub && !freshOutputs(*s.sub)))
       for (int in : s.in)
         if (in >= 0) eligible[size_t(in)] = false;
-  int64_t arenaBytes = std::get<int64_t>(bytes->second);
+  const int64_t arenaBytes = std::get<int64_t>(bytes->second);
+  int64_t placed = 0;
   for (Step& s : p.steps) {
     if ((s.kind != Step::Compiled && s.kind != Step::Native) || s.out.size() != 1 || !eligible[size_t(s.out[0])])
       continue;
@@ -326,17 +328,51 @@ void ProgramBuilder::placeInArena(Program& p, const Graph& g) {
     int64_t size = *v->shape().numel() * int64_t(sizeof(float));
     if (it->second < 0 || it->second + size > arenaBytes) continue;
     s.arenaOffset = it->second;
-    stats_.arenaValues++;
+    placed++;
   }
-  if (stats_.arenaValues == 0) return;
-  p.arena = std::shared_ptr<void>(ukernels::allocateBuffer(size_t(arenaBytes)), std::free);
-  FRICTION_CHECK(p.arena != nullptr, "cpu: out of memory allocating the " + std::to_string(arenaBytes) + "-byte arena");
-  stats_.arenaBytes = arenaBytes;
+  return {placed, placed ? arenaBytes : 0};
+}
+
+namespace {
+
+std::shared_ptr<void> allocateArena(int64_t bytes) {
+  std::shared_ptr<void> arena(ukernels::allocateBuffer(size_t(bytes)), std::free);
+  FRICTION_CHECK(arena != nullptr, "cpu: out of memory allocating the " + std::to_string(bytes) + "-byte arena");
+  return arena;
+}
+
+}  // namespace
+
+// An instance's intermediates live only while its step runs, and steps run one at a time, so the instances of
+// one program share one block. Left in pool buffers, each instance's were memory of its own, cold in the
+// caches: MNASNet's dedup'd blocks ran 1.2x slower than the same blocks with dedup-patterns off.
+void ProgramBuilder::placePatternArenas(Program& p) {
+  int64_t blockBytes = 0;
+  std::vector<Program*> placed;
+  for (Step& s : p.steps) {
+    if (s.kind != Step::Sub) continue;
+    placePatternArenas(*s.sub);  // nested instances run inside this one's step: a block of their own
+    const auto [values, bytes] = placeInArena(*s.sub, FusedRegion::of(*s.node)->body());
+    if (values == 0) continue;
+    stats_.patternArenaValues += values;
+    blockBytes = std::max(blockBytes, bytes);
+    placed.push_back(s.sub.get());
+  }
+  if (placed.empty()) return;
+  std::shared_ptr<void> block = allocateArena(blockBytes);
+  for (Program* q : placed) q->arena = block;
+  stats_.patternArenaBytes += blockBytes;
 }
 
 void ProgramBuilder::finish(Program& p, const Graph& g) {
   demoteFailed(p);
-  placeInArena(p, g);
+  const auto [values, bytes] = placeInArena(p, g);
+  if (values) {
+    p.arena = allocateArena(bytes);
+    stats_.arenaValues += values;
+    stats_.arenaBytes = bytes;
+  }
+  placePatternArenas(p);
 }
 
 std::unique_ptr<Program> ProgramBuilder::buildProgram(const Graph& g, KernelSource& source) {

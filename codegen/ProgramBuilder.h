@@ -65,7 +65,11 @@ class ProgramBuilder {
   bool compiledStep(Step& s, Program& p, const std::function<const Value*(const Value*)>& resolve);
   void useKernel(Step& s);
   void demoteFailed(Program& p);
-  void placeInArena(Program& p, const Graph& g);
+  // The values of p that g's plan (plan-memory's metadata) placed get their arena offsets; returns how many,
+  // and the arena bytes they need. Allocates nothing.
+  std::pair<int64_t, int64_t> placeInArena(Program& p, const Graph& g);
+  // The pattern instances among p's steps (and theirs, a level at a time) get their bodies' plans.
+  void placePatternArenas(Program& p);
 
   KernelCache& cache_;
   ProgramStats& stats_;

@@ -17,6 +17,12 @@
 // cpu backend's copy skips a piece that is already in place). An input is
 // placed in at most one Concat; the others copy it.
 //
+// Pattern bodies: dedup-patterns' instances share one body graph, which the
+// cpu backend runs as a program of its own per instance, outside the arena.
+// Each body gets a plan of its own (its metadata, same keys), so an instance's
+// intermediates reuse memory the way the top level's do; instances run one at
+// a time, so they can share one block for it. Stats: "pattern bodies planned".
+//
 // Symbolic dims: the plan is for static shapes only. With any symbolic dim
 // the pass records nothing and counts "skipped (symbolic shapes)"; bind the
 // batch first (friction run --batch, or the zoo's batch=B knob).
@@ -31,6 +37,7 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "ir/FusedRegion.h"
 #include "ir/OpRegistry.h"
 #include "passes/Pass.h"
 
@@ -53,7 +60,7 @@ int64_t bytesOf(const Value* v) { return *v->shape().numel() * int64_t(dtypeSize
 
 // Places the inputs of Concats whose inputs are contiguous blocks of the result inside the result's buffer.
 void placeConcatInputsInPlace(const Graph& g, std::vector<Buffer>& bufs, std::unordered_map<const Value*, int>& index,
-                              PassContext& ctx) {
+                              PassContext* stats) {
   auto writtenByANode = [](const Value* v) {
     const Node* p = v->producer();
     return p && p->numOutputs() == 1 && p->op() != "Constant" && p->op() != "Concat" && !hasTrait(*p, OpTrait::View);
@@ -78,16 +85,16 @@ void placeConcatInputsInPlace(const Graph& g, std::vector<Buffer>& bufs, std::un
         Buffer& m = bufs[size_t(it->second)];
         m.host = &h, m.hostOffset = offset;
         h.def = std::min(h.def, m.def), h.last = std::max(h.last, m.last);
-        ctx.count("concat inputs in place");
+        if (stats) stats->count("concat inputs in place");
       }
       offset += in ? bytesOf(in) : 0;
     }
   }
 }
 
-}  // namespace
-
-void planMemory(Graph& g, PassContext& ctx) {
+// The plan of g's top-level values, into its metadata, counted in `stats` unless null; false (and no plan) where
+// a shape is symbolic.
+bool planGraph(Graph& g, PassContext* stats) {
   for (const char* k : {"memory.values", "memory.offsets", "memory.sizes", "memory.within", "memory.arena_bytes",
                         "memory.naive_bytes"})
     g.metadata().erase(k);
@@ -103,15 +110,12 @@ void planMemory(Graph& g, PassContext& ctx) {
     if (n.op() == "Constant") continue;
     for (const Value* v : n.outputs()) {
       if (isOutput(v)) continue;
-      if (!v->shape().hasRank() || !v->shape().isStatic()) {
-        ctx.count("skipped (symbolic shapes)");
-        return;
-      }
+      if (!v->shape().hasRank() || !v->shape().isStatic()) return false;
       index[v] = int(bufs.size());
       bufs.push_back({v, bytesOf(v), i, i});
     }
   }
-  placeConcatInputsInPlace(g, bufs, index, ctx);
+  placeConcatInputsInPlace(g, bufs, index, stats);
 
   // Largest first; among equals, earliest definition, so the plan is deterministic.
   std::vector<Buffer*> order;
@@ -160,10 +164,30 @@ void planMemory(Graph& g, PassContext& ctx) {
   g.metadata()["memory.within"] = within;
   g.metadata()["memory.arena_bytes"] = arena;
   g.metadata()["memory.naive_bytes"] = naive;
-  ctx.count("values planned", int64_t(bufs.size()));
-  ctx.count("arena bytes", arena);
-  ctx.count("naive bytes", naive);
-  ctx.count("peak live bytes", peak);
+  if (stats) {
+    stats->count("values planned", int64_t(bufs.size()));
+    stats->count("arena bytes", arena);
+    stats->count("naive bytes", naive);
+    stats->count("peak live bytes", peak);
+  }
+  return true;
+}
+
+}  // namespace
+
+void planMemory(Graph& g, PassContext& ctx) {
+  if (!planGraph(g, &ctx)) {
+    ctx.count("skipped (symbolic shapes)");
+    return;
+  }
+  std::unordered_set<const Graph*> bodies;
+  for (const auto& n : g.nodes()) {
+    auto region = FusedRegion::of(*n);
+    if (!region || region->kind() != RegionKind::Pattern || !bodies.insert(&region->body()).second) continue;
+    // The body is the node's own (shared with the other instances): planned in place.
+    if (planGraph(*std::get<std::shared_ptr<Graph>>(*n->findAttr("body")), nullptr))
+      ctx.count("pattern bodies planned");
+  }
 }
 
 }  // namespace friction

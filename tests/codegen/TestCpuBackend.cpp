@@ -863,7 +863,7 @@ TEST_F(CpuBackendTest, PlanMemoryPlacesIntermediatesInOneArena) {
     SCOPED_TRACE(plan ? "with plan-memory" : "without plan-memory");
     auto g = make();
     PipelineOptions o;
-    o.disable = {"dedup-patterns"};  // else the chain becomes pattern instances, planned inside by no one
+    o.disable = {"dedup-patterns"};  // else the chain becomes pattern instances (the next test)
     if (!plan) o.disable.push_back("plan-memory");
     runPipeline(*g, buildPipeline(o));
     CpuRun r = runCpu(*g, inputs);
@@ -879,6 +879,35 @@ TEST_F(CpuBackendTest, PlanMemoryPlacesIntermediatesInOneArena) {
     model->run(inputs);
     expectClose(model->run(inputs)[0], want[0], 1e-5, "second run");
   }
+}
+
+// dedup-patterns makes the blocks (MatMul 32 -> 64, Relu, MatMul 64 -> 32, Relu) instances of one body, each run
+// as a program of its own; their intermediates get the body's plan, in one block all instances share.
+TEST_F(CpuBackendTest, PatternInstancesShareTheirBodysPlannedBlock) {
+  auto make = [] {
+    auto g = std::make_unique<Graph>();
+    GraphBuilder b(*g);
+    Value* x = b.input("x", {DType::F32, {8, 32}});
+    for (int i = 0; i < 3; ++i) {
+      x = b.op("Relu", {b.op("MatMul", {x, b.constant(randomTensor({32, 64}, 100 + i))})});
+      x = b.op("Relu", {b.op("MatMul", {x, b.constant(randomTensor({64, 32}, 110 + i))})});
+    }
+    b.output(x);
+    return g;
+  };
+  std::vector<Tensor> inputs = {randomTensor({8, 32}, 120)};
+  auto want = interp::run(*make(), inputs);
+  auto g = make();
+  auto records = runPipeline(*g, buildPipeline(PipelineOptions{}));
+  ASSERT_GE(records.back().stats["pattern bodies planned"], 1);
+  auto model = createBackend("cpu")->compile(*g);
+  const std::string d = model->description();
+  EXPECT_NE(d.find("pattern bodies' arena"), std::string::npos) << d;
+  model->run(inputs);
+  expectClose(model->run(inputs)[0], want[0], 1e-5, "second run through the shared block");
+  CpuRun r = runCpu(*g, inputs);
+  EXPECT_GE(r.stats.patternArenaValues, 3) << "one intermediate per instance: " << r.description;
+  EXPECT_EQ(r.stats.patternArenaBytes, 8 * 64 * 4) << "one block, as large as one body's plan";
 }
 
 // plan-memory places a contiguous Concat's inputs inside its result: their kernels write there, and the

@@ -1,5 +1,9 @@
+#include <set>
+
 #include "frontend/onnx/OnnxImport.h"
 #include "frontend/zoo/Zoo.h"
+#include "ir/Builder.h"
+#include "ir/FusedRegion.h"
 #include "ir/Specialize.h"
 #include "ir/TextFormat.h"
 #include "ir/Verifier.h"
@@ -157,5 +161,25 @@ TEST(PlanMemory, AfterTheDefaultPipeline) {
   checkPlan(*g);
 }
 
+
+// dedup-patterns' instances share one body; plan-memory gives it a plan of its own, checked like the top level's.
+TEST(PlanMemory, PlansEachPatternBodyOnce) {
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F32, {4, 16}});
+  for (int i = 0; i < 3; ++i) x = b.op("Tanh", {b.op("Relu", {b.op("Neg", {x})})});
+  b.output(x);
+  runPipeline(g, buildPipeline(PipelineOptions{.passes = {"dedup-patterns"}}));
+  std::set<const Graph*> bodies;
+  for (const auto& n : g.nodes())
+    if (auto r = FusedRegion::of(*n); r && r->kind() == RegionKind::Pattern) bodies.insert(&r->body());
+  ASSERT_EQ(bodies.size(), 1u) << printGraph(g);
+  auto stats = plan(g);
+  EXPECT_EQ(stats["pattern bodies planned"], 1);
+  const Graph& body = **bodies.begin();
+  checkPlan(body);
+  EXPECT_EQ(meta<std::vector<std::string>>(body, "memory.values").size(), 2u) << "Neg's and Relu's results";
+  EXPECT_EQ(meta<int64_t>(body, "memory.arena_bytes"), 2 * 4 * 16 * 4) << "live together at Relu";
+}
 
 TEST(PlanMemory, SameNumericsOnEveryModel) { expectSameNumericsOnAllModels({"plan-memory"}); }
