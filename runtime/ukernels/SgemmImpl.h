@@ -281,6 +281,13 @@ struct Blocks {
   // 400 -> 400 convs a second pass over C of 16 steps of k (a driver ran 392 x 400 x 400 in 0.89-0.95x the
   // time with 200 + 200).
   static constexpr int64_t kStep(int64_t K) { return (K + (K + KC - 1) / KC - 1) / ((K + KC - 1) / KC); }
+  // The column blocks of a width N: as few as NC allows, as even as whole NR panels make them. Blocks of NC and
+  // the rest split 1152 columns (a mobile net's 7x7 expansions) into 1024 + 128, and tasks of such unequal
+  // column blocks left one thread idle at the end.
+  static constexpr int64_t nStep(int64_t N) {
+    const int64_t blocks = (N + NC - 1) / NC, perBlock = (N + blocks - 1) / blocks;
+    return (perBlock + NR - 1) / NR * NR;
+  }
 };
 
 // Packs op(B)[k0 .. k0+kc, j0 .. j0+nc] into NR-wide panels: panel q holds
@@ -324,7 +331,8 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
     return;
   }
   const int64_t kStep = Blocks<MR, NR>::kStep(K);
-  int64_t nBlocks = (N + NC - 1) / NC, kBlocks = (K + kStep - 1) / kStep;
+  const int64_t nStep = Blocks<MR, NR>::nStep(N);
+  int64_t nBlocks = (N + nStep - 1) / nStep, kBlocks = (K + kStep - 1) / kStep;
   // Threads only pay off past ~1 MFLOP, or when B is large enough to come from memory (a classifier's GEMV,
   // 1 x 1000 x 512: its 2 MB of weights streamed on one core at the pace of one core's loads).
   int nt = threads > 0 ? threads : omp_get_max_threads();
@@ -335,7 +343,7 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
   // the operand whose panels then get reused more -- column chunks when B is
   // the larger operand (N > M: each B panel is read once for all rows), row
   // blocks of whole register tiles otherwise -- then the other.
-  const int64_t panelsPerBlock = std::min(NC, N) / NR + (std::min(NC, N) % NR != 0);
+  const int64_t panelsPerBlock = std::min(nStep, N) / NR + (std::min(nStep, N) % NR != 0);
   auto ceilDiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   int64_t mc0 = ceilDiv(ceilDiv(M, ceilDiv(M, MC)), MR) * MR, nSplit = 1;
   auto tasksOf = [&] { return ceilDiv(M, mc0) * nBlocks * nSplit; };
@@ -357,10 +365,11 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
   using Bk = Blocks<MR, T::NR>;  // named through the type: the lambda below captures nothing
   auto packConstant = [](const PackedKey& k, float* out) {
     const int64_t step = Bk::kStep(k.K), kBlocks = (k.K + step - 1) / step;
-    for (int64_t jb = 0; jb * Bk::NC < k.N; ++jb)
+    const int64_t nStep = Bk::nStep(k.N);
+    for (int64_t jb = 0; jb * nStep < k.N; ++jb)
       for (int64_t k0 = 0; k0 < k.K; k0 += step)
-        packB<T::NR>(k.transB, k.B, k.ldb, k0, std::min<int64_t>(step, k.K - k0), jb * Bk::NC,
-                     std::min<int64_t>(Bk::NC, k.N - jb * Bk::NC), out + (jb * kBlocks + k0 / step) * Bk::KC * Bk::NC);
+        packB<T::NR>(k.transB, k.B, k.ldb, k0, std::min<int64_t>(step, k.K - k0), jb * nStep,
+                     std::min<int64_t>(nStep, k.N - jb * nStep), out + (jb * kBlocks + k0 / step) * Bk::KC * Bk::NC);
   };
   const float* constB = source ? nullptr : constantPanels(key, size_t(nBlocks * kBlocks * KC * NC), packConstant);
   // B from a source that several row blocks would each make again (an NCHW conv's im2col with many output
@@ -371,7 +380,7 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
     sourced = alignedFloats(size_t(nBlocks * kBlocks * KC * NC));
     affineFor(nBlocks * kBlocks, nt, [&](int64_t t) {
       const int64_t jb = t / kBlocks, k0 = t % kBlocks * kStep;
-      source->pack(source->ctx, k0, std::min(kStep, K - k0), jb * NC, std::min(NC, N - jb * NC), NR,
+      source->pack(source->ctx, k0, std::min(kStep, K - k0), jb * nStep, std::min(nStep, N - jb * nStep), NR,
                    sourced.get() + t * KC * NC);
     });
     constB = sourced.get();
@@ -380,7 +389,7 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
   // band the kernels before and after it split alike (Parallel.h).
   affineFor(tasks, nt, [&](int64_t t) {
     int64_t ib = t / (nBlocks * nSplit), js = t % nSplit, jb = t / nSplit % nBlocks;
-    int64_t i0 = ib * mc0, mc = std::min(mc0, M - i0), jBlock = jb * NC, ncBlock = std::min(NC, N - jBlock);
+    int64_t i0 = ib * mc0, mc = std::min(mc0, M - i0), jBlock = jb * nStep, ncBlock = std::min(nStep, N - jBlock);
     // This task's panels of the column block: [q0, q0 + nPanels).
     int64_t blockPanels = (ncBlock + NR - 1) / NR, perSplit = (blockPanels + nSplit - 1) / nSplit;
     int64_t q0 = js * perSplit, nPanels = std::min(blockPanels, q0 + perSplit) - q0;

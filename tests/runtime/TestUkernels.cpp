@@ -197,6 +197,31 @@ TEST(Sgemm, InTileEpilogueMatchesTheGemmFinishedAfterwards) {
 // (so a B changed in place -- which the contract forbids -- shows it). Two holders of one range (two programs
 // built from one graph's weights): undoing one registration keeps the range and its copy; undoing the last
 // drops both, and the next GEMM reads B itself.
+// Wider than one column block (NR x 16 columns), which the SGEMM evens out in whole panels: 1100, 1152 and 1280
+// (6x64 tiles: 576 + 524, 576 + 576, 640 + 640, not 1024 and the rest), 560 (12x32: 288 + 272, not 512 + 48),
+// with B read from memory and B registered as a constant (packed once, in the same blocks).
+TEST(Sgemm, ColumnBlocksEvenedOutMatchNaive) {
+  for (int lanes : machineWidths()) {
+    LanesLimit limit(lanes);
+    for (int64_t N : {560, 1100, 1152, 1280})
+      for (int64_t M : {7, 50})
+        for (bool constant : {false, true}) {
+          const int64_t K = 45;
+          auto A = randoms(size_t(M * K), 31), B = randoms(size_t(K * N), 32);
+          std::vector<double> want(size_t(M * N));
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j)
+              for (int64_t k = 0; k < K; ++k) want[size_t(i * N + j)] += double(A[i * K + k]) * double(B[k * N + j]);
+          if (constant) registerConstant(B.data(), B.size() * sizeof(float));
+          std::vector<float> C(size_t(M * N), 1.f);
+          sgemm(false, false, M, N, K, 1.f, A.data(), K, B.data(), N, 0.f, C.data(), N);
+          if (constant) unregisterConstant(B.data());
+          expectNear(C, want, 1e-5, "M " + std::to_string(M) + " N " + std::to_string(N) +
+                                        (constant ? " constant B" : "") + " on " + sgemmIsa());
+        }
+  }
+}
+
 TEST(Sgemm, ARangeRegisteredTwiceKeepsItsPackedCopyUntilBothAreUndone) {
   const int64_t M = 3, N = 40, K = 50;
   auto A = randoms(size_t(M * K), 21), B = randoms(size_t(K * N), 22);
