@@ -156,13 +156,31 @@ double memoryBandwidth(int threads) {
   return double(kFloats * sizeof(float)) / (bestMs * 1e6);
 }
 
-double waitForNearCores(const std::function<double()>& probe, double& lowest, double farFactor, double maxMs,
+void NearLevel::add(double ns) {
+  if (!(ns > 0) || !std::isfinite(ns)) return;
+  lowest_ = std::min(lowest_, ns);
+  const int bin = std::clamp(int(std::log(std::max(ns, 1.0)) / std::log(kBinRatio)), 0, kBins - 1);
+  ++bins_[size_t(bin)];
+  ++count_;
+}
+
+double NearLevel::level() const {
+  constexpr int64_t kLearning = 20;
+  if (count_ < kLearning) return lowest_;
+  const int64_t rank = std::max<int64_t>(1, count_ / 20);  // the 5% quantile
+  int64_t seen = 0;
+  for (int bin = 0; bin < kBins; ++bin)
+    if ((seen += bins_[size_t(bin)]) >= rank) return std::max(lowest_, std::pow(kBinRatio, bin));
+  return lowest_;
+}
+
+double waitForNearCores(const std::function<double()>& probe, NearLevel& near, double farFactor, double maxMs,
                         bool& far) {
   auto t0 = Clock::now();
-  for (;;) {
+  for (bool first = true;; first = false) {
     double ns = probe();
-    lowest = std::min(lowest, ns);
-    far = ns > farFactor * lowest;
+    if (first) near.add(ns);
+    far = ns > farFactor * near.level();
     if (!far || msSince(t0) >= maxMs) return msSince(t0);
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -381,9 +399,9 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
   // machine, `calibration` injected without it, has no cores to probe).
   std::function<double()> probe = o.crossCore;
   if (!probe && !o.calibration && o.threads > 1) probe = [t = o.threads] { return crossCoreRoundTrip(t); };
-  static double lowestInProcess = INFINITY;  // the near level, learned over every run of this process
-  double injectedLowest = INFINITY;
-  double& lowest = o.crossCore ? injectedLowest : lowestInProcess;
+  static NearLevel nearInProcess;  // learned over every run of this process
+  NearLevel injectedNear;
+  NearLevel& near = o.crossCore ? injectedNear : nearInProcess;
   // After a contender ran (its probes, a block, a new incarnation's warm-up): whether it may still hold a core.
   auto leftBusy = [](const Contender& c) { return c.leavesCoresBusy && !(c.park && c.park()); };
   auto settle = [&] {
@@ -396,7 +414,7 @@ RoundsResult runRounds(const std::vector<Contender>& contenders, const RoundsOpt
     if (!probe || o.nearWaitMs <= 0) return;
     bool far = false;
     double budget = std::max(0.0, std::min(o.nearWaitMs, o.roundWaitMs - nearWaited));
-    nearWaited += waitForNearCores(probe, lowest, o.farFactor, budget, far);
+    nearWaited += waitForNearCores(probe, near, o.farFactor, budget, far);
     farBlocks += far;
   };
 

@@ -6,6 +6,7 @@
 // instead of comparing bursts measured minutes apart. Nothing but the configurations' own runs happens between
 // the first and the last timed block: checks and compiles belong before runRounds.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -76,11 +77,31 @@ double crossCoreRoundTrip(int threads);
 // The memory bandwidth (Calibration::memoryGBs) `threads` threads get now, reading a 32 MB buffer together.
 double memoryBandwidth(int threads);
 
-// Waits, up to `maxMs`, until the cores are near: `probe()` reads at most `farFactor` times the lowest reading
-// `lowest` has seen (updated here; one per process in the protocol, so a run that starts in the far state learns
-// the near level at its first near reading). Probes every 5 ms. Returns the milliseconds waited and, through
+// The near level of the core-to-core round trip: a low quantile (5%) of the readings taken before blocks, the
+// lowest until there are 20 of them. Not the lowest of all: a reading or two of a rarer, nearer state (this
+// VM's vCPUs on one core's two hyperthreads, ~40 ns against ~125 ns) set the bar there, and every later block
+// of a sweep waited its budget for a state that did not come (2026-12-04: 16 minutes instead of 4.5).
+class NearLevel {
+ public:
+  void add(double ns);
+  double level() const;  // INFINITY before the first reading
+  int64_t readings() const { return count_; }
+
+ private:
+  // Readings in bins 2% wide (log scale) from 1 ns; a 5% quantile read to a bin's lower edge.
+  static constexpr double kBinRatio = 1.02;
+  static constexpr int kBins = 1024;  // up to ~6e8 ns
+  std::vector<int64_t> bins_ = std::vector<int64_t>(kBins, 0);
+  int64_t count_ = 0;
+  double lowest_ = INFINITY;
+};
+
+// Waits, up to `maxMs`, until the cores are near: `probe()` reads at most `farFactor` times `near.level()`.
+// The first reading is added to `near` (one per process in the protocol, so a run that starts in the far state
+// learns the near level from its first near readings); the later ones, taken while waiting, are not: they
+// would weigh a far spell by its length. Probes every 5 ms. Returns the milliseconds waited and, through
 // `far`, whether the last reading was still far (the block that follows is timed in the far state).
-double waitForNearCores(const std::function<double()>& probe, double& lowest, double farFactor, double maxMs,
+double waitForNearCores(const std::function<double()>& probe, NearLevel& near, double farFactor, double maxMs,
                         bool& far);
 
 enum class RoundOrder {

@@ -5,7 +5,7 @@
 // This program runs the executors one run at a time, round robin, for
 // --seconds, probing the round trip (bench::crossCoreRoundTrip) before and
 // after each run; a run whose two readings agree counts as near (both within
-// 2x the lowest reading) or far (both over 3x), any other is dropped. Per
+// 2x the near level, bench::NearLevel) or far (both over 3x), any other is dropped. Per
 // executor it prints the median run in each state and their ratio; a
 // friction backend with `profile=on` prints its step profile for each state
 // (two compiled copies, each run on the one of the state read before it).
@@ -86,10 +86,10 @@ int run(int argc, char** argv) {
     executors.push_back(std::move(e));
   }
 
-  double lowest = 1e30;
+  bench::NearLevel near;  // the harness's near level (a low quantile of the readings)
   auto state = [&](double ns) {
-    lowest = std::min(lowest, ns);
-    return ns <= 2 * lowest ? Near : ns > 3 * lowest ? Far : Unknown;
+    near.add(ns);
+    return ns <= 2 * near.level() ? Near : ns > 3 * near.level() ? Far : Unknown;
   };
   using Clock = std::chrono::steady_clock;
   const auto end = Clock::now() + std::chrono::duration<double>(seconds);
@@ -110,8 +110,8 @@ int run(int argc, char** argv) {
       ++e.dropped;
   }
 
-  std::printf("%s batch %lld, %d threads, lowest round trip %.0f ns\n", modelPath.c_str(), (long long)batch, threads,
-              lowest);
+  std::printf("%s batch %lld, %d threads, near round trip %.0f ns\n", modelPath.c_str(), (long long)batch, threads,
+              near.level());
   std::printf("%-40s %8s %8s %6s %6s %7s %7s\n", "executor", "near ms", "far ms", "far/nr", "runs", "far", "dropped");
   for (const Executor& e : executors) {
     // "-" for a state the host never put the cores in during the run.
