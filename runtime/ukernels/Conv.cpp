@@ -8,6 +8,7 @@
 #include <memory>
 #include <tuple>
 
+#include "runtime/ukernels/Buffers.h"
 #include "runtime/ukernels/ConvDirect.h"
 #include "runtime/ukernels/Multiversion.h"
 #include "runtime/ukernels/Parallel.h"
@@ -267,9 +268,9 @@ void convNhwc(const Conv2d& g, const float* x, const float* packedW, const ConvE
   const int64_t ownBand = ownBandRows(depth);
   if (threads > 1 && rows >= 4 * threads * ownBand) {
     const int64_t bands = (rows + ownBand - 1) / ownBand;
-    std::unique_ptr<float[]> buffers(new float[size_t(threads * ownBand * depth)]);
+    float* buffers = threadScratch(ScratchSlot::ConvRows, size_t(threads * ownBand * depth));
     affineFor(bands, threads, [&](int64_t b) {
-      float* cols = buffers.get() + omp_get_thread_num() * ownBand * depth;
+      float* cols = buffers + omp_get_thread_num() * ownBand * depth;
       const int64_t r0 = b * ownBand, nr = std::min(ownBand, rows - r0);
       gather(r0, nr, cols);
       gemm(r0, nr, cols, depth, 1);
@@ -279,12 +280,12 @@ void convNhwc(const Conv2d& g, const float* x, const float* packedW, const ConvE
   // Few rows (a small image): one band matrix at a time, gathered by all threads, multiplied by all
   // (the GEMM also splits its columns); bounded in size.
   const int64_t band = std::max<int64_t>(1, std::min<int64_t>(rows, (int64_t(1) << 22) / std::max<int64_t>(depth, 1)));
-  std::unique_ptr<float[]> cols(new float[size_t(band * depth)]);
+  float* cols = threadScratch(ScratchSlot::ConvRows, size_t(band * depth));
   for (int64_t r0 = 0; r0 < rows; r0 += band) {
     const int64_t nr = std::min(band, rows - r0);
     const int gatherThreads = nr * depth > (int64_t(1) << 16) ? threads : 1;
-    affineFor(nr, gatherThreads, [&](int64_t i) { gather(r0 + i, 1, cols.get() + i * depth); });
-    gemm(r0, nr, cols.get(), depth, 0);
+    affineFor(nr, gatherThreads, [&](int64_t i) { gather(r0 + i, 1, cols + i * depth); });
+    gemm(r0, nr, cols, depth, 0);
   }
 }
 

@@ -372,18 +372,20 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
                      std::min<int64_t>(nStep, k.N - jb * nStep), out + (jb * kBlocks + k0 / step) * Bk::KC * Bk::NC);
   };
   const float* constB = source ? nullptr : constantPanels(key, size_t(nBlocks * kBlocks * KC * NC), packConstant);
+  int64_t blockFloats = KC * NC;  // apart in constB: the packed (column block, K block)s
   // B from a source that several row blocks would each make again (an NCHW conv's im2col with many output
-  // channels) is made once, whole, in the constant's layout, up to 16 MB: ResNet-18's last 3x3 convs ran 2x
-  // slower gathering their 7x7 images once per row block.
-  AlignedFloats sourced;
-  if (source && mBlocks > 1 && nBlocks * kBlocks * KC * NC <= (int64_t(1) << 22)) {
-    sourced = alignedFloats(size_t(nBlocks * kBlocks * KC * NC));
+  // channels) is made once, whole, in the constant's order, up to 16 MB: ResNet-18's last 3x3 convs ran 2x
+  // slower gathering their 7x7 images once per row block. Its blocks are as large as their panels (at KC x NC,
+  // the 49 columns of a 7x7 image took 9.4 MB for 1.2 MB of panels), in the calling thread's scratch.
+  if (source && mBlocks > 1 && nBlocks * kBlocks * kStep * panelsPerBlock * NR <= (int64_t(1) << 22)) {
+    blockFloats = kStep * panelsPerBlock * NR;
+    float* out = threadScratch(ScratchSlot::GemmPanels, size_t(nBlocks * kBlocks * blockFloats));
     affineFor(nBlocks * kBlocks, nt, [&](int64_t t) {
       const int64_t jb = t / kBlocks, k0 = t % kBlocks * kStep;
       source->pack(source->ctx, k0, std::min(kStep, K - k0), jb * nStep, std::min(nStep, N - jb * nStep), NR,
-                   sourced.get() + t * KC * NC);
+                   out + t * blockFloats);
     });
-    constB = sourced.get();
+    constB = out;
   }
   // Row blocks outermost: each thread's share of the tasks is a band of C's rows (output pixels in NHWC), the
   // band the kernels before and after it split alike (Parallel.h).
@@ -415,7 +417,7 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
       // them) and op(A) rows into MR-tall panels, zero-padded.
       const float* bpk = bp;
       if (constB)
-        bpk = constB + (jb * kBlocks + k0 / kStep) * KC * NC + q0 * kc * NR;
+        bpk = constB + (jb * kBlocks + k0 / kStep) * blockFloats + q0 * kc * NR;
       else if (source)
         source->pack(source->ctx, k0, kc, j0, nc, NR, bp);
       else
@@ -446,7 +448,7 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
         if (!constB || !streamConstB) return nullptr;
         if (q + 1 < nPanels) return bpk + (q + 1) * kc * NR;
         if (kcNext <= 0) return nullptr;
-        return constB + (jb * kBlocks + k0 / kStep + 1) * KC * NC + q0 * kcNext * NR;
+        return constB + (jb * kBlocks + k0 / kStep + 1) * blockFloats + q0 * kcNext * NR;
       };
       for (int64_t q = 0; q < nPanels; ++q) {
         const float* nextPanel = nextPanelOf(q);

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "runtime/BufferPool.h"
 #include "runtime/ukernels/Buffers.h"
@@ -50,6 +51,25 @@ TEST(BufferPool, LargeBuffersAreHugePageAligned) {
     EXPECT_EQ(p[bytes - 1], 0x5a) << bytes;
     std::free(p);
   }
+}
+
+// A thread's scratch is kept from call to call (grown when a call needs more) and separate per slot and per
+// thread: a kernel that holds one slot can call another that takes its own.
+TEST(BufferPool, ThreadScratchIsKeptPerSlotAndThread) {
+  using ukernels::ScratchSlot, ukernels::threadScratch;
+  float* rows = threadScratch(ScratchSlot::ConvRows, 1000);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(rows) % 64, 0u);
+  rows[999] = 7.f;
+  EXPECT_EQ(threadScratch(ScratchSlot::ConvRows, 10), rows) << "a smaller request reuses the block";
+  EXPECT_EQ(rows[999], 7.f);
+  float* panels = threadScratch(ScratchSlot::GemmPanels, 1000);
+  EXPECT_NE(panels, rows);
+  EXPECT_EQ(threadScratch(ScratchSlot::ConvRows, 10), rows) << "another slot leaves this one alone";
+  float* grown = threadScratch(ScratchSlot::ConvRows, size_t(1) << 20);
+  grown[(size_t(1) << 20) - 1] = 1.f;
+  float* other = nullptr;
+  std::thread([&] { other = threadScratch(ScratchSlot::ConvRows, 10); }).join();
+  EXPECT_NE(other, grown) << "each thread keeps its own";
 }
 
 }  // namespace
