@@ -373,17 +373,21 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
   };
   const float* constB = source ? nullptr : constantPanels(key, size_t(nBlocks * kBlocks * KC * NC), packConstant);
   int64_t blockFloats = KC * NC;  // apart in constB: the packed (column block, K block)s
-  // B from a source that several row blocks would each make again (an NCHW conv's im2col with many output
-  // channels) is made once, whole, in the constant's order, up to 16 MB: ResNet-18's last 3x3 convs ran 2x
-  // slower gathering their 7x7 images once per row block. Its blocks are as large as their panels (at KC x NC,
-  // the 49 columns of a 7x7 image took 9.4 MB for 1.2 MB of panels), in the calling thread's scratch.
-  if (source && mBlocks > 1 && nBlocks * kBlocks * kStep * panelsPerBlock * NR <= (int64_t(1) << 22)) {
+  // A B that is not a registered constant (an NCHW conv's im2col from a source, an activation times an
+  // activation), which each row block would otherwise pack again, is packed once, whole, in the constant's
+  // order, up to 16 MB: ResNet-18's last 3x3 convs ran 2x slower gathering their 7x7 images once per row
+  // block, and 1024^3 with B an input 1.2x. Its blocks are as large as their panels (at KC x NC, the 49 columns
+  // of a 7x7 image took 9.4 MB for 1.2 MB of panels), in the calling thread's scratch.
+  if (!constB && mBlocks > 1 && nBlocks * kBlocks * kStep * panelsPerBlock * NR <= (int64_t(1) << 22)) {
     blockFloats = kStep * panelsPerBlock * NR;
     float* out = threadScratch(ScratchSlot::GemmPanels, size_t(nBlocks * kBlocks * blockFloats));
     affineFor(nBlocks * kBlocks, nt, [&](int64_t t) {
-      const int64_t jb = t / kBlocks, k0 = t % kBlocks * kStep;
-      source->pack(source->ctx, k0, std::min(kStep, K - k0), jb * nStep, std::min(nStep, N - jb * nStep), NR,
-                   out + t * blockFloats);
+      const int64_t jb = t / kBlocks, k0 = t % kBlocks * kStep, kc = std::min(kStep, K - k0);
+      const int64_t j0 = jb * nStep, nc = std::min(nStep, N - j0);
+      if (source)
+        source->pack(source->ctx, k0, kc, j0, nc, NR, out + t * blockFloats);
+      else
+        packB<NR>(transB, B, ldb, k0, kc, j0, nc, out + t * blockFloats);
     });
     constB = out;
   }
