@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <vector>
 #include <limits>
-#include <memory>
 #include <tuple>
 
 #include "runtime/ukernels/Buffers.h"
