@@ -396,9 +396,11 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
   affineFor(tasks, nt, [&](int64_t t) {
     int64_t ib = t / (nBlocks * nSplit), js = t % nSplit, jb = t / nSplit % nBlocks;
     int64_t i0 = ib * mc0, mc = std::min(mc0, M - i0), jBlock = jb * nStep, ncBlock = std::min(nStep, N - jBlock);
-    // This task's panels of the column block: [q0, q0 + nPanels).
-    int64_t blockPanels = (ncBlock + NR - 1) / NR, perSplit = (blockPanels + nSplit - 1) / nSplit;
-    int64_t q0 = js * perSplit, nPanels = std::min(blockPanels, q0 + perSplit) - q0;
+    // This task's panels of the column block, [q0, q0 + nPanels): the block's panels dealt as evenly as they
+    // divide. Chunks of ceil(panels / splits) left the last splits short or empty (9 panels in 8 splits went
+    // 2,2,2,2,1,0,0,0: one thread's share held 8 panels, the other's 1).
+    int64_t blockPanels = ceilDiv(ncBlock, NR), q0 = js * blockPanels / nSplit;
+    int64_t nPanels = (js + 1) * blockPanels / nSplit - q0;
     if (nPanels <= 0) return;
     int64_t j0 = jBlock + q0 * NR, nc = std::min(nPanels * NR, N - j0);
     // A non-transposed A is read in place, whole rows of it, by the microkernel: packing it (a scalar
