@@ -58,6 +58,16 @@ FRICTION_INLINE const float* advance(const float* p, int64_t step) {
   return p;
 }
 
+// v, held in a vector register: GCC otherwise folds its load into each multiply-add that uses it and loads it
+// again for every use (a depthwise tile's input pixel, used by up to 5 output pixels, cost up to 5 loads).
+template <class V>
+FRICTION_INLINE V inRegister(V v) {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  if constexpr (sizeof(V) >= 16) asm("" : "+v"(v));  // a one-float vector is no SSE operand
+#endif
+  return v;
+}
+
 // The direct kernels' weights for a grouped or dense g: per block of 16 output
 // channels (dense on AVX-512 where K is a multiple of 32: of 32), R*S cells of
 // [the block's input channels, the block's width].

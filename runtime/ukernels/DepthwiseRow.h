@@ -114,7 +114,7 @@ FRICTION_INLINE void depthwiseTile(const DepthwiseRowArgs<P>& a, int64_t ow, int
         if (Bounded && uint64_t(iw + j) >= uint64_t(a.inW)) continue;
         V xv[N];
 #pragma GCC unroll 8
-        for (int i = 0; i < N; ++i) xv[i] = A::load(xj + i * lanes);
+        for (int i = 0; i < N; ++i) xv[i] = inRegister(A::load(xj + i * lanes));
 #pragma GCC unroll 8
         for (int s = 0; s < KS; ++s)  // input pixel j is cell s of output pixel (j - s) / Stride
           if (j >= s && (j - s) % Stride == 0 && (j - s) / Stride < T)
