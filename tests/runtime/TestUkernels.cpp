@@ -62,8 +62,8 @@ std::vector<int> machineWidths() {
 TEST(Sgemm, MatchesNaiveOverTileEdgesTransposesAndBeta) {
   // Sizes around the register tiles (AVX-512 12x32, 6x64, 8x48 and 24x16, AVX2 6x16, portable 4x8; N = 64,
   // 120 and 200 take 6x64, the last two with a partial last panel of several vectors and of one), the row
-  // counts of the partial tiles (1, 2, 4, 8 rows), K steps in fours with a remainder (7), and K = 385 in four K
-  // blocks (KC = 128) of 97, 97, 97 and 94 steps.
+  // counts of the partial tiles (1, 2, 4, 8 rows), K steps in fours with a remainder (7), and K = 385 in two to
+  // four K blocks (KC is 128 to 384 by the tile's width: 6x64 takes four of 97, 97, 97 and 94 steps).
   // N = 576 (nine 6x64 panels) over few rows deals its panels to the threads' tasks unevenly (eight splits).
   const std::vector<int64_t> ms = {1, 2, 3, 5, 6, 7, 12, 13, 22, 37},
                              ns = {1, 8, 16, 17, 24, 33, 48, 64, 70, 120, 200, 576}, ks = {1, 7, 16, 385};
@@ -99,9 +99,9 @@ TEST(Sgemm, MatchesNaiveOverTileEdgesTransposesAndBeta) {
 
 TEST(Sgemm, RowsOfAStreamedFromMemoryMatchNaive) {
   // An A of more than 1 MB read in place takes the k loop that prefetches the next tile's rows: every row
-  // count a tile can have (M = 12k + 7), four K blocks (KC = 128: 100, 100, 100 and 97 steps), each with a tail
-  // of fewer than 16 steps, and
-  // several column panels (only the first one prefetches).
+  // count a tile can have (M = 12k + 7), several K blocks, each with a tail of fewer than 16 steps (AVX-512's
+  // 6x64 tile: four of 100, 100, 100 and 97 steps; narrower machines' tiles: two), and several column panels
+  // (only the first one prefetches).
   const int64_t M = 703, N = 70, K = 397, lda = K + 3, ldc = N + 1;
   ASSERT_GT(M * lda * int64_t(sizeof(float)), int64_t(1) << 20);
   for (int lanes : machineWidths()) {
