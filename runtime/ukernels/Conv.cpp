@@ -18,14 +18,6 @@
 namespace friction::ukernels {
 namespace {
 
-// A thread's own im2col band (convNhwc): about 128 KB of gathered rows (a quarter of a Zen 3 core's L2), at
-// least 48, rounded up to a multiple of 24 (of every SGEMM row tile: 4, 6, 12, 24), so a band's GEMM keeps
-// whole tiles.
-int64_t ownBandRows(int64_t depth) {
-  const int64_t rows = std::max<int64_t>(48, (int64_t(1) << 15) / std::max<int64_t>(depth, 1));
-  return (rows + 23) / 24 * 24;
-}
-
 // e's HardSigmoid or HardSwish over n outputs, in place.
 FRICTION_INLINE void hardSigmoidValues(float* __restrict c, int64_t n, const ConvEpilogue& e) {
   const float alpha = e.alpha, beta = e.beta;
@@ -72,34 +64,6 @@ void activateBlock(float* c, int64_t ldc, int64_t rows, int64_t cols, const Conv
     case Activation::Sigmoid:
     case Activation::Silu:
     case Activation::Gelu: return packActivationBlock(c, ldc, rows, cols, e);
-  }
-}
-
-// One row of the NHWC im2col matrix: the (kh, kw, c) patch of output pixel
-// (n, oh, ow), zeros outside the input. An undilated window row inside the
-// input is S*C contiguous floats: one copy.
-void gatherPatch(const Conv2d& g, const float* x, int64_t n, int64_t oh, int64_t ow, float* row) {
-  const int64_t iw0 = ow * g.strideW - g.padLeft, span = g.S * g.C;
-  const bool rowInside = g.dilW == 1 && iw0 >= 0 && iw0 + g.S <= g.W;
-  for (int64_t r = 0; r < g.R; ++r, row += span) {
-    int64_t ih = oh * g.strideH - g.padTop + r * g.dilH;
-    if (ih < 0 || ih >= g.H) {
-      std::fill(row, row + span, 0.f);
-      continue;
-    }
-    const float* in = x + (n * g.H + ih) * g.W * g.C;
-    if (rowInside) {
-      std::copy(in + iw0 * g.C, in + iw0 * g.C + span, row);
-      continue;
-    }
-    for (int64_t s = 0; s < g.S; ++s) {
-      int64_t iw = iw0 + s * g.dilW;
-      float* cell = row + s * g.C;
-      if (iw < 0 || iw >= g.W)
-        std::fill(cell, cell + g.C, 0.f);
-      else
-        std::copy(in + iw * g.C, in + iw * g.C + g.C, cell);
-    }
   }
 }
 
@@ -240,52 +204,37 @@ bool convPacksWeights(const Conv2d& g, bool nhwc) { return nhwc || (g.group > 1 
 
 const char* convMethod(const Conv2d& g, bool nhwc) {
   if (nhwc ? runsDirect(g) : g.group > 1) return "direct";
-  return g.unitWindow() ? "sgemm" : "im2col + sgemm";
+  return g.unitWindow() ? "sgemm" : nhwc ? "indirect sgemm" : "im2col + sgemm";
 }
 
 void convNhwc(const Conv2d& g, const float* x, const float* packedW, const ConvEpilogue& e, float* y) {
   if (runsDirect(g)) return convDirect(g, x, packedW, e, y, /*planar=*/false);
-  // One GEMM: rows are output pixels, columns output channels.
-  const int64_t rows = g.N * g.OH * g.OW, depth = g.R * g.S * g.C;
-  auto gemm = [&](int64_t r0, int64_t nr, const float* a, int64_t lda, int threads) {
-    ConvEpilogue ge = shifted(e, r0 * g.K);
-    const GemmEpilogue ep = gemmEpilogue(ge, /*channelsPerColumn=*/true);
-    sgemm(false, false, nr, g.K, depth, 1.f, a, lda, packedW, g.K, 0.f, y + r0 * g.K, g.K, &ep, threads);
-  };
-  if (g.unitWindow()) return gemm(0, rows, x, g.C, 0);
-  auto gather = [&](int64_t r0, int64_t nr, float* cols) {
-    for (int64_t i = 0; i < nr; ++i) {
-      int64_t p = r0 + i, n = p / (g.OH * g.OW), oh = p / g.OW % g.OH, ow = p % g.OW;
-      gatherPatch(g, x, n, oh, ow, cols + i * depth);
-    }
-  };
-  // Enough output rows: each thread gathers a band of them into a buffer of its own, small enough to stay in
-  // its core's cache, and multiplies it on its own, so the gathered rows never leave that cache (one shared
-  // matrix, gathered by all threads and then multiplied by all, streamed MBs through memory on every 3x3
-  // layer of a 56x56 image and passed rows between the cores).
-  const int threads = omp_get_max_threads();
-  const int64_t ownBand = ownBandRows(depth);
-  if (threads > 1 && rows >= 4 * threads * ownBand) {
-    const int64_t bands = (rows + ownBand - 1) / ownBand;
-    float* buffers = threadScratch(ScratchSlot::ConvRows, size_t(threads * ownBand * depth));
-    affineFor(bands, threads, [&](int64_t b) {
-      float* cols = buffers + omp_get_thread_num() * ownBand * depth;
-      const int64_t r0 = b * ownBand, nr = std::min(ownBand, rows - r0);
-      gather(r0, nr, cols);
-      gemm(r0, nr, cols, depth, 1);
-    });
-    return;
-  }
-  // Few rows (a small image): one band matrix at a time, gathered by all threads, multiplied by all
-  // (the GEMM also splits its columns); bounded in size.
-  const int64_t band = std::max<int64_t>(1, std::min<int64_t>(rows, (int64_t(1) << 22) / std::max<int64_t>(depth, 1)));
-  float* cols = threadScratch(ScratchSlot::ConvRows, size_t(band * depth));
-  for (int64_t r0 = 0; r0 < rows; r0 += band) {
-    const int64_t nr = std::min(band, rows - r0);
-    const int gatherThreads = nr * depth > (int64_t(1) << 16) ? threads : 1;
-    affineFor(nr, gatherThreads, [&](int64_t i) { gather(r0 + i, 1, cols + i * depth); });
-    gemm(r0, nr, cols, depth, 0);
-  }
+  // One GEMM: rows are output pixels, columns output channels, the reduction over (kh, kw, input channel).
+  const int64_t rows = g.N * g.OH * g.OW, cells = g.R * g.S;
+  const GemmEpilogue ep = gemmEpilogue(e, /*channelsPerColumn=*/true);
+  if (g.unitWindow()) return sgemm(false, false, rows, g.K, g.C, 1.f, x, g.C, packedW, g.K, 0.f, y, g.K, &ep);
+  // Any other window: A is read through a table of the input pixel under each window cell of each output pixel
+  // (its C channels), a row of zeros where the cell lies in the padding. Gathering A instead (im2col, in bands
+  // kept in each core's cache) wrote and read R*S times the input on every call.
+  const int64_t zeroFloats = (g.C + 15) / 16 * 16;
+  float* scratch = threadScratch(ScratchSlot::ConvRows, size_t(zeroFloats + 2 * rows * cells));
+  std::fill(scratch, scratch + g.C, 0.f);
+  int64_t* offsets = reinterpret_cast<int64_t*>(scratch + zeroFloats);
+  const int tableThreads = rows * cells > (int64_t(1) << 14) ? omp_get_max_threads() : 1;
+  affineFor(g.N * g.OH, tableThreads, [&](int64_t nh) {
+    const int64_t n = nh / g.OH, oh = nh % g.OH;
+    int64_t* out = offsets + nh * g.OW * cells;
+    for (int64_t ow = 0; ow < g.OW; ++ow)
+      for (int64_t r = 0; r < g.R; ++r) {
+        const int64_t ih = oh * g.strideH - g.padTop + r * g.dilH;
+        for (int64_t s = 0; s < g.S; ++s) {
+          const int64_t iw = ow * g.strideW - g.padLeft + s * g.dilW;
+          *out++ = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W ? ((n * g.H + ih) * g.W + iw) * g.C : -1;
+        }
+      }
+  });
+  const GemmIndirectA a{x, offsets, scratch, cells, g.C};
+  sgemmIndirect(rows, g.K, a, packedW, g.K, y, g.K, &ep);
 }
 
 namespace {

@@ -2,8 +2,8 @@
 // both layouts. NHWC (convert-layout's "nhwc" regions): channels are
 // innermost, so a dense convolution is one GEMM: rows are output pixels,
 // columns output channels, and the reduction runs over (kh, kw, input
-// channel), gathered by an NHWC im2col (skipped for 1x1 stride-1
-// convolutions, whose input already is that matrix); grouped and depthwise
+// channel), read through a table of input pixels (sgemmIndirect; a 1x1
+// stride-1 convolution's input already is that matrix); grouped and depthwise
 // convolutions and pooling are direct loops vectorized over output channels.
 // NCHW (the graph as imported, convert-layout off): the GEMM transposed, rows
 // are output channels and columns output pixels (W [K, C*R*S] times an NCHW
@@ -100,7 +100,7 @@ GemmEpilogue gemmEpilogue(const ConvEpilogue& e, bool channelsPerColumn);
 // what a window cell contributes to, without padding.
 std::pair<int64_t, int64_t> insideOutputs(int64_t shift, int64_t stride, int64_t extent, int64_t outputs);
 
-// How conv{Nhwc,Nchw} computes g: "direct", "sgemm" (1x1) or "im2col + sgemm".
+// How conv{Nhwc,Nchw} computes g: "direct", "sgemm" (1x1), "indirect sgemm" (NHWC) or "im2col + sgemm" (NCHW).
 const char* convMethod(const Conv2d& g, bool nhwc);
 
 // y = epilogue(conv(x, w)), NHWC in and out, w from packConvWeights; any

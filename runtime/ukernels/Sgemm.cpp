@@ -11,16 +11,16 @@
 namespace friction::ukernels {
 
 void sgemmAvx512(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float,
-                 float*, int64_t, const GemmEpilogue*, int, const GemmPanelSource*);
+                 float*, int64_t, const GemmEpilogue*, int, const GemmPanelSource*, const GemmIndirectA*);
 void sgemmAvx2(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float,
-               float*, int64_t, const GemmEpilogue*, int, const GemmPanelSource*);
+               float*, int64_t, const GemmEpilogue*, int, const GemmPanelSource*, const GemmIndirectA*);
 
 namespace {
 typedef float v4f __attribute__((vector_size(16)));
 void sgemmGeneric(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                   const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const GemmEpilogue* e, int threads,
-                  const GemmPanelSource* source) {
-  sgemmBlocked<v4f, 4, 2>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, e, threads, source);
+                  const GemmPanelSource* source, const GemmIndirectA* indirect) {
+  sgemmBlocked<v4f, 4, 2>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, e, threads, source, indirect);
 }
 
 using SgemmFn = decltype(&sgemmGeneric);
@@ -44,12 +44,18 @@ Choice chosen() {
 
 void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
            const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const GemmEpilogue* epilogue, int threads) {
-  chosen().fn(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epilogue, threads, nullptr);
+  chosen().fn(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epilogue, threads, nullptr, nullptr);
 }
 
 void sgemmFromPanels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const GemmPanelSource& source,
                      float* C, int64_t ldc, const GemmEpilogue* epilogue, int threads) {
-  chosen().fn(false, false, M, N, K, 1.f, A, lda, nullptr, 0, 0.f, C, ldc, epilogue, threads, &source);
+  chosen().fn(false, false, M, N, K, 1.f, A, lda, nullptr, 0, 0.f, C, ldc, epilogue, threads, &source, nullptr);
+}
+
+void sgemmIndirect(int64_t M, int64_t N, const GemmIndirectA& a, const float* B, int64_t ldb, float* C, int64_t ldc,
+                   const GemmEpilogue* epilogue, int threads) {
+  chosen().fn(false, false, M, N, a.cells * a.cellDepth, 1.f, nullptr, 0, B, ldb, 0.f, C, ldc, epilogue, threads,
+              nullptr, &a);
 }
 
 const char* sgemmIsa() { return chosen().isa; }

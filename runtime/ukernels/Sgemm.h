@@ -3,9 +3,10 @@
 // `cpu` backend (which calls it from its kernels the way IREE calls ukernels).
 //
 // Blocking follows BLIS: a KC x NC panel of op(B) is packed into
-// register-tile panels (a constant B once), rows of A are read in place (a
-// transposed A is packed into MR-row panels), and an MR x NR register tile of
-// C accumulates in vector registers. The instruction set is the machine's
+// register-tile panels (a constant B once), rows of A are read in place or
+// through a table of runs (an NHWC conv's input pixels; a transposed A is
+// packed into MR-row panels), and an MR x NR register tile of C accumulates
+// in vector registers. The instruction set is the machine's
 // (the direct kernels' rule, Multiversion.h), the tile picked per call from N:
 // AVX-512 (12 x 32, or 6 x 64 where N is a multiple of 64 or near one; 24 x 16
 // up to 16 columns, 8 x 48 for 33-48), AVX2+FMA
@@ -58,6 +59,22 @@ struct GemmPanelSource {
 // C[M,N] = A[M,K] * B[K,N] with B from `source` (as sgemm, alpha 1, beta 0).
 void sgemmFromPanels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const GemmPanelSource& source,
                      float* C, int64_t ldc, const GemmEpilogue* epilogue = nullptr, int threads = 0);
+
+// An A operand read through a table instead of stored: row i's K = cells * cellDepth elements are `cells` runs
+// of cellDepth contiguous floats, run t at base + offsets[i * cells + t], or zeros (`zeros`, cellDepth of them)
+// where that offset is negative. An NHWC convolution's im2col without the matrix (XNNPACK's indirect
+// convolution): row i an output pixel, run t the C channels of the input pixel under window cell t, padding
+// negative; gathering the matrix cost a 3x3 conv a write and a read of R*S times its input.
+struct GemmIndirectA {
+  const float* base = nullptr;
+  const int64_t* offsets = nullptr;
+  const float* zeros = nullptr;
+  int64_t cells = 1, cellDepth = 1;
+};
+
+// C[M,N] = A[M, cells * cellDepth] * B (as sgemm, alpha 1, beta 0) with A read through `a`.
+void sgemmIndirect(int64_t M, int64_t N, const GemmIndirectA& a, const float* B, int64_t ldb, float* C, int64_t ldc,
+                   const GemmEpilogue* epilogue = nullptr, int threads = 0);
 
 // Declares [data, data + bytes) immutable until unregistered (a model's
 // weights): a B operand lying there is packed into panels once, on first

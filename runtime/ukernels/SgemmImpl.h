@@ -137,6 +137,19 @@ struct Tile {
     storen(c, v, n);
   }
 
+  // The prefetches of step k of a tile's k loop. A constant's packed B panel is first read by a column's first
+  // tile (out.streamB), from memory when the weights outgrow the caches (a transformer's 768 x 3072 is 9.4 MB);
+  // the hardware's prefetchers restart at every 4 KB page. Prefetched 16 steps of k ahead, a driver with its
+  // caches flushed ran ConvNeXt's MLP GEMMs 49 x 3072 x 768 in 0.84x the time, 784 x 768 x 192 and
+  // 196 x 1536 x 384 in 0.90x; warm ones unchanged. Then a line of the next tiles' panel (out.nextPanel).
+  template <int CV>
+  static inline __attribute__((always_inline)) void prefetchPanels(const float* bp, int64_t k, const TileOut& out) {
+    if (out.streamB)
+#pragma GCC unroll 4
+      for (int j = 0; j < CV; ++j) __builtin_prefetch(bp + (k + 16) * NR + j * W);
+    if (out.nextPanel) __builtin_prefetch(out.nextPanel + k * 16, 0, 2);
+  }
+
   // acc = sum_k A[0..MR)[k] (x) bp[k][0..NR), stored as o says.
   // A is a packed panel (ap[k * MR + r]) when ldaRows is 0, else MR whole rows of
   // op(A) read in place (ap[r * ldaRows + k]).
@@ -195,14 +208,6 @@ struct Tile {
 #pragma GCC unroll 32
       for (int r = 0; r < R; ++r) __builtin_prefetch(ap + (R + r) * lda + k);
     };
-    // A constant's packed B panel is first read by a column's first tile, from memory when the weights
-    // outgrow the caches (a transformer's 768 x 3072 is 9.4 MB); the hardware's prefetchers restart at every
-    // 4 KB page. Prefetched 16 steps of k ahead, a driver with its caches flushed ran ConvNeXt's MLP GEMMs
-    // 49 x 3072 x 768 in 0.84x the time, 784 x 768 x 192 and 196 x 1536 x 384 in 0.90x; warm ones unchanged.
-    auto prefetchB = [&](int64_t k) __attribute__((always_inline)) {
-#pragma GCC unroll 4
-      for (int j = 0; j < CV; ++j) __builtin_prefetch(bp + (k + 16) * NR + j * W);
-    };
     if constexpr (!Packed) prefetchNextRows(0);
 #pragma GCC unroll 32
     for (int r = 0; r < R; ++r)
@@ -214,10 +219,7 @@ struct Tile {
       // k loop of one step reloaded most of them from the stack once per FMA. Four steps per reload.
       for (; k + 4 <= kc; k += 4) {
         if (out.streamA && k % 16 == 0) prefetchNextRows(k + 16);
-        if (out.streamB)
-          for (int u = 0; u < 4; ++u) prefetchB(k + u);
-        if (out.nextPanel)
-          for (int u = 0; u < 4; ++u) __builtin_prefetch(out.nextPanel + (k + u) * 16, 0, 2);
+        for (int u = 0; u < 4; ++u) prefetchPanels<CV>(bp, k + u, out);
         V b[4];
 #pragma GCC unroll 4
         for (int u = 0; u < 4; ++u) b[u] = loadu<V>(bp + (k + u) * NR);
@@ -230,8 +232,7 @@ struct Tile {
       }
     }
     auto step = [&](int64_t k) __attribute__((always_inline)) {
-      if (out.streamB) prefetchB(k);
-      if (out.nextPanel) __builtin_prefetch(out.nextPanel + k * 16, 0, 2);
+      prefetchPanels<CV>(bp, k, out);
       V b[CV];
 #pragma GCC unroll 4
       for (int j = 0; j < CV; ++j) b[j] = loadu<V>(bp + k * NR + j * W);
@@ -248,6 +249,72 @@ struct Tile {
         for (int64_t u = 0; u < 16; ++u) step(k + u);
       }
     for (; k < kc; ++k) step(k);
+    store<R, CV>(acc, out);
+  }
+
+  // acc = sum_k A[i + r][k0 + k] (x) bp[k][0..NR) for the MR rows of A at row i read through the table `a`, a run
+  // of window cell at a time (each run's MR row pointers taken once), stored as o says.
+  template <int CV>
+  static inline __attribute__((always_inline)) void accumulateIndirect(int64_t kc, int64_t k0, const GemmIndirectA& a,
+                                                                       int64_t i, const float* __restrict bp,
+                                                                       const TileOut& out) {
+    V acc[MR][CV];
+#pragma GCC unroll 32
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+      for (int j = 0; j < CV; ++j) acc[r][j] = V{};
+    for (int64_t k = 0; k < kc;) {
+      const int64_t t = (k0 + k) / a.cellDepth, c = k0 + k - t * a.cellDepth;
+      const int64_t* offsets = a.offsets + i * a.cells;
+      const float* rows[MR];
+#pragma GCC unroll 32
+      for (int r = 0; r < MR; ++r) {
+        const int64_t offset = offsets[r * a.cells + t];
+        rows[r] = (offset >= 0 ? a.base + offset : a.zeros) + c;
+      }
+      // The cells after t whose runs continue every row's run in memory join it (a window row inside the image:
+      // S cells of C channels side by side): a 5x5 conv over 24 channels ran 1.2x the time of im2col + SGEMM
+      // with a run per cell.
+      int64_t run = std::min(kc - k, a.cellDepth - c);
+      for (int64_t next = t + 1; k + run < kc; ++next) {
+        bool continues = true;
+#pragma GCC unroll 32
+        for (int r = 0; r < MR; ++r) {
+          const int64_t before = offsets[r * a.cells + next - 1];
+          continues &= before >= 0 && offsets[r * a.cells + next] == before + a.cellDepth;
+        }
+        if (!continues) break;
+        run += std::min(a.cellDepth, kc - k - run);
+      }
+      const float* b = bp + k * NR;
+      for (int64_t u = 0; u < run; ++u) {
+        prefetchPanels<CV>(bp, k + u, out);
+        V bv[CV];
+#pragma GCC unroll 4
+        for (int j = 0; j < CV; ++j) bv[j] = loadu<V>(b + u * NR + j * W);
+#pragma GCC unroll 32
+        for (int r = 0; r < MR; ++r) {
+          const float x = rows[r][u];
+#pragma GCC unroll 4
+          for (int j = 0; j < CV; ++j) acc[r][j] += x * bv[j];
+        }
+      }
+      k += run;
+    }
+    store<MR, CV>(acc, out);
+  }
+
+  // A full tile of rows [i, i + MR) of an A read through `a` (accumulateIndirect), one vector wide where the
+  // panel holds no more.
+  static void microIndirect(int64_t kc, int64_t k0, const GemmIndirectA& a, int64_t i, const float* __restrict bp,
+                            const TileOut& o) {
+    if (NV > 1 && o.cols <= W) return accumulateIndirect<1>(kc, k0, a, i, bp, o);
+    accumulateIndirect<NV>(kc, k0, a, i, bp, o);
+  }
+
+  // Stores the R x CV accumulators as o says.
+  template <int R, int CV>
+  static inline __attribute__((always_inline)) void store(V (&acc)[R][CV], const TileOut& out) {
     // Stores through a copy: a float store through C may not change it.
     const TileOut o = out;
     if (o.rows == R && o.cols == CV * W) {
@@ -318,14 +385,15 @@ void packB(bool transB, const float* B, int64_t ldb, int64_t k0, int64_t kc, int
 template <typename V, int MR, int NV>
 void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
-                  const GemmEpilogue* epilogue, int threads, const GemmPanelSource* source) {
+                  const GemmEpilogue* epilogue, int threads, const GemmPanelSource* source,
+                  const GemmIndirectA* indirect) {
   using T = Tile<V, MR, NV>;
   constexpr int64_t NR = T::NR, KC = Blocks<MR, NR>::KC, MC = Blocks<MR, NR>::MC, NC = Blocks<MR, NR>::NC;
   if (M <= 0 || N <= 0) return;
   const bool inTile = epilogue && epilogue->inTile();
   // A read in place that outgrows half an L2 comes from memory (an im2col band, made just before, does not:
   // prefetching it too made DenseNet's 3x3 convs 1.2x slower).
-  const bool streamA = !transA && M * lda * int64_t(sizeof(float)) > (int64_t(1) << 20);
+  const bool streamA = !transA && !indirect && M * lda * int64_t(sizeof(float)) > (int64_t(1) << 20);
   const bool streamConstB = !source && K * N * int64_t(sizeof(float)) > (int64_t(1) << 20);
   if (K <= 0) {
     // No products: C = beta * C, then the epilogue.
@@ -437,7 +505,15 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
         float* dst = ap + p * kc * MR;
         int64_t rows = std::min<int64_t>(MR, mc - p * MR);
         if (inPlaceA && rows == MR) continue;  // read in place by the microkernel
-        if (!transA) {
+        if (indirect) {
+          for (int64_t r = 0; r < rows; ++r) {
+            const int64_t* offsets = indirect->offsets + (i0 + p * MR + r) * indirect->cells;
+            for (int64_t k = 0, t = k0 / indirect->cellDepth, c = k0 - t * indirect->cellDepth; k < kc; ++k) {
+              dst[k * MR + r] = offsets[t] >= 0 ? indirect->base[offsets[t] + c] : 0.f;
+              if (++c == indirect->cellDepth) c = 0, ++t;
+            }
+          }
+        } else if (!transA) {
           for (int64_t r = 0; r < rows; ++r) {
             const float* src = A + (i0 + p * MR + r) * lda + k0;
             for (int64_t k = 0; k < kc; ++k) dst[k * MR + r] = src[k];
@@ -471,7 +547,10 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
           o.streamA = streamA && q == 0;  // later panels find the row block in cache (prefetching: 1.1x slower)
           o.streamB = constB && p == 0;   // the panel's later tiles find it in cache
           if (nextPanel && rows == MR && p * kc * 16 < nextFloats) o.nextPanel = nextPanel + p * kc * 16;
-          T::micro(kc, inPlace ? A + i * lda + k0 : ap + p * kc * MR, inPlace ? lda : 0, bpk + q * kc * NR, o);
+          if (inPlace && indirect)
+            T::microIndirect(kc, k0, *indirect, i, bpk + q * kc * NR, o);
+          else
+            T::micro(kc, inPlace ? A + i * lda + k0 : ap + p * kc * MR, inPlace ? lda : 0, bpk + q * kc * NR, o);
         }
       }
     }

@@ -526,7 +526,7 @@ TEST_F(CpuBackendTest, ConvEpiloguesOfAddAndClampRunInsideTheMicrokernel) {
 }
 
 // y1 = activation(Conv3x3(x) + b) over 8 channels, y2 = DepthwiseConv3x3(y1) + b2 (weights from seeds
-// seed..seed+3): the two conv paths (im2col + SGEMM, direct) with an epilogue each.
+// seed..seed+3): the two conv paths (an SGEMM, direct) with an epilogue each.
 std::pair<Value*, Value*> activatedConvThenDepthwise(GraphBuilder& b, Value* x, const std::string& activation,
                                                     uint64_t seed) {
   using Ints = std::vector<int64_t>;
@@ -541,7 +541,7 @@ std::pair<Value*, Value*> activatedConvThenDepthwise(GraphBuilder& b, Value* x, 
   return {y1, y2};
 }
 
-// y1 = first(Conv(x) + b) (through im2col + SGEMM); y2 = last(DepthwiseConv(y1) + y1) (the direct kernel, a
+// y1 = first(Conv(x) + b) (an SGEMM over the input pixels: indirect in NHWC, im2col in NCHW); y2 = last(DepthwiseConv(y1) + y1) (the direct kernel, a
 // residual first): after the default pipeline, with and without convert-layout, each activation applied by
 // its microkernel (described "+ <firstName>" and "+ add + <lastName>") and no compiled kernel.
 void expectActivationsInsideTheMicrokernels(const std::string& first, const std::function<Value*(GraphBuilder&, Value*)>& last,
@@ -557,7 +557,8 @@ void expectActivationsInsideTheMicrokernels(const std::string& first, const std:
           b.output(last(b, b.op("Add", {y2, y1})));
         },
         {2, 8, 6, 6}, options);
-    EXPECT_EQ(nativeCallsOf(r.stats, "conv " + layout + " (im2col + sgemm) + " + firstName), 1) << r.description;
+    const std::string method = layout == "nhwc" ? "indirect sgemm" : "im2col + sgemm";
+    EXPECT_EQ(nativeCallsOf(r.stats, "conv " + layout + " (" + method + ") + " + firstName), 1) << r.description;
     EXPECT_EQ(nativeCallsOf(r.stats, "depthwise conv " + layout + " (direct) + add + " + lastName), 1) << r.description;
     EXPECT_EQ(r.stats.kernelCalls, 0) << r.description;
   }

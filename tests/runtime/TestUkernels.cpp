@@ -279,6 +279,42 @@ TEST(Sgemm, PanelSourceGivesWhatTheMatrixGives) {
   }
 }
 
+// An A read through a table of runs (sgemmIndirect: an NHWC conv's input pixels under each window cell, zeros
+// for padding) gives what sgemm gives on the matrix it describes: runs shorter and longer than a K block and than
+// a vector, rows in full and partial tiles, every tile width, at every vector width the machine has.
+TEST(Sgemm, IndirectAGivesWhatTheGatheredMatrixGives) {
+  int cases = 0;
+  for (int lanes : machineWidths()) {
+    LanesLimit limit(lanes);
+    for (int64_t cellDepth : {1, 5, 64, 200})
+      for (int64_t cells : {1, 3, 9})
+        for (int64_t M : {1, 7, 30, 101})
+          for (int64_t N : {8, 16, 40, 64, 200}) {
+            const int64_t K = cells * cellDepth, pixels = 11;
+            auto base = randoms(size_t(pixels * cellDepth), 14), B = randoms(size_t(K * N), 15);
+            auto zeros = std::vector<float>(size_t(cellDepth), 0.f);
+            std::vector<int64_t> offsets(size_t(M * cells));
+            for (size_t i = 0; i < offsets.size(); ++i)  // every fourth a padding run
+              offsets[i] = i % 4 == 3 ? -1 : int64_t(i * 7 % pixels) * cellDepth;
+            std::vector<float> A(size_t(M * K));
+            for (int64_t i = 0; i < M; ++i)
+              for (int64_t t = 0; t < cells; ++t)
+                for (int64_t c = 0; c < cellDepth; ++c) {
+                  const int64_t offset = offsets[size_t(i * cells + t)];
+                  A[size_t(i * K + t * cellDepth + c)] = offset < 0 ? 0.f : base[size_t(offset + c)];
+                }
+            std::vector<float> fromMatrix(size_t(M * N)), indirect(size_t(M * N));
+            sgemm(false, false, M, N, K, 1.f, A.data(), K, B.data(), N, 0.f, fromMatrix.data(), N);
+            sgemmIndirect(M, N, GemmIndirectA{base.data(), offsets.data(), zeros.data(), cells, cellDepth}, B.data(),
+                          N, indirect.data(), N);
+            ASSERT_EQ(indirect, fromMatrix) << "M " << M << " N " << N << " cells " << cells << " x " << cellDepth
+                                            << " on " << sgemmIsa();
+            ++cases;
+          }
+  }
+  EXPECT_EQ(cases, int(machineWidths().size()) * 4 * 3 * 4 * 5);
+}
+
 // A source that several row blocks share is asked for each block of its panels once, however many row blocks
 // there are (an NCHW conv's im2col, gathered again for each row block, ran 2x slow); here the 49 columns of a
 // 512-channel 3x3 conv over a 7x7 image, 4608 deep, whose panels are made into the thread's kept scratch.
@@ -422,9 +458,9 @@ TEST(Conv, BothLayoutsAnyGroupWithEpiloguesOfBiasResidualAndClamp) {
   }
 }
 
-// Images large enough for convNhwc's per-thread im2col bands (rows >= 4 bands a thread on two threads, the
-// last band partial), at stride 1 and 2; the NCHW side as in every case.
-TEST(Conv, NhwcIm2colInEachThreadsOwnBands) {
+// Images of many SGEMM row blocks (784 output pixels; convNhwc reads its input through a table of them), at
+// stride 1 and 2; the NCHW side as in every case.
+TEST(Conv, LargerImagesOverManyRowBlocks) {
   for (int64_t stride : {1, 2}) {
     Conv2d g;
     g.N = 2, g.H = g.W = 28 * stride, g.C = 20, g.K = 24, g.R = g.S = 3, g.strideH = g.strideW = stride;
