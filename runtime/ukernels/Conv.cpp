@@ -172,10 +172,11 @@ namespace {
 // faster: on AVX-512 (in the models' profiles MobileNetV3's 3x3 to 16 channels 0.30 -> 0.11 ms, EfficientNet's to
 // 32 0.37 -> 0.21 ms, ResNet's 7x7 to 64 1.9 -> 1.45 ms), and into one block of 16 output channels. On an AVX2 EPYC
 // the direct kernel's 4-pixel tiles lost to im2col + SGEMM from 40 output channels up (7x7 to 64: 2.4 vs 2.0 ms;
-// 3x3 to 64: 0.70-0.88 vs 0.48-0.59), tied at 24 and 32, won at 16. Wider dense convolutions keep im2col + GEMM:
-// against the SGEMM with its weights packed once, as a model registers them (a driver that left them unregistered
-// repacked them every call and made direct look 1.1-1.9x faster), direct 3x3 convs into 32 or 64 channels took
-// 1.13-1.47x the time (DenseNet's from 128 channels at 56x56 to 14x14, ResNet-18's 64 -> 64 at 56x56).
+// 3x3 to 64: 0.70-0.88 vs 0.48-0.59), tied at 24 and 32, won at 16. Wider dense convolutions run the SGEMM (then
+// over an im2col, now indirect): against it with its weights packed once, as a model registers them (a driver
+// that left them unregistered repacked them every call and made direct look 1.1-1.9x faster), direct 3x3 convs
+// into 32 or 64 channels took 1.13-1.47x the time (DenseNet's from 128 channels at 56x56 to 14x14, ResNet-18's
+// 64 -> 64 at 56x56).
 bool runsDirect(const Conv2d& g) { return g.group > 1 || (g.C <= 4 && (machineFloatLanes() >= 16 || g.K <= 16)); }
 
 }  // namespace
