@@ -18,7 +18,8 @@ void sgemmAvx512(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
   // Narrow C (a grouped conv's 16 channels per group, a 1x1 conv to 16): one vector per row, more rows
   // per tile; the 32-wide tile would compute as many zeros as results.
   if (N <= 16)
-    return sgemmBlocked<v16f, 24, 1>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, e, threads, source, indirect);
+    return sgemmBlocked<v16f, 24, 1>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, e, threads, source,
+                                     indirect);
   if (N > 32 && N <= 48)
     return sgemmBlocked<v16f, 8, 3>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, e, threads, source, indirect);
   // 6 x 64 where it computes at most ~3% more columns than 12 x 32 (N = 64k, 1000): per step of k four loads
