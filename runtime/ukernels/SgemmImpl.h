@@ -393,8 +393,9 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
   constexpr int64_t NR = T::NR, KC = Blocks<MR, NR>::KC, MC = Blocks<MR, NR>::MC, NC = Blocks<MR, NR>::NC;
   if (M <= 0 || N <= 0) return;
   const bool inTile = epilogue && epilogue->inTile();
-  // A read in place that outgrows half an L2 comes from memory (an im2col band, made just before, does not:
-  // prefetching it too made DenseNet's 3x3 convs 1.2x slower).
+  // A read in place that outgrows half an L2 comes from memory (an im2col band, made just before, did not:
+  // prefetching it too made DenseNet's 3x3 convs 1.2x slower; an indirect A, a conv's input read once per
+  // window cell, is not prefetched either).
   const bool streamA = !transA && !indirect && M * lda * int64_t(sizeof(float)) > (int64_t(1) << 20);
   const bool streamConstB = !source && K * N * int64_t(sizeof(float)) > (int64_t(1) << 20);
   if (K <= 0) {
