@@ -150,6 +150,32 @@ struct Tile {
     if (out.nextPanel) __builtin_prefetch(out.nextPanel + k * 16, 0, 2);
   }
 
+  template <int R, int CV>
+  static inline __attribute__((always_inline)) void zero(V (&acc)[R][CV]) {
+#pragma GCC unroll 32
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int j = 0; j < CV; ++j) acc[r][j] = V{};
+  }
+
+  // Step k of a tile's k loop: acc[r] += aOfRow(r) * bp[k][0..CV * W) for each of the R rows, after the step's
+  // prefetches. Shared by the k loops over an A packed or read in place (accumulate) and through a table
+  // (accumulateIndirect).
+  template <int R, int CV, typename ARow>
+  static inline __attribute__((always_inline)) void multiplyStep(V (&acc)[R][CV], const float* __restrict bp,
+                                                                 int64_t k, const TileOut& out, ARow aOfRow) {
+    prefetchPanels<CV>(bp, k, out);
+    V b[CV];
+#pragma GCC unroll 4
+    for (int j = 0; j < CV; ++j) b[j] = loadu<V>(bp + k * NR + j * W);
+#pragma GCC unroll 32
+    for (int r = 0; r < R; ++r) {
+      const float a = aOfRow(r);
+#pragma GCC unroll 4
+      for (int j = 0; j < CV; ++j) acc[r][j] += a * b[j];
+    }
+  }
+
   // acc = sum_k A[0..MR)[k] (x) bp[k][0..NR), stored as o says.
   // A is a packed panel (ap[k * MR + r]) when ldaRows is 0, else MR whole rows of
   // op(A) read in place (ap[r * ldaRows + k]).
@@ -193,10 +219,7 @@ struct Tile {
   static inline __attribute__((always_inline)) void accumulate(int64_t kc, const float* __restrict ap, int64_t lda,
                                                                const float* __restrict bp, const TileOut& out) {
     V acc[R][CV];
-#pragma GCC unroll 32
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-      for (int j = 0; j < CV; ++j) acc[r][j] = V{};
+    zero(acc);
     // Prefetches the next tile's rows of A read in place (the hardware's prefetchers see a tile's R rows as R
     // short streams) and this tile's C, written after the k loop. A model's 1x1 convs over activations of
     // megabytes find neither in cache: a driver with its caches flushed ran MnasNet's 16 -> 48 at 112x112
@@ -232,16 +255,9 @@ struct Tile {
       }
     }
     auto step = [&](int64_t k) __attribute__((always_inline)) {
-      prefetchPanels<CV>(bp, k, out);
-      V b[CV];
-#pragma GCC unroll 4
-      for (int j = 0; j < CV; ++j) b[j] = loadu<V>(bp + k * NR + j * W);
-#pragma GCC unroll 32
-      for (int r = 0; r < R; ++r) {
-        float a = Packed ? ap[k * lda + r] : ap[r * lda + k];
-#pragma GCC unroll 4
-        for (int j = 0; j < CV; ++j) acc[r][j] += a * b[j];
-      }
+      multiplyStep(acc, bp, k, out, [&](int r) __attribute__((always_inline)) {
+        return Packed ? ap[k * lda + r] : ap[r * lda + k];
+      });
     };
     if (!Packed && out.streamA)
       for (; k + 16 <= kc; k += 16) {
@@ -259,10 +275,7 @@ struct Tile {
                                                                        int64_t i, const float* __restrict bp,
                                                                        const TileOut& out) {
     V acc[MR][CV];
-#pragma GCC unroll 32
-    for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 4
-      for (int j = 0; j < CV; ++j) acc[r][j] = V{};
+    zero(acc);
     for (int64_t k = 0; k < kc;) {
       const int64_t t = (k0 + k) / a.cellDepth, c = k0 + k - t * a.cellDepth;
       const int64_t* offsets = a.offsets + i * a.cells;
@@ -288,19 +301,8 @@ struct Tile {
         if (!continues) break;
         run += std::min(a.cellDepth, kc - k - run);
       }
-      const float* b = bp + k * NR;
-      for (int64_t u = 0; u < run; ++u) {
-        prefetchPanels<CV>(bp, k + u, out);
-        V bv[CV];
-#pragma GCC unroll 4
-        for (int j = 0; j < CV; ++j) bv[j] = loadu<V>(b + u * NR + j * W);
-#pragma GCC unroll 32
-        for (int r = 0; r < MR; ++r) {
-          const float x = rows[r][u];
-#pragma GCC unroll 4
-          for (int j = 0; j < CV; ++j) acc[r][j] += x * bv[j];
-        }
-      }
+      for (int64_t u = 0; u < run; ++u)
+        multiplyStep(acc, bp, k + u, out, [&](int r) __attribute__((always_inline)) { return rows[r][u]; });
       k += run;
     }
     store<MR, CV>(acc, out);
