@@ -38,6 +38,7 @@ class ConvKernel : public NativeKernel {
     if (!packed_.empty()) ukernels::unregisterConstant(packed_.data());
   }
   void prepare() override {
+    if (layout_ == Layout::Nhwc && inputTable_.empty()) inputTable_ = ukernels::convInputTable(g_);
     if (!packs() || !weight_->isConstant() || !packed_.empty()) return;
     packed_ = ukernels::packConvWeights(g_, weight_->constant().data<float>());
     ukernels::registerConstant(packed_.data(), packed_.size() * sizeof(float));  // the GEMM packs its panels once
@@ -51,7 +52,8 @@ class ConvKernel : public NativeKernel {
     if (packs() && packed_.empty()) packedNow = ukernels::packConvWeights(g_, in[1].data<float>());
     const float* w = !packs() ? in[1].data<float>() : packed_.empty() ? packedNow.data() : packed_.data();
     if (layout_ == Layout::Nchw) return ukernels::convNchw(g_, in[0].data<float>(), w, e, out.data<float>());
-    ukernels::convNhwc(g_, in[0].data<float>(), w, e, out.data<float>());
+    ukernels::convNhwc(g_, in[0].data<float>(), w, e, out.data<float>(),
+                       inputTable_.empty() ? nullptr : inputTable_.data());
   }
   std::string describe() const override {
     const std::string layout = layout_ == Layout::Nhwc ? "nhwc" : "nchw";
@@ -72,6 +74,7 @@ class ConvKernel : public NativeKernel {
   Layout layout_;
   bool packs() const { return ukernels::convPacksWeights(g_, layout_ == Layout::Nhwc); }
   std::vector<float> packed_;  // empty when the weights arrive at run time or are read as OIHW
+  std::vector<int64_t> inputTable_;  // convInputTable, empty when the conv reads none
   ukernels::ConvEpilogue epilogue_;  // the fused clamp (bias and residual come with the inputs)
   bool residual_ = false;            // inputs[3] is added to the result
 };

@@ -43,7 +43,7 @@ struct FusedEpilogue {
 class NativeKernel {
  public:
   virtual ~NativeKernel() = default;
-  // Compile-time work (packing constant weights); run() works without it, slower.
+  // Compile-time work (packing constant weights, a conv's input table); run() works without it, slower.
   virtual void prepare() {}
   // `inputs` are the node's inputs; `out` is allocated with the output's shape and overwritten.
   virtual void run(const std::vector<Tensor>& inputs, Tensor& out) const = 0;

@@ -103,9 +103,17 @@ std::pair<int64_t, int64_t> insideOutputs(int64_t shift, int64_t stride, int64_t
 // How conv{Nhwc,Nchw} computes g: "direct", "sgemm" (1x1), "indirect sgemm" (NHWC) or "im2col + sgemm" (NCHW).
 const char* convMethod(const Conv2d& g, bool nhwc);
 
+// The table convNhwc reads a dense convolution's input through (a window
+// other than 1x1): for each output pixel, for each window cell, the offset in
+// floats of the input pixel under it, -1 in the padding. Empty when convNhwc
+// reads none (direct, 1x1). It depends on g alone: a compiled conv builds it
+// once.
+std::vector<int64_t> convInputTable(const Conv2d& g);
+
 // y = epilogue(conv(x, w)), NHWC in and out, w from packConvWeights; any
-// group count.
-void convNhwc(const Conv2d& g, const float* x, const float* packedW, const ConvEpilogue& epilogue, float* y);
+// group count. inputTable is convInputTable(g), built on every call when null.
+void convNhwc(const Conv2d& g, const float* x, const float* packedW, const ConvEpilogue& epilogue, float* y,
+              const int64_t* inputTable = nullptr);
 // y = epilogue(conv(x, w)), NCHW in and out, w from packConvWeights when
 // convPacksWeights(g, false), else OIHW; any group count. The bias and the
 // clamp are per output channel, as in NHWC.

@@ -708,7 +708,9 @@ TEST_F(CpuBackendTest, ProfileTimesEveryStepByKind) {
   for (int i = 0; i < 3; ++i) {
     expectClose(profiled->run(in)[0], interp::run(g, in)[0], 1e-5, "profiled");
     // The first run (weights packed, buffers faulted in) is reported alone, then left out.
-    if (i == 0) EXPECT_NE(profiled->profile().find("profile over 1 runs (the first alone)"), std::string::npos);
+    if (i == 0) {
+      EXPECT_NE(profiled->profile().find("profile over 1 runs (the first alone)"), std::string::npos);
+    }
   }
   std::string p = profiled->profile();
   EXPECT_NE(p.find("profile over 2 runs after the first"), std::string::npos) << p;

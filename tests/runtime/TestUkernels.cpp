@@ -390,6 +390,7 @@ void expectConvMatchesNaive(Conv2d g, const std::string& name) {
   auto x = randoms(size_t(g.N * g.H * g.W * g.C), 6), w = randoms(size_t(g.K * (g.C / g.group) * g.R * g.S), 7);
   auto bias = randoms(size_t(g.K), 8), residual = randoms(size_t(g.N * g.OH * g.OW * g.K), 9);
   std::vector<float> packed = packConvWeights(g, w.data());
+  const std::vector<int64_t> table = convInputTable(g);
   constexpr int kParts = 9;
   for (int lanes : machineWidths())
     for (int part = 0; part < 2 * kParts; ++part) {
@@ -418,9 +419,14 @@ void expectConvMatchesNaive(Conv2d g, const std::string& name) {
         convNchw(g, x.data(), convPacksWeights(g, false) ? packed.data() : w.data(), e, y.data());
       else
         convNhwc(g, x.data(), packed.data(), e, y.data());
-      expectNear(y, naiveConv(g, x, w, e, nchw), 1e-5,
-                 std::string(nchw ? "nchw " : "nhwc ") + name + " epilogue part " + std::to_string(part % kParts) +
-                     " vector lanes " + std::to_string(lanes));
+      const std::string what = std::string(nchw ? "nchw " : "nhwc ") + name + " epilogue part " +
+                               std::to_string(part % kParts) + " vector lanes " + std::to_string(lanes);
+      expectNear(y, naiveConv(g, x, w, e, nchw), 1e-5, what);
+      if (nchw) continue;
+      // The same through the input table built once, as a compiled conv reads it.
+      std::vector<float> fromTable(y.size());
+      convNhwc(g, x.data(), packed.data(), e, fromTable.data(), table.empty() ? nullptr : table.data());
+      EXPECT_EQ(fromTable, y) << what << ", input table built once";
     }
 }
 
@@ -456,6 +462,33 @@ TEST(Conv, BothLayoutsAnyGroupWithEpiloguesOfBiasResidualAndClamp) {
     expectConvMatchesNaive(g, "C " + std::to_string(c.C) + " K " + std::to_string(c.K) + " R " + std::to_string(c.R) +
                                   " group " + std::to_string(c.group) + " dilation " + std::to_string(c.dil));
   }
+}
+
+// The pixel under each window cell, in floats from the input's start, -1 in the padding: a 3x3 window, pad 1,
+// stride 2 over two 3x4 images of 5 channels (2x2 outputs each). None for the convs that read no table.
+TEST(Conv, InputTableNamesThePixelUnderEachWindowCell) {
+  Conv2d g;
+  g.N = 2, g.H = 3, g.W = 4, g.C = 5, g.K = 8, g.R = g.S = 3, g.strideH = g.strideW = 2, g.padTop = g.padLeft = 1;
+  g.OH = outputExtent(g.H, 3, 2, 1, 1), g.OW = outputExtent(g.W, 3, 2, 1, 1);
+  ASSERT_EQ(g.OH, 2);
+  ASSERT_EQ(g.OW, 2);
+  const std::vector<int64_t> table = convInputTable(g);
+  ASSERT_EQ(table.size(), size_t(2 * 2 * 2 * 9));
+  auto pixel = [&](int64_t n, int64_t h, int64_t w) { return ((n * g.H + h) * g.W + w) * g.C; };
+  // Image 0, output (0, 0): the window's top row and left column lie in the padding.
+  EXPECT_EQ(std::vector<int64_t>(table.begin(), table.begin() + 9),
+            (std::vector<int64_t>{-1, -1, -1, -1, pixel(0, 0, 0), pixel(0, 0, 1), -1, pixel(0, 1, 0), pixel(0, 1, 1)}));
+  // Image 1, output (1, 1) (the last row of the table): rows 1-3, columns 1-3, row 3 below the image.
+  EXPECT_EQ(std::vector<int64_t>(table.end() - 9, table.end()),
+            (std::vector<int64_t>{pixel(1, 1, 1), pixel(1, 1, 2), pixel(1, 1, 3), pixel(1, 2, 1), pixel(1, 2, 2),
+                                  pixel(1, 2, 3), -1, -1, -1}));
+  Conv2d pointwise = g;
+  pointwise.R = pointwise.S = 1, pointwise.strideH = pointwise.strideW = 1, pointwise.padTop = pointwise.padLeft = 0;
+  pointwise.OH = g.H, pointwise.OW = g.W;
+  EXPECT_TRUE(convInputTable(pointwise).empty()) << "a 1x1 conv reads its input as the GEMM's A";
+  Conv2d depthwise = g;
+  depthwise.K = depthwise.group = g.C;
+  EXPECT_TRUE(convInputTable(depthwise).empty()) << "a depthwise conv runs direct";
 }
 
 // Images of many SGEMM row blocks (784 output pixels; convNhwc reads its input through a table of them), at
