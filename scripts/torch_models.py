@@ -16,8 +16,9 @@ from typing import Callable
 import torch
 import torchvision
 from torch import nn
-from torchvision.models import (convnext, densenet, efficientnet, maxvit, mnasnet, mobilenetv2, mobilenetv3, regnet,
-                                resnet, shufflenetv2, squeezenet, swin_transformer, vision_transformer)
+from torchvision.models import (convnext, densenet, efficientnet, inception, maxvit, mnasnet, mobilenetv2, mobilenetv3,
+                                regnet, resnet, shufflenetv2, squeezenet, swin_transformer, vision_transformer)
+from torchvision.models.googlenet import Inception as GoogLeNetModule  # models.googlenet is the builder function
 
 
 @dataclass
@@ -159,6 +160,33 @@ def swin_slim(v2=False):
                                             window_size=[4, 4], num_classes=10, **extra)
 
 
+class InceptionSlim(nn.Module):
+    """GoogLeNet's and Inception-v3's module shapes at small widths (their torchvision classes hard-code widths
+    of hundreds of channels): two GoogLeNet modules (four branches concatenated: 1x1; 1x1 -> 3x3; 1x1 -> 3x3; a
+    3x3 max pool at stride 1, ceil mode -> 1x1), an Inception-v3 module of factorized 1x7 and 7x1 convs beside an
+    average pool that counts the padding, and a reduction module (a strided conv beside a strided max pool)."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        conv = inception.BasicConv2d  # conv, BatchNorm (eps 1e-3), ReLU
+        self.stem = nn.Sequential(conv(3, 16, kernel_size=3, stride=2), conv(16, 16, kernel_size=3, padding=1),
+                                  nn.MaxPool2d(3, 2, ceil_mode=True))
+        self.a = GoogLeNetModule(16, 8, 8, 12, 4, 8, 8)
+        self.b = GoogLeNetModule(36, 12, 8, 16, 4, 8, 8)
+        self.b1x1 = conv(44, 12, kernel_size=1)
+        self.b7x7 = nn.Sequential(conv(44, 8, kernel_size=1), conv(8, 8, kernel_size=(1, 7), padding=(0, 3)),
+                                  conv(8, 12, kernel_size=(7, 1), padding=(3, 0)))
+        self.bpool = conv(44, 12, kernel_size=1)
+        self.reduce = conv(36, 16, kernel_size=3, stride=2)
+        self.head = nn.Linear(52, classes)
+
+    def forward(self, x):
+        x = self.b(self.a(self.stem(x)))
+        x = torch.cat([self.b1x1(x), self.b7x7(x), self.bpool(nn.functional.avg_pool2d(x, 3, 1, 1))], 1)
+        x = torch.cat([self.reduce(x), nn.functional.max_pool2d(x, 3, 2)], 1)
+        return self.head(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
 def reduced():
     """The committed test fixtures: every family at a size of a few hundred KB."""
     conf = efficientnet._efficientnet_conf
@@ -177,6 +205,7 @@ def reduced():
     yield Case("regnet_y", regnet_slim(0.25), image(32))
     yield Case("shufflenet_v2", shufflenetv2.ShuffleNetV2([2, 2, 2], [8, 16, 32, 64, 128], num_classes=10), image(32))
     yield Case("squeezenet", slim_squeezenet(), image(64))
+    yield Case("inception", InceptionSlim(), image(64))
     yield Case("densenet", densenet.DenseNet(growth_rate=8, block_config=(2, 2, 2, 2), num_init_features=16, bn_size=2,
                                              num_classes=10), image(32))
     yield Case("mnasnet", mnasnet.MNASNet(0.25, num_classes=10), image(32))

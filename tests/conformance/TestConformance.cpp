@@ -58,7 +58,7 @@ TEST(Conformance, OnnxPackageNodeTests) { runSuite("onnx-package", 0.98); }
 // torchvision's classification families and two plain-PyTorch transformers,
 // exported by PyTorch (scripts/make_torch_fixtures.py): batch 1 and 2,
 // outputs within 1e-4 relative of PyTorch's.
-constexpr int kTorchFixtures = 22;
+constexpr int kTorchFixtures = 23;
 
 TEST(Conformance, TorchvisionExports) {
   ConformanceOptions o;

@@ -31,4 +31,5 @@ INSTANTIATE_TEST_SUITE_P(Architectures, TorchExport,
                          ::testing::Values("resnet_basic", "resnet_bottleneck", "resnext", "wide_resnet", "mobilenet_v2",
                                            "mobilenet_v3_small", "mobilenet_v3_large", "efficientnet",
                                            "efficientnet_v2", "regnet_x", "regnet_y", "shufflenet_v2", "squeezenet",
-                                           "densenet", "mnasnet", "convnext", "vit", "maxvit", "gpt", "bert"));
+                                           "inception", "densenet", "mnasnet", "convnext", "vit", "maxvit", "gpt",
+                                           "bert"));

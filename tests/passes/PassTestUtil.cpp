@@ -45,6 +45,7 @@ const std::vector<std::string> kNumericsModels = {
     "torch/vit",
     "torch/swin",
     "torch/convnext",
+    "torch/inception",
 };
 
 ModelBuilder modelBuilder(const std::string& spec) {
