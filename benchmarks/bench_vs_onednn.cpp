@@ -2,7 +2,8 @@
 //  - f32 GEMM 1024^3 on one thread: friction's `cpu` and `interp` backends
 //    running a one-node MatMul graph vs dnnl_sgemm and the oneDNN matmul primitive;
 //  - ResNet-50 (or, with --shapes mobilenetv2, MobileNetV2: 1x1 and depthwise; --shapes regnetx,
-//    RegNetX-400MF: grouped and 1x1; --shapes stems: first convolutions on RGB images) convolution shapes at
+//    RegNetX-400MF: grouped and 1x1; --shapes stems: first convolutions on RGB images; --shapes googlenet:
+//    3x3 convs into output channels no multiple of 64) convolution shapes at
 //    --batch (default 1) on --threads threads (default 2):
 //    friction `cpu`, `interp` and `onednn` on a one-Conv graph, NCHW and NHWC
 //    (a convert-layout region), vs the oneDNN convolution primitive with
@@ -11,7 +12,7 @@
 // Each cell: one warm-up, then repetitions until --budget seconds (median of at
 // least 3; --reps fixes the count). Prints GFLOP/s and friction/oneDNN ratios.
 // Usage: bench_vs_onednn [--threads N] [--gemm-threads N] [--reps R] [--budget S]
-//                        [--only gemm|conv] [--shapes resnet50|mobilenetv2|regnetx|stems] [--batch N] [--json]
+//                        [--only gemm|conv] [--shapes resnet50|mobilenetv2|regnetx|stems|googlenet] [--batch N] [--json]
 #include <omp.h>
 
 #include <algorithm>
@@ -206,8 +207,13 @@ void conv() {
               {14, 160, 160, 1, 1},   {14, 400, 400, 3, 2, 25}, {7, 400, 400, 3, 1, 25}, {7, 400, 400, 1, 1}};
   else if (args.shapes == "stems")  // MobileNetV3's, EfficientNet's and MobileNetV2's, ResNet's
     shapes = {{224, 3, 16, 3, 2}, {224, 3, 32, 3, 2}, {224, 3, 64, 7, 2}};
+  else if (args.shapes == "googlenet")  // GoogLeNet's 3x3 branches: output channels that are no multiple of 64
+    shapes = {{56, 64, 192, 3, 1},  {28, 96, 128, 3, 1},  {28, 128, 192, 3, 1}, {14, 96, 208, 3, 1},
+              {14, 112, 224, 3, 1}, {14, 128, 256, 3, 1}, {14, 144, 288, 3, 1}, {14, 160, 320, 3, 1},
+              {7, 192, 384, 3, 1}};
   else
-    FRICTION_CHECK(args.shapes == "resnet50", "--shapes: resnet50, mobilenetv2, regnetx or stems, got '" + args.shapes + "'");
+    FRICTION_CHECK(args.shapes == "resnet50",
+                   "--shapes: resnet50, mobilenetv2, regnetx, stems or googlenet, got '" + args.shapes + "'");
   if (!args.json)
     std::fprintf(stderr, "Conv f32 batch %ld (%s shapes), %d thread(s)\n", long(args.batch), args.shapes.c_str(), args.threads);
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
@@ -280,7 +286,7 @@ int main(int argc, char** argv) {
     else if (a == "--json") args.json = true;
     else {
       std::fprintf(stderr, "usage: bench_vs_onednn [--threads N] [--gemm-threads N] [--reps R] [--budget S] "
-                           "[--only gemm|conv] [--shapes resnet50|mobilenetv2|regnetx|stems] [--batch N] [--json]\n");
+                           "[--only gemm|conv] [--shapes resnet50|mobilenetv2|regnetx|stems|googlenet] [--batch N] [--json]\n");
       return 2;
     }
   }

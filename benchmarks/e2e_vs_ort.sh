@@ -17,7 +17,9 @@
 # MODELS=families runs the real architectures at their published sizes (every torchvision
 # classification family, GPT-2 small, BERT-base: scripts/torch_models.py), exported on first use
 # into FAMILY_DIR by scripts/make_torch_fixtures.py --full (PyTorch from scripts/setup_torch.sh);
-# a family's name alone (resnet18 densenet121 ...) runs that one.
+# a family's name alone (resnet18 densenet121 ...) runs that one, and so does the name of any
+# other torchvision classification model (googlenet inception_v3 vgg11_bn ...: architectures the
+# families do not include, at their weights' published input size).
 # Usage: benchmarks/e2e_vs_ort.sh [FRICTION_BINARY]
 #   env: MODELS (resnet50 mobilenetv2 vit_b, families, or any model paths / zoo specs / family names),
 #        BATCHES (1 8), THREADS (2), ROUNDS (6), MODE (default | all-off),

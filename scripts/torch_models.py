@@ -230,11 +230,25 @@ FULL_IMAGE_MODELS = ["resnet18", "resnet50", "resnext50_32x4d", "wide_resnet50_2
 FULL_NAMES = FULL_IMAGE_MODELS + ["gpt2_small", "bert_base"]
 
 
+def torchvision_case(name):
+    """Any other torchvision classification model, by name, at the input size of its published weights (their
+    crop size, read from the weights' description; nothing is downloaded), auxiliary classifiers off."""
+    if name not in torchvision.models.list_models(module=torchvision.models):
+        raise SystemExit(f"torch_models: '{name}' is neither one of {FULL_NAMES} nor a torchvision classification model")
+    crop = torchvision.models.get_model_weights(name).DEFAULT.transforms.keywords.get("crop_size", 224)
+    kwargs = {"aux_logits": False, "init_weights": False} if name in ("googlenet", "inception_v3") else {}
+    return Case(name, torchvision.models.get_model(name, weights=None, **kwargs), image(crop))
+
+
 def full(names=None):
-    """The published sizes (224x224; GPT-2 small and BERT-base at 128 tokens), for benchmarks."""
+    """The published sizes (224x224; GPT-2 small and BERT-base at 128 tokens), for benchmarks; `names` may also
+    name any other torchvision classification model (torchvision_case)."""
     for name in FULL_IMAGE_MODELS:
         if not names or name in names:
             yield Case(name, torchvision.models.get_model(name, weights=None), image(224))
+    for name in names or []:
+        if name not in FULL_NAMES:
+            yield torchvision_case(name)
     if not names or "gpt2_small" in names:
         yield Case("gpt2_small", GptDecoder(vocab=50257, ctx=128, dim=768, heads=12, layers=12), tokens(50257, 128))
     if not names or "bert_base" in names:
