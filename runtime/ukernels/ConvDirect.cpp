@@ -138,7 +138,11 @@ struct GroupedCells : GroupedInputs<P, Planar> {
 
 // Planar: NCHW in and out. An accumulator still holds one pixel's block of
 // channels; a tile of them is stored transposed, as rows of pixels per channel.
-template <class Cells, bool HasResidual, bool Planar>
+// RowInputs > 0 (dense NHWC over C inputs at dilation 1: 3x3 RGB stems): a window
+// row's S cells lie side by side, in the input (S * C floats from the row's
+// first pixel) and in the packed weights, so an interior tile reads each window
+// row as one cell of RowInputs = S * C inputs, unrolled, instead of S cells of C.
+template <class Cells, bool HasResidual, bool Planar, int RowInputs = 0>
 struct DirectRow {
   using P = typename Cells::Block;
   // Pixels per interior tile: 8 vector accumulators for blocks of 16 channels, which leaves registers for the weights
@@ -153,9 +157,9 @@ struct DirectRow {
   // of a row's 7 pixels are border pixels or a tile of one). Only where the inputs unroll
   // (Cells::kUnrolledInputs > 0): a partial picked at run time would index the accumulators in memory. Never
   // more partials than inputs (an RGB stem's 3 inputs fill only 3).
-  template <int T>
+  template <int T, int Unrolled = Cells::kUnrolledInputs>
   static constexpr int partials() {
-    return std::max(1, std::min(Cells::kUnrolledInputs, kTile / T));
+    return std::max(1, std::min(Unrolled, kTile / T));
   }
   const Conv2d& g;
   Cells cells;
@@ -214,12 +218,19 @@ struct DirectRow {
   // (AVX-512 stems: 18 stores to the stack among 15 multiply-adds).
   template <int T>
   FRICTION_INLINE void interior(int64_t ow0) const {
-    constexpr int J = partials<T>();
+    constexpr int J = partials<T, RowInputs ? RowInputs : Cells::kUnrolledInputs>();
     V acc[T * J][kVectors];
     start<T * J, J>(acc);
     for (int64_t r = rLo; r < rHi; ++r) {
       const float* xrow = inputRow(r);
       if constexpr (!Planar) prefetchWindow<T>(xrow, ow0 + T);
+      if constexpr (RowInputs > 0) {
+        GroupedInputs<P, false> row = cells;
+        row.inputs = RowInputs, row.split = false;
+        GroupedCells<P, false, RowInputs>{row}.template accumulate<T, J>(
+            acc, xrow + (ow0 * g.strideW - g.padLeft) * g.C, g.strideW * g.C, w + r * g.S * cellStride);
+        continue;
+      }
       for (int64_t s = 0; s < g.S; ++s)
         cells.template accumulate<T, J>(acc, xrow + (ow0 * g.strideW - g.padLeft + s * g.dilW) * pixelFloats(),
                                         g.strideW * pixelFloats(), w + (r * g.S + s) * cellStride);
@@ -347,13 +358,14 @@ int64_t maxBlockInputs(const Conv2d& g) {
   return m;
 }
 
-// DirectRow<Cells, residual or not, Planar>{...}.run(): the residual test is made once per row, not per store.
-template <class Cells, bool Planar = false, typename... Args>
+// DirectRow<Cells, residual or not, Planar, RowInputs>{...}.run(): the residual test is made once per row, not per
+// store.
+template <class Cells, bool Planar = false, int RowInputs = 0, typename... Args>
 FRICTION_INLINE void runRow(const float* residual, Args... args) {
   if (residual)
-    DirectRow<Cells, true, Planar>{args...}.run();
+    DirectRow<Cells, true, Planar, RowInputs>{args...}.run();
   else
-    DirectRow<Cells, false, Planar>{args...}.run();
+    DirectRow<Cells, false, Planar, RowInputs>{args...}.run();
 }
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -383,15 +395,22 @@ FRICTION_INLINE void blockRowOf(const DirectConv& d, const float* xn, int64_t oh
   auto run = [&]<bool Planar>() FRICTION_LAMBDA_INLINE {
     const GroupedInputs<P, Planar> inputs(g, blk.k0, blk.in);
     const float* xk = xn + blk.in.first * inputs.channelStride();
-    auto withCount = [&]<int Count>() FRICTION_LAMBDA_INLINE {
+    auto withCount = [&]<int Count, int RowInputs = 0>() FRICTION_LAMBDA_INLINE {
       using Cells = GroupedCells<P, Planar, Count>;
-      runRow<Cells, Planar>(res, g, Cells{inputs}, xk, w, d.cellStride, oh, span.rLo, span.rHi, span.owA, span.owB,
-                            bias, lo, hi, res, d.y + out, blk.lanes, d.e);
+      runRow<Cells, Planar, RowInputs>(res, g, Cells{inputs}, xk, w, d.cellStride, oh, span.rLo, span.rHi, span.owA,
+                                       span.owB, bias, lo, hi, res, d.y + out, blk.lanes, d.e);
     };
+    // 3x3 RGB stems' window rows as one cell each (DirectRow's RowInputs): 3x3/2 stems into 16 and 32 channels
+    // and VGG's 3x3/1 took 0.90-0.95x the time (a driver, interleaved, two threads). Not for wider windows: a 7x7
+    // stem's time did not move, AlexNet's 11x11 took 1.08x.
+    const bool rowsOfCells = g.group == 1 && g.dilW == 1 && g.S == 3 && d.cellStride == g.C * L;
     // The counts of the models' grouped blocks (groups of 4 or 8 split into 8 a vector, of 16 whole) and of
     // RGB stems; wider blocks are dense stems' only.
     switch (inputs.uniformCount()) {
-      case 3: return withCount.template operator()<3>();
+      case 3:
+        if constexpr (!Planar)
+          if (rowsOfCells) return withCount.template operator()<3, 9>();
+        return withCount.template operator()<3>();
       case 8:
         if constexpr (L == kLanes) return withCount.template operator()<8>();
         break;
