@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <type_traits>
 #if defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
@@ -150,6 +151,18 @@ struct Tile {
     if (out.nextPanel) __builtin_prefetch(out.nextPanel + k * 16, 0, 2);
   }
 
+  // Calls loop(std::true_type) when the tile's k loop prefetches panels (prefetchPanels), else
+  // loop(std::false_type): the loop without them then keeps neither the flag nor the panel pointer in registers,
+  // which a 12-row tile needs for its rows read through a table (they were moved in from vector registers on
+  // the FMA's port, 5 moves to 24 FMAs a step).
+  template <typename Loop>
+  static inline __attribute__((always_inline)) void withPanelPrefetches(const TileOut& out, Loop loop) {
+    if (out.streamB || out.nextPanel)
+      loop(std::true_type{});
+    else
+      loop(std::false_type{});
+  }
+
   template <int R, int CV>
   static inline __attribute__((always_inline)) void zero(V (&acc)[R][CV]) {
 #pragma GCC unroll 32
@@ -161,10 +174,10 @@ struct Tile {
   // Step k of a tile's k loop: acc[r] += aOfRow(r) * bp[k][0..CV * W) for each of the R rows, after the step's
   // prefetches. Shared by the k loops over an A packed or read in place (accumulate) and through a table
   // (accumulateIndirect).
-  template <int R, int CV, typename ARow>
+  template <int R, int CV, bool Prefetch = true, typename ARow>
   static inline __attribute__((always_inline)) void multiplyStep(V (&acc)[R][CV], const float* __restrict bp,
                                                                  int64_t k, const TileOut& out, ARow aOfRow) {
-    prefetchPanels<CV>(bp, k, out);
+    if constexpr (Prefetch) prefetchPanels<CV>(bp, k, out);
     V b[CV];
 #pragma GCC unroll 4
     for (int j = 0; j < CV; ++j) b[j] = loadu<V>(bp + k * NR + j * W);
@@ -254,17 +267,19 @@ struct Tile {
         }
       }
     }
-    auto step = [&](int64_t k) __attribute__((always_inline)) {
-      multiplyStep(acc, bp, k, out, [&](int r) __attribute__((always_inline)) {
-        return Packed ? ap[k * lda + r] : ap[r * lda + k];
-      });
-    };
-    if (!Packed && out.streamA)
-      for (; k + 16 <= kc; k += 16) {
-        prefetchNextRows(k + 16);
-        for (int64_t u = 0; u < 16; ++u) step(k + u);
-      }
-    for (; k < kc; ++k) step(k);
+    withPanelPrefetches(out, [&](auto prefetch) __attribute__((always_inline)) {
+      auto step = [&](int64_t k) __attribute__((always_inline)) {
+        multiplyStep<R, CV, decltype(prefetch)::value>(acc, bp, k, out, [&](int r) __attribute__((always_inline)) {
+          return Packed ? ap[k * lda + r] : ap[r * lda + k];
+        });
+      };
+      if (!Packed && out.streamA)
+        for (; k + 16 <= kc; k += 16) {
+          prefetchNextRows(k + 16);
+          for (int64_t u = 0; u < 16; ++u) step(k + u);
+        }
+      for (; k < kc; ++k) step(k);
+    });
     store<R, CV>(acc, out);
   }
 
@@ -301,8 +316,11 @@ struct Tile {
         if (!continues) break;
         run += std::min(a.cellDepth, kc - k - run);
       }
-      for (int64_t u = 0; u < run; ++u)
-        multiplyStep(acc, bp, k + u, out, [&](int r) __attribute__((always_inline)) { return rows[r][u]; });
+      withPanelPrefetches(out, [&](auto prefetch) __attribute__((always_inline)) {
+        for (int64_t u = 0; u < run; ++u)
+          multiplyStep<MR, CV, decltype(prefetch)::value>(acc, bp, k + u, out,
+                                                          [&](int r) __attribute__((always_inline)) { return rows[r][u]; });
+      });
       k += run;
     }
     store<MR, CV>(acc, out);
