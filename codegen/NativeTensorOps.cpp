@@ -3,7 +3,7 @@
 // copies (runtime/ukernels/Copy.h), Concat as row copies, Gather of run-time indices as row
 // copies, ScatterND of constant indices as row copies over a copy of the
 // data, BatchNormalization as one per-channel scale and shift, the Reduce ops
-// over consecutive axes.
+// over consecutive axes, Resize through tables of each axis's taps.
 // Each matcher reads what the op's constant inputs say at build time; a
 // non-constant one (a shape computed at run time) leaves the node to the
 // interpreter.
@@ -20,6 +20,7 @@
 #include "ir/Error.h"
 #include "ir/ops/TensorShapes.h"
 #include "runtime/ukernels/Copy.h"
+#include "runtime/ukernels/Resize.h"
 
 namespace friction::codegen {
 namespace {
@@ -405,6 +406,61 @@ std::unique_ptr<NativeKernel> matchReduce(const Node& n, const std::vector<const
   return std::make_unique<ReduceKernel>(n.op(), kinds.at(n.op()), outer, reduced, inner);
 }
 
+class ResizeKernel : public NativeKernel {
+ public:
+  ResizeKernel(std::string mode, std::vector<ukernels::ResizeAxis> axes) : mode_(std::move(mode)), axes_(std::move(axes)) {}
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    ukernels::resize(in[0].data<float>(), axes_, out.data<float>());
+  }
+  std::string describe() const override { return "Resize " + mode_ + " (tap tables)"; }
+
+ private:
+  std::string mode_;
+  std::vector<ukernels::ResizeAxis> axes_;
+};
+
+// The taps of one axis from `in` to `out` positions (resizeTaps, as the interpreter takes them). Where every
+// position has one tap of weight 1 (nearest; linear at scale 1), one tap a position.
+ukernels::ResizeAxis resizeAxis(const ResizeParams& p, int64_t in, int64_t out, double scale) {
+  ukernels::ResizeAxis a{in, out, 0, {}, {}};
+  std::vector<int64_t> idx, single;  // single: each position's one tap of weight 1, or -1
+  std::vector<double> w;
+  for (int64_t o = 0; o < out; ++o) {
+    resizeTaps(p, o, in, out, scale, 0, 1, idx, w);
+    a.taps = int64_t(idx.size());
+    int64_t nonzero = 0, only = -1;
+    for (size_t t = 0; t < idx.size(); ++t) {
+      a.index.push_back(idx[t]), a.weight.push_back(float(w[t]));
+      if (w[t] != 0) ++nonzero, only = w[t] == 1 ? idx[t] : -1;
+    }
+    single.push_back(nonzero == 1 ? only : -1);
+  }
+  if (std::find(single.begin(), single.end(), -1) == single.end())
+    a = {in, out, 1, single, std::vector<float>(size_t(out), 1.f)};
+  return a;
+}
+
+// Resize with constant scales (or sizes, which static shapes give): tables of each axis's taps made now, so a run
+// only gathers. tf_crop_and_resize (positions outside its roi extrapolate) stays with the interpreter.
+std::unique_ptr<NativeKernel> matchResize(const Node& n, const std::vector<const Value*>& in, const Ints& xs,
+                                          const Ints& ys, std::string* why) {
+  const ResizeParams p = resizeParams(n);
+  if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic")
+    return noNative(why, "Resize mode '" + p.mode + "'");
+  if (p.ctm == "tf_crop_and_resize") return noNative(why, "Resize with tf_crop_and_resize");
+  // Scales as the interpreter reads them (floats), when given; else the sizes the output's static shape holds.
+  const Tensor* given = absent(in, 2) ? nullptr : constantData(in[2]);
+  if (!absent(in, 2) && !given) return noNative(why, "Resize scales are not constants");
+  const bool scaled = given && given->numel() > 0;
+  if (scaled && given->numel() != int64_t(xs.size())) return noNative(why, "Resize scales do not have one entry per dim");
+  std::vector<double> scales;
+  for (size_t d = 0; d < xs.size(); ++d)
+    scales.push_back(scaled ? double(float(given->elementAsDouble(int64_t(d)))) : double(ys[d]) / double(xs[d]));
+  std::vector<ukernels::ResizeAxis> axes;
+  for (size_t d = 0; d < xs.size(); ++d) axes.push_back(resizeAxis(p, xs[d], ys[d], scales[d]));
+  return std::make_unique<ResizeKernel>(p.mode, std::move(axes));
+}
+
 }  // namespace
 
 std::unique_ptr<NativeKernel> matchBatchNormNhwc(const Node& n, const std::vector<const Value*>& in, std::string* why) {
@@ -424,7 +480,7 @@ std::unique_ptr<NativeKernel> matchTensorOp(const Node& node, const std::vector<
   static const std::map<std::string, Matcher> matchers = {
       {"Slice", matchSlice},         {"Concat", matchConcat},         {"Pad", matchPad},
       {"Expand", matchExpand},       {"Gather", matchGather},         {"ScatterND", matchScatterND},
-      {"BatchNormalization", matchBatchNorm},
+      {"BatchNormalization", matchBatchNorm}, {"Resize", matchResize},
       {"ReduceSum", matchReduce},    {"ReduceMean", matchReduce},     {"ReduceMax", matchReduce},
       {"ReduceMin", matchReduce},    {"ReduceSumSquare", matchReduce}, {"ReduceL1", matchReduce},
       {"ReduceL2", matchReduce},     {"ReduceLogSum", matchReduce},    {"ReduceLogSumExp", matchReduce}};

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ir/Graph.h"
@@ -47,6 +48,20 @@ std::vector<int64_t> splitSizes(int64_t extent, const std::optional<std::vector<
 
 // Resize output extent for a scale (ONNX reference: floor(in * scale)).
 int64_t resizeDim(int64_t in, float scale);
+
+// Resize's interpolation attributes (the Resize-18 ones, axes, antialias and keep_aspect_ratio_policy, are
+// resolved at import: frontend/onnx/OpsetAdapters.cpp).
+struct ResizeParams {
+  std::string mode, ctm, nearestMode;
+  double cubicA, extrapolation;
+  bool excludeOutside;
+};
+ResizeParams resizeParams(const Node& node);
+// Input taps (indices into an axis of `in` elements, and their weights) of output position o of `out` along
+// one axis, per the ONNX reference implementation: 2 taps for nearest and linear (nearest weighs one of them
+// 1), 4 for cubic. Returns false where tf_crop_and_resize extrapolates.
+bool resizeTaps(const ResizeParams& p, int64_t o, int64_t in, int64_t out, double scale, double roiStart,
+                double roiEnd, std::vector<int64_t>& idx, std::vector<double>& w);
 
 // Range's element count: max(ceil((limit - start) / delta), 0).
 int64_t rangeCount(double start, double limit, double delta);

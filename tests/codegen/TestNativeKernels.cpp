@@ -1,5 +1,5 @@
 // The native steps of the program builder, which need no code generator:
-// data-movement and per-axis ops (codegen/NativeTensorOps.cpp), zero-copy
+// data-movement and per-axis ops, Resize among them (codegen/NativeTensorOps.cpp), zero-copy
 // views, window ops in NCHW, and the shape arithmetic folded at build time.
 // Each graph runs through the builder with a source that compiles nothing
 // (FakeKernelSource.h), so any node without a native path would show up as an
@@ -23,9 +23,9 @@ using Ints = std::vector<int64_t>;
 Value* ints(GraphBuilder& b, const Ints& v) { return b.constant(Tensor::vectorI64(v)); }
 
 // Builds a graph of one f32 input `x` of `shape` and the body; runs it
-// natively and on the interpreter; returns the program's statistics.
+// natively and on the interpreter (within rtol, BackendTestUtil.h's Tolerance); returns the program's statistics.
 codegen::CpuStats expectNativeMatches(const Ints& shape, const std::function<Value*(GraphBuilder&, Value*)>& body,
-                                      const std::string& what) {
+                                      const std::string& what, double rtol = 1e-6) {
   SCOPED_TRACE(what);
   Graph g;
   GraphBuilder b(g);
@@ -36,7 +36,7 @@ codegen::CpuStats expectNativeMatches(const Ints& shape, const std::function<Val
   auto want = interp::run(g, in);
   auto got = model->run(in);
   EXPECT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size() && i < want.size(); ++i) expectClose(got[i], want[i], 1e-6, what);
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) expectClose(got[i], want[i], rtol, what);
   EXPECT_EQ(model->interpNodes(), 0) << model->description();
   return *codegen::cpuStats(*model);
 }
@@ -228,6 +228,59 @@ TEST(NativeTensorOps, ReductionsOverConsecutiveAxes) {
         c.op);
 }
 
+// Resize in every mode, coordinate transformation and nearest rounding the interpreter takes, up and down,
+// over an NCHW image (the innermost axis interpolated, element by element). The kernel weighs in floats where
+// the interpreter sums in doubles: a cubic output is 16 taps, some of negative weight, so a result near 0 differs
+// by a few 1e-8 of values of 0.1 (rtol 1e-4 allows 1e-6 of the outputs' scale).
+constexpr double kResizeRtol = 1e-4;
+TEST(NativeTensorOps, ResizeInEveryModeAndCoordinateTransform) {
+  using Attrs = std::map<std::string, Attribute>;
+  std::vector<Attrs> kinds;
+  for (std::string ctm : {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel", "tf_half_pixel_for_nn",
+                          "half_pixel_symmetric"}) {
+    for (std::string nearest : {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"})
+      kinds.push_back({{"mode", std::string("nearest")}, {"coordinate_transformation_mode", ctm},
+                       {"nearest_mode", nearest}});
+    kinds.push_back({{"mode", std::string("linear")}, {"coordinate_transformation_mode", ctm}});
+    kinds.push_back({{"mode", std::string("cubic")}, {"coordinate_transformation_mode", ctm}});
+  }
+  kinds.push_back({{"mode", std::string("cubic")}, {"cubic_coeff_a", -0.5f}, {"exclude_outside", int64_t(1)}});
+  for (const std::vector<float>& scales : {std::vector<float>{1, 1, 2, 1.5f}, {1, 1, 0.6f, 0.5f}})
+    for (const Attrs& attrs : kinds) {
+      const std::string what = "Resize " + std::get<std::string>(attrs.at("mode")) + " " +
+                               (attrs.count("coordinate_transformation_mode")
+                                    ? std::get<std::string>(attrs.at("coordinate_transformation_mode"))
+                                    : "exclude_outside") +
+                               (attrs.count("nearest_mode") ? " " + std::get<std::string>(attrs.at("nearest_mode")) : "") +
+                               " by " + std::to_string(scales[2]) + " x " + std::to_string(scales[3]);
+      auto stats = expectNativeMatches(
+          {2, 3, 5, 7}, [&](GraphBuilder& b, Value* x) {
+            Value* s = b.constant(Tensor::fromVector<float>(DType::F32, {4}, scales));
+            return b.op("Resize", {x, nullptr, s}, attrs);
+          },
+          what, kResizeRtol);
+      EXPECT_EQ(stats.nativeOps["Resize " + std::get<std::string>(attrs.at("mode")) + " (tap tables)"], 1) << what;
+    }
+}
+
+// Resize by sizes over channels-last and other layouts: the axes after the last resized one are one contiguous
+// run (a weighted sum of rows), a first axis resized alone, a rank-5 volume.
+TEST(NativeTensorOps, ResizeBySizesOverRunsOfTheAxesItKeeps) {
+  struct Case {
+    Ints shape, sizes;
+  };
+  for (const Case& c : std::vector<Case>{{{1, 6, 5, 8}, {1, 12, 9, 8}},
+                                         {{2, 4, 4, 3}, {2, 2, 3, 3}},
+                                         {{4, 5, 6}, {9, 5, 6}},
+                                         {{1, 2, 3, 4, 5}, {1, 2, 6, 8, 5}}})
+    for (std::string mode : {"nearest", "linear", "cubic"})
+      expectNativeMatches(
+          c.shape, [&](GraphBuilder& b, Value* x) {
+            return b.op("Resize", {x, nullptr, nullptr, ints(b, c.sizes)}, {{"mode", mode}});
+          },
+          "Resize " + mode + " to " + Shape::fromStatic(c.sizes).str(), kResizeRtol);
+}
+
 TEST(NativeTensorOps, ShapeOpsAreZeroCopyViews) {
   auto stats = expectNativeMatches(
       {2, 3, 4}, [](GraphBuilder& b, Value* x) {
@@ -263,6 +316,19 @@ TEST(NativeTensorOps, BoundsComputedFromTheInputFallBackToTheInterpreter) {
   Value* x = b.input("x", {DType::F32, {4, 6}});
   Value* starts = b.input("starts", {DType::I64, {1}});
   b.output(b.op("Slice", {x, starts, ints(b, {3}), ints(b, {0})}));
+  FakeSource source;
+  auto model = codegen::compileCpuModel(g, source, "native only");
+  EXPECT_EQ(model->interpNodes(), 1) << model->description();
+}
+
+// tf_crop_and_resize (outside its roi a position takes the extrapolation value) is left to the interpreter.
+TEST(NativeTensorOps, ResizeThatCropsFallsBackToTheInterpreter) {
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F32, Shape::fromStatic({1, 1, 4, 4})});
+  Value* roi = b.constant(Tensor::fromVector<float>(DType::F32, {8}, {0, 0, 0.4f, 0.6f, 1, 1, 0.6f, 0.8f}));
+  b.output(b.op("Resize", {x, roi, nullptr, ints(b, {1, 1, 3, 3})},
+                {{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("tf_crop_and_resize")}}));
   FakeSource source;
   auto model = codegen::compileCpuModel(g, source, "native only");
   EXPECT_EQ(model->interpNodes(), 1) << model->description();

@@ -261,66 +261,6 @@ std::vector<Tensor> topK(const Node& node, const std::vector<Tensor>& in) {
 
 // ---------------------------------------------------------------- Resize
 
-struct ResizeParams {
-  std::string mode, ctm, nearestMode;
-  double cubicA, extrapolation;
-  bool excludeOutside;
-};
-
-// Input taps (indices, weights) of one output position along an axis, per
-// the ONNX reference implementation. Returns false to extrapolate.
-bool resizeTaps(const ResizeParams& p, int64_t o, int64_t in, int64_t out, double scale, double roiStart,
-                double roiEnd, Shape64& idx, std::vector<double>& w) {
-  double outW = scale * double(in);  // the reference uses the unrounded output width
-  double x = double(o);
-  if (p.ctm == "align_corners") {
-    x = outW == 1 ? 0 : x * double(in - 1) / (outW - 1);
-  } else if (p.ctm == "asymmetric") {
-    x = x / scale;
-  } else if (p.ctm == "tf_crop_and_resize") {
-    x = outW == 1 ? (roiEnd - roiStart) * double(in - 1) / 2 : x * (roiEnd - roiStart) * double(in - 1) / (outW - 1);
-    x += roiStart * double(in - 1);
-    if (x < 0 || x > double(in - 1)) return false;
-  } else if (p.ctm == "tf_half_pixel_for_nn") {
-    x = (x + 0.5) / scale;
-  } else if (p.ctm == "pytorch_half_pixel") {
-    x = outW == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
-  } else if (p.ctm == "half_pixel_symmetric") {  // opset 19: the centres of input and output coincide
-    x = double(in) / 2 * (1 - double(out) / outW) + (x + 0.5) / scale - 0.5;
-  } else {  // half_pixel
-    x = (x + 0.5) / scale - 0.5;
-  }
-  // Taps start left of x: an integral x is the right tap with ratio 1.
-  int64_t base = int64_t(std::ceil(x)) - 1;
-  double ratio = x - double(base);
-  if (p.mode == "cubic") {
-    double A = p.cubicA, r = ratio, s = 1 - ratio;
-    w = {((A * (r + 1) - 5 * A) * (r + 1) + 8 * A) * (r + 1) - 4 * A, ((A + 2) * r - (A + 3)) * r * r + 1,
-         ((A + 2) * s - (A + 3)) * s * s + 1, ((A * (s + 1) - 5 * A) * (s + 1) + 8 * A) * (s + 1) - 4 * A};
-    idx = {base - 1, base, base + 1, base + 2};
-  } else {
-    idx = {base, base + 1};
-    if (p.mode == "linear") {
-      w = {1 - ratio, ratio};
-    } else {
-      bool right = ratio == 1 || p.nearestMode == "ceil" ||
-                   (p.nearestMode == "round_prefer_floor" && ratio > 0.5) ||
-                   (p.nearestMode == "round_prefer_ceil" && ratio >= 0.5);
-      w = {right ? 0.0 : 1.0, right ? 1.0 : 0.0};
-    }
-  }
-  if (p.excludeOutside) {
-    double sum = 0;
-    for (size_t t = 0; t < idx.size(); ++t) {
-      if (idx[t] < 0 || idx[t] >= in) w[t] = 0;
-      sum += w[t];
-    }
-    for (double& v : w) v /= sum;
-  }
-  for (int64_t& i : idx) i = std::clamp<int64_t>(i, 0, in - 1);  // edge padding
-  return true;
-}
-
 // Resizes one axis of `data` (shape `shape`, updated) to `out` elements.
 std::vector<double> resizeAxis(const ResizeParams& p, const std::vector<double>& data, Shape64& shape, size_t axis,
                                int64_t out, double scale, double roiStart, double roiEnd) {
@@ -349,12 +289,7 @@ std::vector<Tensor> resize(const Node& node, const std::vector<Tensor>& in) {
   const Tensor& x = in[0];
   size_t rank = x.rank();
   auto given = [&](size_t i) { return i < in.size() && in[i].defined() && in[i].numel() > 0; };
-  ResizeParams p{node.attrString("mode", "nearest"),
-                 node.attrString("coordinate_transformation_mode", "half_pixel"),
-                 node.attrString("nearest_mode", "round_prefer_floor"),
-                 node.attrFloat("cubic_coeff_a", -0.75f),
-                 node.attrFloat("extrapolation_value", 0.0f),
-                 node.attrInt("exclude_outside", 0) != 0};
+  const ResizeParams p = resizeParams(node);
   FRICTION_CHECK(given(2) != given(3), node.describe() + ": exactly one of scales and sizes must be given");
   std::vector<double> roi = given(1) ? in[1].toDoubleVector() : std::vector<double>{};
   FRICTION_CHECK(roi.empty() || roi.size() == 2 * rank, node.describe() + ": roi must have 2*rank entries");
