@@ -49,6 +49,7 @@ void resize(const float* x, const std::vector<ResizeAxis>& axes, float* y) {
 #pragma omp parallel if (total > kParallelElements)
   {
     std::vector<Corner> corners, next;
+    std::vector<float> blend(size_t(run == 1 ? inner.in : 0));
 #pragma omp for schedule(static)
     for (int64_t row = 0; row < rows; ++row) {
       // The row's corners: the product of the taps of the axes before `last` at this row's positions.
@@ -66,17 +67,42 @@ void resize(const float* x, const std::vector<ResizeAxis>& axes, float* y) {
         corners.swap(next);
       }
       float* out = y + row * inner.out * run;
+      if (run == 1) {
+        // The innermost axis interpolated: the corners' input rows blended into one (vectorized), then each output
+        // weighs its taps of that row: 2 loads an output for linear, where tap by corner took 4 and 4 products.
+        const float* in = x + corners[0].offset;
+        const float* b = in;  // one corner of weight 1 (a nearest or kept row): the input row itself
+        if (corners.size() > 1 || corners[0].weight != 1.f) {
+          b = blend.data();
+          const float w0 = corners[0].weight;
+#pragma omp simd
+          for (int64_t i = 0; i < inner.in; ++i) blend[size_t(i)] = w0 * in[i];
+          for (size_t c = 1; c < corners.size(); ++c) {
+            const float w = corners[c].weight;
+            const float* other = x + corners[c].offset;
+#pragma omp simd
+            for (int64_t i = 0; i < inner.in; ++i) blend[size_t(i)] += w * other[i];
+          }
+        }
+        const int64_t* index = inner.index.data();
+        const float* weight = inner.weight.data();
+        if (inner.taps == 1) {
+          for (int64_t o = 0; o < inner.out; ++o) out[o] = b[index[o]];
+        } else if (inner.taps == 2) {
+          for (int64_t o = 0; o < inner.out; ++o)
+            out[o] = weight[2 * o] * b[index[2 * o]] + weight[2 * o + 1] * b[index[2 * o + 1]];
+        } else {
+          for (int64_t o = 0; o < inner.out; ++o) {
+            float sum = 0.f;
+            for (int64_t t = 0; t < inner.taps; ++t) sum += weight[o * inner.taps + t] * b[index[o * inner.taps + t]];
+            out[o] = sum;
+          }
+        }
+        continue;
+      }
       for (int64_t o = 0; o < inner.out; ++o, out += run) {
         const int64_t* index = inner.index.data() + o * inner.taps;
         const float* weight = inner.weight.data() + o * inner.taps;
-        if (run == 1) {  // the innermost axis interpolated: one output at a time
-          float sum = 0.f;
-          for (const Corner& c : corners)
-            for (int64_t t = 0; t < inner.taps; ++t)
-              if (weight[t] != 0.f) sum += c.weight * weight[t] * x[c.offset + index[t] * innerStride];
-          out[0] = sum;
-          continue;
-        }
         // A weighted sum of input runs; taps of weight 0 (a nearest axis's other tap) are not read.
         bool first = true;
         for (const Corner& c : corners)
