@@ -8,6 +8,7 @@
 #include "ir/Patterns.h"
 #include "ir/ops/NnShapes.h"
 #include "runtime/ukernels/Conv.h"
+#include "runtime/ukernels/ConvTranspose.h"
 #include "runtime/ukernels/Rows.h"
 
 namespace friction::codegen {
@@ -101,6 +102,47 @@ class PoolKernel : public NativeKernel {
   ukernels::PoolKind kind_;
   Layout layout_;
 };
+
+// ConvTranspose, 2-D NCHW: one SGEMM per image and group, then col2im over the bias (ukernels/ConvTranspose.h).
+class ConvTransposeKernel : public NativeKernel {
+ public:
+  explicit ConvTransposeKernel(ukernels::Conv2d g) : g_(g) {}
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    ukernels::convTransposeNchw(g_, in[0].data<float>(), in[1].data<float>(),
+                                in.size() > 2 && in[2].defined() ? in[2].data<float>() : nullptr, out.data<float>());
+  }
+  std::string describe() const override { return "ConvTranspose nchw (sgemm + col2im)"; }
+
+ private:
+  ukernels::Conv2d g_;
+};
+
+std::unique_ptr<NativeKernel> matchConvTranspose(const Node& node, const std::vector<const Value*>& outer,
+                                                 std::string* why) {
+  const Value* x = outer.empty() ? nullptr : outer[0];
+  const Value* w = outer.size() > 1 ? outer[1] : nullptr;
+  const Value* b = outer.size() > 2 ? outer[2] : nullptr;
+  if (!isStaticF32(x) || !isStaticF32(w) || (b && !isStaticF32(b)) || !isStaticF32(node.output(0)) ||
+      x->shape().rank() != 4 || w->shape().rank() != 4)
+    return noNative(why, "ConvTranspose not f32, static and 2-D");
+  const std::vector<int64_t> xs = x->shape().staticDims(), ws = w->shape().staticDims(),
+                             ys = node.output(0)->shape().staticDims();
+  ukernels::Conv2d g;
+  g.N = xs[0], g.C = xs[1], g.H = xs[2], g.W = xs[3], g.K = ys[1], g.OH = ys[2], g.OW = ys[3];
+  g.group = node.attrInt("group", 1);
+  if (g.group < 1 || g.C % g.group || ws[0] != g.C || ws[1] * g.group != g.K)
+    return noNative(why, "ConvTranspose weights do not match the channels and group");
+  TransposeGeometry geo;
+  try {
+    geo = resolveConvTranspose(node, {g.H, g.W}, {ws[2], ws[3]});
+  } catch (const Error& e) {
+    return noNative(why, e.what());
+  }
+  const Window& win = geo.window;
+  g.R = win.kernel[0], g.S = win.kernel[1], g.strideH = win.strides[0], g.strideW = win.strides[1];
+  g.dilH = win.dilations[0], g.dilW = win.dilations[1], g.padTop = win.pads[0], g.padLeft = win.pads[1];
+  return std::make_unique<ConvTransposeKernel>(g);
+}
 
 // Softmax / LogSoftmax / LayerNormalization over the trailing dims from `axis`.
 class RowKernel : public NativeKernel {
@@ -346,6 +388,10 @@ std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Va
   // Window ops: in a convert-layout region NHWC, on their own NCHW.
   static const std::set<std::string> windowOps = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool"};
   auto region = FusedRegion::of(node);
+  if (!region && node.op() == "ConvTranspose") {
+    if (!convolutions) return noNative(why, "convolutions are compiled (ukernels=off)");
+    return matchConvTranspose(node, outer, why);
+  }
   if (!region) {
     if (auto k = matchTensorOp(node, outer)) return k;
     if (auto k = matchTypedOp(node, outer)) return k;

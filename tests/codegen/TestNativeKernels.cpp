@@ -281,6 +281,37 @@ TEST(NativeTensorOps, ResizeBySizesOverRunsOfTheAxesItKeeps) {
           "Resize " + mode + " to " + Shape::fromStatic(c.sizes).str(), kResizeRtol);
 }
 
+// ConvTranspose (U-Net decoders, generators): the 2x2 stride-2 upsampling, overlapping 3x3 and 4x4 windows with
+// pads and output_padding, dilation, groups, SAME_UPPER and output_shape, with and without a bias.
+TEST(NativeWindowOps, ConvTransposeOfEveryGeometry) {
+  using Attrs = std::map<std::string, Attribute>;
+  struct Case {
+    int64_t C, K, group, R;
+    Attrs attrs;
+    bool bias;
+  };
+  const std::vector<Case> cases = {
+      {6, 4, 1, 2, {{"strides", Ints{2, 2}}}, true},
+      {6, 4, 1, 3, {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}, {"output_padding", Ints{1, 1}}}, true},
+      {4, 6, 2, 4, {{"strides", Ints{2, 1}}, {"pads", Ints{1, 0, 2, 1}}}, false},
+      {6, 6, 3, 3, {{"dilations", Ints{2, 2}}, {"pads", Ints{2, 2, 2, 2}}}, true},
+      {6, 4, 1, 3, {{"strides", Ints{2, 2}}, {"auto_pad", std::string("SAME_UPPER")}}, true},
+      {6, 4, 1, 3, {{"strides", Ints{3, 2}}, {"output_shape", Ints{17, 12}}}, false}};
+  for (const Case& c : cases) {
+    auto stats = expectNativeMatches(
+        {2, c.C, 5, 6}, [&](GraphBuilder& b, Value* x) {
+          std::vector<Value*> in = {x, b.constant(randomTensor({c.C, c.K / c.group, c.R, c.R}, 31))};
+          if (c.bias) in.push_back(b.constant(randomTensor({c.K}, 32)));
+          Attrs attrs = c.attrs;
+          attrs["group"] = c.group;
+          return b.op("ConvTranspose", in, attrs);
+        },
+        "ConvTranspose " + std::to_string(c.R) + "x" + std::to_string(c.R) + " group " + std::to_string(c.group),
+        1e-5);
+    EXPECT_EQ(stats.nativeOps["ConvTranspose nchw (sgemm + col2im)"], 1);
+  }
+}
+
 TEST(NativeTensorOps, ShapeOpsAreZeroCopyViews) {
   auto stats = expectNativeMatches(
       {2, 3, 4}, [](GraphBuilder& b, Value* x) {
