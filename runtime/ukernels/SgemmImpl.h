@@ -295,10 +295,18 @@ struct Tile {
       const int64_t t = (k0 + k) / a.cellDepth, c = k0 + k - t * a.cellDepth;
       const int64_t* offsets = a.offsets + i * a.cells;
       const float* rows[MR];
+      bool padding = true;
 #pragma GCC unroll 32
       for (int r = 0; r < MR; ++r) {
         const int64_t offset = offsets[r * a.cells + t];
         rows[r] = (offset >= 0 ? a.base + offset : a.zeros) + c;
+        padding &= offset < 0;
+      }
+      // A window cell that lies in the padding for every row of the tile adds nothing: its steps are skipped (the
+      // top and bottom rows of a 7x7 image's 3x3 conv; most cells of DeepLab's dilated convs over small images).
+      if (padding) {
+        k += std::min(kc - k, a.cellDepth - c);
+        continue;
       }
       // The cells after t whose runs continue every row's run in memory join it (a window row inside the image:
       // S cells of C channels side by side), so that a conv over few channels does not take its row pointers

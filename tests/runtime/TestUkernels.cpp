@@ -503,6 +503,21 @@ TEST(Conv, LargerImagesOverManyRowBlocks) {
   }
 }
 
+// Dilated windows that reach past a small image (DeepLab's ASPP): tiles whose every pixel has a window cell in
+// the padding skip that cell's steps in the indirect SGEMM. Dilation 3 over 6x6 (some cells inside for some
+// pixels), 12 over 8x8 (only the centre inside), at strides 1 and 2.
+TEST(Conv, DilatedWindowsWhoseCellsLieInThePaddingForWholeTiles) {
+  for (auto [dilation, H] : {std::pair<int64_t, int64_t>{3, 6}, {12, 8}})
+    for (int64_t stride : {1, 2}) {
+      Conv2d g;
+      g.N = 2, g.H = g.W = H, g.C = 20, g.K = 24, g.R = g.S = 3, g.strideH = g.strideW = stride;
+      g.padTop = g.padLeft = dilation, g.dilH = g.dilW = dilation;
+      g.OH = g.OW = outputExtent(H, 3, stride, dilation, dilation);
+      expectConvMatchesNaive(g, "dilation " + std::to_string(dilation) + " over " + std::to_string(H) + "x" +
+                                    std::to_string(H) + ", stride " + std::to_string(stride));
+    }
+}
+
 // What the square cases miss: a 3x5 window with strides 2/1, pads 0/2 and
 // dilations 1/2 (H and W parameters never mixed up); rows wide enough for
 // the NCHW depthwise kernel's 4-vector tiles and its overlapping last tile at
