@@ -180,6 +180,32 @@ TEST_F(CpuBackendTest, BatchNormAfterConcatRunsNhwc) {
   EXPECT_EQ(r.stats.fallbackNodes, 0) << r.description;
 }
 
+// Dilated convs over an image smaller than their reach (DeepLab's ASPP at low resolution): the window rows and
+// columns that read only padding are cropped away at build, in either layout. A 5x5 at dilation 3 over 4x4 keeps
+// its middle 3x3; a 3x3 at dilation 4 keeps its centre and runs as a 1x1 conv.
+TEST_F(CpuBackendTest, DilatedConvsOverSmallImagesReadOnlyTheCellsInside) {
+  for (bool nhwc : {true, false}) {
+    Graph g;
+    GraphBuilder b(g);
+    Value* x = b.input("x", {DType::F32, {2, 8, 4, 4}});
+    auto conv = [&](Value* in, int64_t k, int64_t dilation, int64_t pad, uint64_t seed) {
+      return b.op("Conv", {in, b.constant(randomTensor({6, in == x ? 8 : 6, k, k}, seed)), b.constant(randomTensor({6}, seed + 1))},
+                  {{"dilations", std::vector<int64_t>{dilation, dilation}},
+                   {"pads", std::vector<int64_t>{pad, pad, pad, pad}}});
+    };
+    b.output(b.op("Relu", {conv(b.op("Relu", {conv(x, 5, 3, 6, 10)}), 3, 4, 4, 12)}));
+    std::vector<Tensor> in = {randomTensor({2, 8, 4, 4}, 14)};
+    auto want = interp::run(g, in);
+    runPipeline(g, buildPipeline(nhwc ? PipelineOptions{} : PipelineOptions{.passes = {"none"}}));
+    auto r = runCpu(g, in);
+    const std::string layout = nhwc ? "nhwc" : "nchw";
+    expectClose(r.outputs[0], want[0], 1e-4, "dilated convs, " + layout);
+    EXPECT_NE(r.description.find("cropped from 5x5"), std::string::npos) << r.description;
+    EXPECT_NE(r.description.find("conv " + layout + " 1x1 (sgemm) cropped from 3x3"), std::string::npos) << r.description;
+    EXPECT_EQ(r.stats.fallbackNodes, 0) << r.description;
+  }
+}
+
 TEST_F(CpuBackendTest, PowWithScalarExponentAndClip) {
   Graph g;
   GraphBuilder b(g);

@@ -312,6 +312,18 @@ TEST(NativeWindowOps, ConvTransposeOfEveryGeometry) {
   }
 }
 
+// A conv cropped to the window cells read inside (a 3x3 at dilation 4 over 4x4 is a 1x1) whose weights are
+// computed at run time: cropped on every run.
+TEST(NativeWindowOps, ConvCroppedToTheCellsInsideWithWeightsOfTheRun) {
+  auto stats = expectNativeMatches(
+      {1, 5, 4, 4}, [&](GraphBuilder& b, Value* x) {
+        Value* w = b.op("Reshape", {b.constant(randomTensor({6, 45}, 33)), ints(b, {6, 5, 3, 3})});
+        return b.op("Conv", {x, w}, {{"dilations", Ints{4, 4}}, {"pads", Ints{4, 4, 4, 4}}});
+      },
+      "dilated conv, weights of the run", 1e-5);
+  EXPECT_EQ(stats.nativeOps["conv nchw 1x1 (sgemm) cropped from 3x3"], 1);
+}
+
 TEST(NativeTensorOps, ShapeOpsAreZeroCopyViews) {
   auto stats = expectNativeMatches(
       {2, 3, 4}, [](GraphBuilder& b, Value* x) {
