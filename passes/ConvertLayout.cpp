@@ -18,7 +18,8 @@
 //    reshape ([N,C,1,1]: a squeeze-excite scale): E(T(a), T(b)) = T(E(a, b));
 //  - Concat and Split along axis p[axis], Slice with its axes mapped through
 //    p, Pad with its pads reordered, a Reduction over the mapped axes
-//    (without keepdims the perm drops the reduced dims);
+//    (without keepdims the perm drops the reduced dims), Resize with its
+//    scales, sizes and roi reordered where the transpose then cancels;
 //  - a View op (Reshape, Flatten, Squeeze, Unsqueeze) that splits and merges
 //    groups of dims: T(x, p) -> Reshape becomes [Transpose(x, b) ->] Reshape
 //    -> Transpose(a) (reshapeThroughTranspose), so ShuffleNet's channel
@@ -262,6 +263,7 @@ class Converter {
                             : n.op() == "Split"               ? split(n, *p)
                             : n.op() == "Slice"               ? slice(n, *p)
                             : n.op() == "Pad"                 ? pad(n, *p)
+                            : n.op() == "Resize"              ? resize(n, *p)
                                                               : std::nullopt;
     if (!s) return false;
     std::vector<std::string> names;
@@ -412,6 +414,50 @@ class Converter {
     if (asInput) s->inputs[1] = constant(n.output(0)->name() + ".pads", Tensor::vectorI64(mapped));
     else s->attrs["pads"] = mapped;
     return s;
+  }
+
+  // Resize of y = T(x, p) resizes y's dim i, which is x's dim p[i]: roi, scales and sizes reordered. Only where
+  // the transpose then goes on to cancel (what reads the result are transposes, or ops through which it sinks
+  // into them: a U-Net's upsampling, then the Concat with the skip, then a conv): a segmentation head's last
+  // upsampling, read by the graph's output, would move the transpose onto a tensor many times larger.
+  std::optional<Sunk> resize(const Node& n, const Perm& p) {
+    if (!reachesTransposes(n.output(0), 2)) return std::nullopt;
+    std::optional<Sunk> s = onUntransposedData(n, p);
+    if (!s) return std::nullopt;
+    const size_t r = p.size();
+    for (size_t i = 1; i < n.numInputs() && i <= 3; ++i) {
+      if (!n.input(i)) continue;
+      const Tensor* t = constantData(n.input(i));
+      if (!t) return std::nullopt;  // computed at run time
+      if (t->numel() == 0) continue;
+      const size_t halves = i == 1 ? 2 : 1;  // roi: the starts, then the ends
+      if (size_t(t->numel()) != halves * r) return std::nullopt;
+      std::vector<double> v = t->toDoubleVector(), mapped(v.size());
+      for (size_t h = 0; h < halves; ++h)
+        for (size_t d = 0; d < r; ++d) mapped[h * r + size_t(p[d])] = v[h * r + d];
+      s->inputs[i] = constant(n.output(0)->name() + ".resize" + std::to_string(i),
+                              Tensor::fromVector<double>(DType::F64, {int64_t(mapped.size())}, mapped).castTo(t->dtype()));
+    }
+    return s;
+  }
+
+  // Whether every reader of v is a Transpose, or (up to `depth` ops down) an op that transposes sink through
+  // whose results are read so.
+  bool reachesTransposes(const Value* v, int depth) const {
+    for (const Value* out : g_.outputs())
+      if (out == v) return false;
+    bool any = false;
+    for (const auto& reader : g_.nodes()) {
+      if (dead_.count(reader.get()) || std::find(reader->inputs().begin(), reader->inputs().end(), v) == reader->inputs().end())
+        continue;
+      any = true;
+      if (reader->op() == "Transpose") continue;
+      const bool sinks = hasTrait(*reader, OpTrait::Elementwise) || reader->op() == "Concat" || reader->op() == "Resize";
+      if (!sinks || depth == 0) return false;
+      for (const Value* out : reader->outputs())
+        if (!reachesTransposes(out, depth - 1)) return false;
+    }
+    return any;
   }
 
   // Reduce over y = T(x, p)'s axes A = reduce over x's axes p[A]; without

@@ -197,6 +197,44 @@ TEST(ConvertLayout, PadReordersItsPads) {
   EXPECT_EQ(transposes(*g).size(), 2u);
 }
 
+std::vector<float> floatsOf(const Value* v) {
+  const Tensor* t = constantData(v);
+  return std::vector<float>(t->data<float>(), t->data<float>() + t->numel());
+}
+Value* floats(GraphBuilder& b, const std::vector<float>& v) {
+  return b.constant(Tensor::fromVector<float>(DType::F32, {int64_t(v.size())}, v));
+}
+
+// A U-Net's upsampling between convs runs channels last: its scales (or sizes) follow the dims.
+TEST(ConvertLayout, ResizeBetweenConvsReordersItsScalesAndSizes) {
+  auto g = convertChecked(between([](GraphBuilder& b, Value* x) {
+    return b.op("Resize", {x, nullptr, floats(b, {1, 1, 2, 3})}, {{"mode", std::string("linear")}});
+  }));
+  EXPECT_EQ(floatsOf(only(*g, "Resize")->input(2)), (std::vector<float>{1, 2, 3, 1}));
+  EXPECT_EQ(transposes(*g).size(), 2u);  // graph input and output
+  auto h = convertChecked(between([](GraphBuilder& b, Value* x) {
+    Value* up = b.op("Resize", {x, nullptr, nullptr, ints(b, {1, 4, 12, 9})}, {{"mode", std::string("nearest")}});
+    return b.op("Concat", {up, up}, {{"axis", int64_t(1)}});  // the skip connection's Concat, then a conv
+  }));
+  EXPECT_EQ(intsOf(only(*h, "Resize")->input(3)), (std::vector<int64_t>{1, 12, 9, 4}));
+  EXPECT_EQ(transposes(*h).size(), 2u);
+}
+
+// A segmentation head's last upsampling, read by the graph's output: the transpose stays before it, on the
+// smaller tensor.
+TEST(ConvertLayout, ResizeReadByTheGraphOutputKeepsItsTransposeBefore) {
+  auto g = convertChecked([] {
+    auto g = std::make_unique<Graph>("head");
+    g->setOpset(17);
+    GraphBuilder b(*g);
+    Value* y = conv1x1(b, b.input("x", {DType::F32, Shape::fromStatic({1, 4, 6, 6})}));
+    b.output(b.op("Resize", {y, nullptr, floats(b, {1, 1, 4, 4})}, {{"mode", std::string("linear")}}));
+    return g;
+  });
+  EXPECT_EQ(floatsOf(only(*g, "Resize")->input(2)), (std::vector<float>{1, 1, 4, 4}));
+  EXPECT_EQ(transposes(*g).size(), 2u);  // to NHWC for the conv, back before the Resize
+}
+
 // Without keepdims the reduced dims leave the perm: [N,H,W,C] reduced over H, W is [N,C], no transpose.
 TEST(ConvertLayout, ReductionOverSpatialAxesNeedsNoTransposeAfter) {
   auto g = convertChecked(between([](GraphBuilder& b, Value* x) {
