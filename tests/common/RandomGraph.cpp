@@ -117,7 +117,8 @@ Value* conv(Generator& g, Value* x) {
   for (int64_t d = 2; d <= c; ++d)
     if (c % d == 0) groups.push_back(d);
   const int64_t group = g.pick(groups), k = g.pick(Ints{1, 3}), stride = g.pick(Ints{1, 2});
-  const int64_t dilation = k == 3 && g.coin(0.2) ? 2 : 1, pad = g.coin(0.7) ? dilation * (k / 2) : 0;
+  // Dilation 4 over these small images leaves window cells that read only padding (the native conv crops them).
+  const int64_t dilation = k == 3 && g.coin(0.2) ? g.pick(Ints{2, 4}) : 1, pad = g.coin(0.7) ? dilation * (k / 2) : 0;
   const int64_t span = dilation * (k - 1) + 1;
   if (s[2] + 2 * pad < span || s[3] + 2 * pad < span) return nullptr;
   const int64_t out = group * g.uniform(1, std::max<int64_t>(1, 12 / group));
@@ -126,6 +127,35 @@ Value* conv(Generator& g, Value* x) {
   return g.op("Conv", in,
               {{"kernel_shape", Ints{k, k}}, {"strides", Ints{stride, stride}}, {"pads", Ints{pad, pad, pad, pad}},
                {"dilations", Ints{dilation, dilation}}, {"group", group}});
+}
+
+Value* convTranspose(Generator& g, Value* x) {
+  Ints s = dims(x);
+  if (s.size() != 4) return nullptr;
+  const int64_t c = s[1], group = c % 2 == 0 && g.coin(0.3) ? 2 : 1, k = g.pick(Ints{2, 3}), stride = g.pick(Ints{1, 2});
+  const int64_t pad = k == 3 && g.coin() ? 1 : 0, outPad = stride == 2 && g.coin(0.3) ? 1 : 0;
+  const int64_t out = group * g.uniform(1, 4);
+  std::vector<Value*> in = {x, g.constant({c, out / group, k, k}, -0.5f, 0.5f)};
+  if (g.coin(0.7)) in.push_back(g.constant({out}));
+  return g.op("ConvTranspose", in,
+              {{"strides", Ints{stride, stride}}, {"pads", Ints{pad, pad, pad, pad}},
+               {"output_padding", Ints{outPad, outPad}}, {"group", group}});
+}
+
+Value* resize(Generator& g, Value* x) {
+  Ints s = dims(x);
+  if (s.size() != 4) return nullptr;
+  std::map<std::string, Attribute> attrs = {
+      {"mode", g.pick(std::vector<std::string>{"nearest", "linear", "cubic"})},
+      {"coordinate_transformation_mode",
+       g.pick(std::vector<std::string>{"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"})}};
+  if (g.coin()) {  // sizes
+    return g.op("Resize", {x, nullptr, nullptr, g.ints({s[0], s[1], g.uniform(1, 2 * s[2]), g.uniform(1, 2 * s[3])})},
+                attrs);
+  }
+  const float scale = g.pick(std::vector<float>{0.5f, 1.5f, 2.f});
+  Tensor scales = Tensor::fromVector<float>(DType::F32, {4}, {1.f, 1.f, scale, scale});
+  return g.op("Resize", {x, nullptr, g.b_.constant(scales)}, attrs);
 }
 
 Value* pool(Generator& g, Value* x) {
@@ -310,13 +340,13 @@ const std::vector<std::pair<std::string, Family>>& families() {
       {"concat", concat},         {"slice", slice},     {"rows", rows},     {"reduce", reduce},
       {"pad", pad},               {"gather", gather},   {"expand", expand},
       {"prelu", prelu},           {"mask", mask},       {"split", split},   {"einsum", einsum},
-      {"shuffle", shuffle}};
+      {"shuffle", shuffle},       {"convtranspose", convTranspose}, {"resize", resize}};
   return f;
 }
 
 // Conv and its epilogue patterns are drawn more often: they are what the passes rewrite most.
 const std::vector<int>& weights() {
-  static const std::vector<int> w = {4, 4, 4, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  static const std::vector<int> w = {4, 4, 4, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
   return w;
 }
 
