@@ -19,7 +19,9 @@
 # into FAMILY_DIR by scripts/make_torch_fixtures.py --full (PyTorch from scripts/setup_torch.sh);
 # a family's name alone (resnet18 densenet121 ...) runs that one, and so does the name of any
 # other torchvision classification model (googlenet inception_v3 vgg11_bn ...: architectures the
-# families do not include, at their weights' published input size).
+# families do not include, at their weights' published input size), of a torchvision segmentation
+# model (lraspp_mobilenet_v3_large deeplabv3_mobilenet_v3_large fcn_resnet50: 256x256) or of a U-Net
+# (unet_bilinear unet_nearest unet_transpose: 128x128).
 # Usage: benchmarks/e2e_vs_ort.sh [FRICTION_BINARY]
 #   env: MODELS (resnet50 mobilenetv2 vit_b, families, or any model paths / zoo specs / family names),
 #        BATCHES (1 8), THREADS (2), ROUNDS (6), MODE (default | all-off),

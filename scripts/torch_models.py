@@ -230,11 +230,66 @@ FULL_IMAGE_MODELS = ["resnet18", "resnet50", "resnext50_32x4d", "wide_resnet50_2
 FULL_NAMES = FULL_IMAGE_MODELS + ["gpt2_small", "bert_base"]
 
 
+class SegmentationLogits(nn.Module):
+    """A torchvision segmentation model's "out" logits (its forward returns a dict)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)["out"]
+
+
+class UNet(nn.Module):
+    """A four-level U-Net in plain PyTorch: two 3x3 conv + BatchNorm + ReLU a level, max-pool down, and up by
+    `up`: "bilinear" or "nearest" interpolation (a Resize) or "transpose" (ConvTranspose2d 2x2/2); the skip joins
+    by a channel Concat."""
+
+    def __init__(self, up, base=16):
+        super().__init__()
+        self.up = up
+
+        def block(i, o):
+            return nn.Sequential(nn.Conv2d(i, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU(),
+                                 nn.Conv2d(o, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU())
+        c = base
+        self.down = nn.ModuleList([block(3, c), block(c, 2 * c), block(2 * c, 4 * c), block(4 * c, 8 * c)])
+        self.ups = nn.ModuleList([block(12 * c, 4 * c), block(6 * c, 2 * c), block(3 * c, c)])
+        self.transposed = nn.ModuleList([nn.ConvTranspose2d(k, k, 2, 2) for k in (8 * c, 4 * c, 2 * c)])
+        self.head = nn.Conv2d(c, 2, 1)
+
+    def forward(self, x):
+        skips = []
+        for i, block in enumerate(self.down):
+            x = block(x)
+            if i < 3:
+                skips.append(x)
+                x = nn.functional.max_pool2d(x, 2)
+        for i, block in enumerate(self.ups):
+            x = (self.transposed[i](x) if self.up == "transpose"
+                 else nn.functional.interpolate(x, scale_factor=2, mode=self.up))
+            x = block(torch.cat([x, skips[-1 - i]], 1))
+        return self.head(x)
+
+
+# Architectures beyond classification, by name: torchvision's segmentation models at 256x256 (their upsampling
+# is a Resize, DeepLab's ASPP dilated convs) and the U-Net above at 128x128.
+UNETS = {"unet_bilinear": "bilinear", "unet_nearest": "nearest", "unet_transpose": "transpose"}
+
+
 def torchvision_case(name):
     """Any other torchvision classification model, by name, at the input size of its published weights (their
-    crop size, read from the weights' description; nothing is downloaded), auxiliary classifiers off."""
+    crop size, read from the weights' description; nothing is downloaded), auxiliary classifiers off; or a
+    segmentation model (logits at 256x256) or one of UNETS."""
+    if name in UNETS:
+        return Case(name, UNet(UNETS[name]), image(128))
+    if name in torchvision.models.list_models(module=torchvision.models.segmentation):
+        model = torchvision.models.get_model(name, weights=None, weights_backbone=None, aux_loss=False)
+        return Case(name, SegmentationLogits(model), image(256))
     if name not in torchvision.models.list_models(module=torchvision.models):
-        raise SystemExit(f"torch_models: '{name}' is neither one of {FULL_NAMES} nor a torchvision classification model")
+        raise SystemExit(f"torch_models: '{name}' is neither one of {FULL_NAMES} nor a torchvision classification "
+                         f"or segmentation model nor one of {list(UNETS)}")
     crop = torchvision.models.get_model_weights(name).DEFAULT.transforms.keywords.get("crop_size", 224)
     kwargs = {"aux_logits": False, "init_weights": False} if name in ("googlenet", "inception_v3") else {}
     return Case(name, torchvision.models.get_model(name, weights=None, **kwargs), image(crop))
