@@ -253,7 +253,7 @@ class Converter {
       // transpose (a layout transpose from then on) or is read by transposes only (it composes with them).
       Perm own = permOf(*n.input(0)->producer(), n.input(0)->shape().rank());
       auto f = viewFactors(n, own);
-      if (f && (f->a == kToNchw || onlyTransposesRead(n.output(0)))) p = own;
+      if (f && (f->a == kToNchw || reachesTransposes(n.output(0), 0))) p = own;
     }
     if (!p) return false;
     std::optional<Sunk> s = hasTrait(n, OpTrait::Elementwise) ? elementwise(n, *p)
@@ -281,19 +281,6 @@ class Converter {
     }
     dead_.insert(&n);
     return true;
-  }
-
-  bool onlyTransposesRead(const Value* v) const {
-    bool any = false;
-    for (const Value* out : g_.outputs())
-      if (out == v) return false;
-    for (const auto& n : g_.nodes())
-      for (const Value* in : n->inputs())
-        if (in == v && !dead_.count(n.get())) {
-          if (n->op() != "Transpose") return false;
-          any = true;
-        }
-    return any;
   }
 
   // n's input 0 when it is transposed by p, else nullptr.
