@@ -33,6 +33,12 @@ void setClampAndActivation(const FusedEpilogue& e, ukernels::ConvEpilogue& into)
 // convert-layout's regions, NCHW (the imported graph's) elsewhere.
 enum class Layout { Nhwc, Nchw };
 
+// A window op's layout with its spatial dims, for descriptions: "nhwc", "ncw" (1-D), "nchw", "ncdhw" (3-D).
+std::string layoutName(Layout layout, size_t spatialDims) {
+  if (layout == Layout::Nhwc) return "nhwc";
+  return spatialDims == 1 ? "ncw" : spatialDims == 3 ? "ncdhw" : "nchw";
+}
+
 // The window rows and columns of a convolution that some output pixel reads inside its input; the others read
 // only padding. A dilated conv over a small image has such rows: DeepLabV3's ASPP convs at dilation 24 and 36 over
 // a 16x16 image read inside at their centre cell alone, and computed the 8 other cells' zeros (4.5x ORT's time).
@@ -59,7 +65,7 @@ std::pair<int64_t, int64_t> insideTaps(int64_t taps, int64_t in, int64_t out, in
 
 // g cropped to the window cells some output reads inside (a 1x1 window at dilation 1 when only the centre is
 // left, so that a pointwise conv runs as one); the crop it took, for the weights.
-std::pair<ukernels::Conv2d, WindowCrop> cropToInside(ukernels::Conv2d g) {
+std::pair<ukernels::ConvGeometry, WindowCrop> cropToInside(ukernels::ConvGeometry g) {
   WindowCrop crop{g.R, g.S, 0, 0};
   const auto [r0, r1] = insideTaps(g.R, g.H, g.OH, g.strideH, g.padTop, g.dilH);
   const auto [s0, s1] = insideTaps(g.S, g.W, g.OW, g.strideW, g.padLeft, g.dilW);
@@ -74,7 +80,8 @@ std::pair<ukernels::Conv2d, WindowCrop> cropToInside(ukernels::Conv2d g) {
 
 class ConvKernel : public NativeKernel {
  public:
-  ConvKernel(ukernels::Conv2d g, const Value* weight, Layout layout) : weight_(weight), layout_(layout) {
+  ConvKernel(ukernels::ConvGeometry g, const Value* weight, Layout layout, size_t spatialDims)
+      : weight_(weight), layout_(layout), layoutName_(layoutName(layout, spatialDims)) {
     std::tie(g_, crop_) = cropToInside(g);
   }
   ~ConvKernel() override {
@@ -99,8 +106,7 @@ class ConvKernel : public NativeKernel {
                        inputTable_.empty() ? nullptr : inputTable_.data());
   }
   std::string describe() const override {
-    const std::string layout = layout_ == Layout::Nhwc ? "nhwc" : "nchw";
-    std::string d = (g_.depthwise() ? "depthwise conv " : g_.group > 1 ? "grouped conv " : "conv ") + layout +
+    std::string d = (g_.depthwise() ? "depthwise conv " : g_.group > 1 ? "grouped conv " : "conv ") + layoutName_ +
                     (g_.pointwise() ? " 1x1" : "") + " (" + ukernels::convMethod(g_, layout_ == Layout::Nhwc) + ")";
     if (cropped()) d += " cropped from " + std::to_string(crop_.R) + "x" + std::to_string(crop_.S);
     return d + epilogueDescription(residual_, epilogue_.lo, epilogue_.hi, epilogue_.activation);
@@ -115,11 +121,11 @@ class ConvKernel : public NativeKernel {
  private:
   bool packs() const { return ukernels::convPacksWeights(g_, layout_ == Layout::Nhwc); }
   bool cropped() const { return g_.R != crop_.R || g_.S != crop_.S; }
-  // OIHW weights cropped to g_'s window, then packed when the kernel reads them packed.
+  // OIHW (OIDHW) weights cropped to g_'s window, then packed when the kernel reads them packed.
   std::vector<float> weightsAsRead(const float* oihw) const {
     std::vector<float> kept;
     if (cropped()) {
-      const int64_t filters = g_.K * (g_.C / g_.group);
+      const int64_t filters = g_.K * (g_.C / g_.group) * g_.T;  // [filters, R, S] windows
       kept.reserve(size_t(filters * g_.R * g_.S));
       for (int64_t f = 0; f < filters; ++f)
         for (int64_t r = 0; r < g_.R; ++r) {
@@ -132,10 +138,11 @@ class ConvKernel : public NativeKernel {
     return cropped() ? kept : std::vector<float>();
   }
 
-  ukernels::Conv2d g_;  // cropped to the window cells read inside (cropToInside)
+  ukernels::ConvGeometry g_;  // cropped to the window cells read inside (cropToInside)
   WindowCrop crop_;
   const Value* weight_;
   Layout layout_;
+  std::string layoutName_;
   std::vector<float> packed_;  // the constant weights as read, when not the constant itself
   std::vector<int64_t> inputTable_;  // convInputTable, empty when the conv reads none
   ukernels::ConvEpilogue epilogue_;  // the fused clamp (bias and residual come with the inputs)
@@ -144,8 +151,8 @@ class ConvKernel : public NativeKernel {
 
 class PoolKernel : public NativeKernel {
  public:
-  PoolKernel(ukernels::Conv2d g, std::string op, ukernels::PoolKind kind, Layout layout)
-      : g_(g), op_(std::move(op)), kind_(kind), layout_(layout) {}
+  PoolKernel(ukernels::ConvGeometry g, std::string op, ukernels::PoolKind kind, Layout layout, size_t spatialDims)
+      : g_(g), op_(std::move(op)), kind_(kind), layout_(layout), layoutName_(layoutName(layout, spatialDims)) {}
   void run(const std::vector<Tensor>& in, Tensor& out) const override {
     const float* x = in[0].data<float>();
     float* y = out.data<float>();
@@ -153,22 +160,25 @@ class PoolKernel : public NativeKernel {
     if (op_ == "GlobalAveragePool")
       nhwc ? ukernels::globalAveragePoolNhwc(g_.N, g_.H * g_.W, g_.C, x, y)
            : ukernels::globalAveragePoolNchw(g_.N, g_.C, g_.H * g_.W, x, y);
+    else if (!g_.planar())
+      ukernels::poolNcdhw(g_, kind_, x, y);
     else
       nhwc ? ukernels::poolNhwc(g_, kind_, x, y) : ukernels::poolNchw(g_, kind_, x, y);
   }
-  std::string describe() const override { return op_ + (layout_ == Layout::Nhwc ? " nhwc" : " nchw"); }
+  std::string describe() const override { return op_ + " " + layoutName_; }
 
  private:
-  ukernels::Conv2d g_;
+  ukernels::ConvGeometry g_;  // GlobalAveragePool: H is every spatial dim, W 1
   std::string op_;
   ukernels::PoolKind kind_;
   Layout layout_;
+  std::string layoutName_;
 };
 
 // ConvTranspose, 2-D NCHW: one SGEMM per image and group, then col2im over the bias (ukernels/ConvTranspose.h).
 class ConvTransposeKernel : public NativeKernel {
  public:
-  explicit ConvTransposeKernel(ukernels::Conv2d g) : g_(g) {}
+  explicit ConvTransposeKernel(ukernels::ConvGeometry g) : g_(g) {}
   void run(const std::vector<Tensor>& in, Tensor& out) const override {
     ukernels::convTransposeNchw(g_, in[0].data<float>(), in[1].data<float>(),
                                 in.size() > 2 && in[2].defined() ? in[2].data<float>() : nullptr, out.data<float>());
@@ -176,7 +186,7 @@ class ConvTransposeKernel : public NativeKernel {
   std::string describe() const override { return "ConvTranspose nchw (sgemm + col2im)"; }
 
  private:
-  ukernels::Conv2d g_;
+  ukernels::ConvGeometry g_;
 };
 
 std::unique_ptr<NativeKernel> matchConvTranspose(const Node& node, const std::vector<const Value*>& outer,
@@ -189,7 +199,7 @@ std::unique_ptr<NativeKernel> matchConvTranspose(const Node& node, const std::ve
     return noNative(why, "ConvTranspose not f32, static and 2-D");
   const std::vector<int64_t> xs = x->shape().staticDims(), ws = w->shape().staticDims(),
                              ys = node.output(0)->shape().staticDims();
-  ukernels::Conv2d g;
+  ukernels::ConvGeometry g;
   g.N = xs[0], g.C = xs[1], g.H = xs[2], g.W = xs[3], g.K = ys[1], g.OH = ys[2], g.OW = ys[3];
   g.group = node.attrInt("group", 1);
   if (g.group < 1 || g.C % g.group || ws[0] != g.C || ws[1] * g.group != g.K)
@@ -467,49 +477,68 @@ std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Va
   if (!windowOps.count(op->op())) return noNative(why, op->op() + " has no native nhwc kernel");
   const Value* x = outer.empty() ? nullptr : outer[0];
   const Value* y = node.output(0);
-  if (!isStaticF32(x) || !isStaticF32(y) || x->shape().rank() != 4 || y->shape().rank() != 4)
-    return noNative(why, op->op() + " not f32, static and 4-D");
-  std::vector<int64_t> xs = x->shape().staticDims(), ys = y->shape().staticDims();
-  ukernels::Conv2d g;
-  if (layout == Layout::Nhwc)
-    g.N = xs[0], g.H = xs[1], g.W = xs[2], g.C = xs[3], g.OH = ys[1], g.OW = ys[2], g.K = ys[3];
-  else
-    g.N = xs[0], g.C = xs[1], g.H = xs[2], g.W = xs[3], g.K = ys[1], g.OH = ys[2], g.OW = ys[3];
-  if (op->op() == "GlobalAveragePool")
-    return std::make_unique<PoolKernel>(g, op->op(), ukernels::PoolKind::Average, layout);
+  const size_t rank = x ? size_t(x->shape().rank()) : 0;
+  if (!isStaticF32(x) || !isStaticF32(y) || size_t(y->shape().rank()) != rank || rank < 3 || rank > 5 ||
+      (layout == Layout::Nhwc && rank != 4))
+    return noNative(why, op->op() + " not f32, static and 1-D to 3-D");
+  const std::vector<int64_t> xs = x->shape().staticDims(), ys = y->shape().staticDims();
+  const size_t spatialDims = rank - 2;
+  // The spatial dims in order, and the geometry's fields they map to from the innermost: W, H, D (1-D is W alone).
+  std::vector<int64_t> inSpatial, outSpatial;
+  ukernels::ConvGeometry g;
+  g.N = xs[0];
+  if (layout == Layout::Nhwc) {
+    inSpatial = {xs[1], xs[2]}, outSpatial = {ys[1], ys[2]}, g.C = xs[3], g.K = ys[3];
+  } else {
+    inSpatial.assign(xs.begin() + 2, xs.end()), outSpatial.assign(ys.begin() + 2, ys.end()), g.C = xs[1], g.K = ys[1];
+  }
+  if (op->op() == "GlobalAveragePool") {  // a mean over every spatial pixel
+    g.H = x->shape().numel().value_or(0) / std::max<int64_t>(g.N * g.C, 1);
+    return std::make_unique<PoolKernel>(g, op->op(), ukernels::PoolKind::Average, layout, spatialDims);
+  }
   std::vector<int64_t> kernel, ws;  // ws: the Conv's OIHW weight shape
   if (op->op() == "Conv" && !convolutions) return noNative(why, "convolutions are compiled (ukernels=off)");
   if (op->op() == "Conv") {
     if (outer.size() < 2 || !isStaticF32(outer[1]) || (outer.size() > 2 && outer[2] && !isStaticF32(outer[2])))
       return noNative(why, "conv weights not f32/static");
     ws = outer[1]->shape().staticDims();
-    if (ws.size() != 4) return noNative(why, "conv weights not 4-D");
-    kernel = {ws[2], ws[3]};
+    if (ws.size() != rank) return noNative(why, "conv weights not of the input's rank");
+    kernel.assign(ws.begin() + 2, ws.end());
   }
   Window w;
   try {
-    w = resolveWindow(*op, {g.H, g.W}, kernel);
+    w = resolveWindow(*op, inSpatial, kernel);
   } catch (const Error& e) {
     return noNative(why, e.what());
   }
-  g.R = w.kernel[0], g.S = w.kernel[1];
-  g.strideH = w.strides[0], g.strideW = w.strides[1], g.dilH = w.dilations[0], g.dilW = w.dilations[1];
-  g.padTop = w.pads[0], g.padLeft = w.pads[1];
+  struct Dim {
+    int64_t *in, *out, *taps, *stride, *dilation, *pad;
+  };
+  const Dim dims[3] = {{&g.W, &g.OW, &g.S, &g.strideW, &g.dilW, &g.padLeft},
+                       {&g.H, &g.OH, &g.R, &g.strideH, &g.dilH, &g.padTop},
+                       {&g.D, &g.OD, &g.T, &g.strideD, &g.dilD, &g.padFront}};
+  for (size_t i = 0; i < spatialDims; ++i) {
+    const size_t a = spatialDims - 1 - i;  // the i-th spatial dim from the innermost
+    *dims[i].in = inSpatial[a], *dims[i].out = outSpatial[a], *dims[i].taps = w.kernel[a];
+    *dims[i].stride = w.strides[a], *dims[i].dilation = w.dilations[a], *dims[i].pad = w.pads[a];
+  }
   if (op->op() == "Conv") {
     g.group = op->attrInt("group", 1);
     if (g.group < 1 || g.C % g.group || g.K % g.group || ws[0] != g.K || ws[1] * g.group != g.C)
       return noNative(why, "Conv weights do not match the channels and group");
-    return std::make_unique<ConvKernel>(g, outer[1], layout);
+    if (!g.planar() && g.group != 1) return noNative(why, "grouped 3-D Conv has no native kernel");
+    return std::make_unique<ConvKernel>(g, outer[1], layout, spatialDims);
   }
   if (op->op() == "MaxPool") {
     if (op->numOutputs() > 1 && op->output(1)) return noNative(why, "MaxPool with indices");
-    return std::make_unique<PoolKernel>(g, op->op(), ukernels::PoolKind::Max, layout);
+    return std::make_unique<PoolKernel>(g, op->op(), ukernels::PoolKind::Max, layout, spatialDims);
   }
   if (op->op() == "AveragePool") {
     bool countPad = op->attrInt("count_include_pad", 0) != 0;
     if (countPad && w.ceilMode) return noNative(why, "AveragePool count_include_pad with ceil_mode");
     return std::make_unique<PoolKernel>(
-        g, op->op(), countPad ? ukernels::PoolKind::AverageCountPad : ukernels::PoolKind::Average, layout);
+        g, op->op(), countPad ? ukernels::PoolKind::AverageCountPad : ukernels::PoolKind::Average, layout,
+        spatialDims);
   }
   return noNative(why, op->op() + " has no native nhwc kernel");  // not reached: `supported` above
 }

@@ -68,28 +68,29 @@ void activateBlock(float* c, int64_t ldc, int64_t rows, int64_t cols, const Conv
 }
 
 // The output columns of a window column (shift = s * dilW - padLeft) whose input lies inside the row.
-void insideColumns(const Conv2d& g, int64_t shift, int64_t& lo, int64_t& hi) {
+void insideColumns(const ConvGeometry& g, int64_t shift, int64_t& lo, int64_t& hi) {
   std::tie(lo, hi) = insideOutputs(shift, g.strideW, g.W, g.OW);
 }
 
-// Pixels [p0, p0 + np) of row (c, r, s) of image n's NCHW im2col matrix
-// [C*R*S, OH*OW] (x[n, c, ih, iw] under each output pixel, zeros outside the
-// input) into out. Walked one output row at a time: zeros, the inside run
-// (one copy at stride 1), zeros.
-void gatherColumnRow(const Conv2d& g, const float* image, int64_t row, int64_t p0, int64_t np, float* out) {
-  const int64_t c = row / (g.R * g.S), r = row / g.S % g.R, s = row % g.S;
-  const float* plane = image + c * g.H * g.W;
+// Pixels [p0, p0 + np) of row (c, t, r, s) of image n's NCHW im2col matrix
+// [C*T*R*S, OD*OH*OW] (x[n, c, id, ih, iw] under each output pixel, zeros
+// outside the input) into out. Walked one output row at a time: zeros, the
+// inside run (one copy at stride 1), zeros.
+void gatherColumnRow(const ConvGeometry& g, const float* image, int64_t row, int64_t p0, int64_t np, float* out) {
+  const int64_t c = row / g.cells(), t = row / (g.R * g.S) % g.T, r = row / g.S % g.R, s = row % g.S;
+  const float* plane = image + c * g.inputPixels();
   const int64_t shift = s * g.dilW - g.padLeft;
   int64_t lo, hi;
   insideColumns(g, shift, lo, hi);
   for (int64_t p = p0; p < p0 + np;) {
-    const int64_t oh = p / g.OW, ow0 = p % g.OW, ow1 = std::min(g.OW, ow0 + (p0 + np - p));
-    const int64_t ih = oh * g.strideH - g.padTop + r * g.dilH;
-    float* o = out + (p - p0);  // o[k] is pixel (oh, ow0 + k)
-    if (ih < 0 || ih >= g.H) {
+    const int64_t od = p / (g.OH * g.OW), oh = p / g.OW % g.OH, ow0 = p % g.OW;
+    const int64_t ow1 = std::min(g.OW, ow0 + (p0 + np - p));
+    const int64_t id = od * g.strideD - g.padFront + t * g.dilD, ih = oh * g.strideH - g.padTop + r * g.dilH;
+    float* o = out + (p - p0);  // o[k] is pixel (od, oh, ow0 + k)
+    if (id < 0 || id >= g.D || ih < 0 || ih >= g.H) {
       std::fill(o, o + (ow1 - ow0), 0.f);
     } else {
-      const float* src = plane + ih * g.W + shift;  // src[ow * strideW] is the input under (oh, ow)
+      const float* src = plane + (id * g.H + ih) * g.W + shift;  // src[ow * strideW] is the input under (oh, ow)
       const int64_t a = std::clamp(lo, ow0, ow1), b = std::clamp(hi, a, ow1);
       std::fill(o, o + (a - ow0), 0.f);
       if (g.strideW == 1) {
@@ -107,7 +108,7 @@ void gatherColumnRow(const Conv2d& g, const float* image, int64_t row, int64_t p
 // each im2col row's pixels gathered into a stack row, then dealt to the
 // nr-wide panels, so the gathered matrix exists only a task's block at a time.
 struct Im2colPanels {
-  const Conv2d& g;
+  const ConvGeometry& g;
   const float* image;
   static void pack(const void* ctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int64_t nr, float* out) {
     const auto& [g, image] = *static_cast<const Im2colPanels*>(ctx);
@@ -177,7 +178,9 @@ namespace {
 // that left them unregistered repacked them every call and made direct look 1.1-1.9x faster), direct 3x3 convs
 // into 32 or 64 channels took 1.13-1.47x the time (DenseNet's from 128 channels at 56x56 to 14x14, ResNet-18's
 // 64 -> 64 at 56x56).
-bool runsDirect(const Conv2d& g) { return g.group > 1 || (g.C <= 4 && (machineFloatLanes() >= 16 || g.K <= 16)); }
+bool runsDirect(const ConvGeometry& g) {
+  return g.planar() && (g.group > 1 || (g.C <= 4 && (machineFloatLanes() >= 16 || g.K <= 16)));
+}
 
 }  // namespace
 
@@ -186,7 +189,7 @@ std::pair<int64_t, int64_t> insideOutputs(int64_t shift, int64_t stride, int64_t
   return {lo, std::max(lo, std::min(outputs, extent - 1 - shift < 0 ? 0 : (extent - 1 - shift) / stride + 1))};
 }
 
-std::vector<float> packConvWeights(const Conv2d& g, const float* oihw) {
+std::vector<float> packConvWeights(const ConvGeometry& g, const float* oihw) {
   if (g.depthwise()) {
     std::vector<float> p(size_t(g.R * g.S * g.C));
     for (int64_t c = 0; c < g.C; ++c)
@@ -194,16 +197,17 @@ std::vector<float> packConvWeights(const Conv2d& g, const float* oihw) {
     return p;
   }
   if (runsDirect(g)) return packBlockWeights(g, oihw);
-  std::vector<float> p(size_t(g.R * g.S * g.C * g.K));  // [R*S*C, K]
-  for (int64_t rs = 0; rs < g.R * g.S; ++rs)
+  const int64_t cells = g.cells();
+  std::vector<float> p(size_t(cells * g.C * g.K));  // [cells*C, K]
+  for (int64_t rs = 0; rs < cells; ++rs)
     for (int64_t c = 0; c < g.C; ++c)
-      for (int64_t k = 0; k < g.K; ++k) p[size_t((rs * g.C + c) * g.K + k)] = oihw[(k * g.C + c) * g.R * g.S + rs];
+      for (int64_t k = 0; k < g.K; ++k) p[size_t((rs * g.C + c) * g.K + k)] = oihw[(k * g.C + c) * cells + rs];
   return p;
 }
 
-bool convPacksWeights(const Conv2d& g, bool nhwc) { return nhwc || (g.group > 1 && !g.depthwise()); }
+bool convPacksWeights(const ConvGeometry& g, bool nhwc) { return nhwc || (g.group > 1 && !g.depthwise()); }
 
-const char* convMethod(const Conv2d& g, bool nhwc) {
+const char* convMethod(const ConvGeometry& g, bool nhwc) {
   if (nhwc ? runsDirect(g) : g.group > 1) return "direct";
   return g.unitWindow() ? "sgemm" : nhwc ? "indirect sgemm" : "im2col + sgemm";
 }
@@ -211,37 +215,41 @@ const char* convMethod(const Conv2d& g, bool nhwc) {
 namespace {
 
 // convInputTable into `table`, its rows split over `threads`.
-void fillConvInputTable(const Conv2d& g, int64_t* table, int threads) {
-  affineFor(g.N * g.OH, threads, [&](int64_t nh) {
-    const int64_t n = nh / g.OH, oh = nh % g.OH;
-    int64_t* out = table + nh * g.OW * g.R * g.S;
+void fillConvInputTable(const ConvGeometry& g, int64_t* table, int threads) {
+  affineFor(g.N * g.OD * g.OH, threads, [&](int64_t ndh) {
+    const int64_t n = ndh / (g.OD * g.OH), od = ndh / g.OH % g.OD, oh = ndh % g.OH;
+    int64_t* out = table + ndh * g.OW * g.cells();
     for (int64_t ow = 0; ow < g.OW; ++ow)
-      for (int64_t r = 0; r < g.R; ++r) {
-        const int64_t ih = oh * g.strideH - g.padTop + r * g.dilH;
-        for (int64_t s = 0; s < g.S; ++s) {
-          const int64_t iw = ow * g.strideW - g.padLeft + s * g.dilW;
-          *out++ = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W ? ((n * g.H + ih) * g.W + iw) * g.C : -1;
+      for (int64_t t = 0; t < g.T; ++t) {
+        const int64_t id = od * g.strideD - g.padFront + t * g.dilD;
+        for (int64_t r = 0; r < g.R; ++r) {
+          const int64_t ih = oh * g.strideH - g.padTop + r * g.dilH;
+          for (int64_t s = 0; s < g.S; ++s) {
+            const int64_t iw = ow * g.strideW - g.padLeft + s * g.dilW;
+            const bool inside = id >= 0 && id < g.D && ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
+            *out++ = inside ? (((n * g.D + id) * g.H + ih) * g.W + iw) * g.C : -1;
+          }
         }
       }
   });
 }
 
-bool readsInputTable(const Conv2d& g) { return !runsDirect(g) && !g.unitWindow(); }
+bool readsInputTable(const ConvGeometry& g) { return !runsDirect(g) && !g.unitWindow(); }
 
 }  // namespace
 
-std::vector<int64_t> convInputTable(const Conv2d& g) {
+std::vector<int64_t> convInputTable(const ConvGeometry& g) {
   if (!readsInputTable(g)) return {};
-  std::vector<int64_t> table(size_t(g.N * g.OH * g.OW * g.R * g.S));
+  std::vector<int64_t> table(size_t(g.N * g.outputPixels() * g.cells()));
   fillConvInputTable(g, table.data(), 1);
   return table;
 }
 
-void convNhwc(const Conv2d& g, const float* x, const float* packedW, const ConvEpilogue& e, float* y,
+void convNhwc(const ConvGeometry& g, const float* x, const float* packedW, const ConvEpilogue& e, float* y,
               const int64_t* inputTable) {
   if (runsDirect(g)) return convDirect(g, x, packedW, e, y, /*planar=*/false);
   // One GEMM: rows are output pixels, columns output channels, the reduction over (kh, kw, input channel).
-  const int64_t rows = g.N * g.OH * g.OW, cells = g.R * g.S;
+  const int64_t rows = g.N * g.outputPixels(), cells = g.cells();
   const GemmEpilogue ep = gemmEpilogue(e, /*channelsPerColumn=*/true);
   if (g.unitWindow()) return sgemm(false, false, rows, g.K, g.C, 1.f, x, g.C, packedW, g.K, 0.f, y, g.K, &ep);
   // Any other window: A is read through a table of the input pixel under each window cell of each output pixel
@@ -272,7 +280,7 @@ namespace {
 // the border pixels are added up one by one. Strided rows, and rows with fewer
 // than 4 such pixels, add one shifted input row per window cell.
 struct DepthwisePlane {
-  const Conv2d& g;
+  const ConvGeometry& g;
   const float* in;  // the input plane
   const float* wc;  // the channel's R*S weights
   float bias;
@@ -344,7 +352,7 @@ struct DepthwisePlane {
 };
 
 template <int W>
-FRICTION_INLINE void depthwisePlaneOf(const Conv2d& g, const float* x, const float* w, const ConvEpilogue& e,
+FRICTION_INLINE void depthwisePlaneOf(const ConvGeometry& g, const float* x, const float* w, const ConvEpilogue& e,
                                       int64_t n, int64_t c, float* y) {
   float* out = y + (n * g.K + c) * g.OH * g.OW;
   const float* res = e.residual ? e.residual + (n * g.K + c) * g.OH * g.OW : nullptr;
@@ -367,7 +375,7 @@ FRICTION_INLINE void depthwisePlaneOf(const Conv2d& g, const float* x, const flo
 
 }  // namespace
 
-void convNchw(const Conv2d& g, const float* x, const float* w, const ConvEpilogue& e, float* y) {
+void convNchw(const ConvGeometry& g, const float* x, const float* w, const ConvEpilogue& e, float* y) {
   if (g.depthwise()) {
 #pragma omp parallel for collapse(2) schedule(static) if (windowWork(g, g.C) > kParallelWork)
     for (int64_t n = 0; n < g.N; ++n)
@@ -378,7 +386,7 @@ void convNchw(const Conv2d& g, const float* x, const float* w, const ConvEpilogu
   // Grouped: the NHWC kernel's cells over NCHW addresses (a GEMM per group
   // took half of RegNetX-400MF's time with every pass off).
   if (g.group > 1) return convDirect(g, x, w, e, y, /*planar=*/true);
-  const int64_t depth = g.C * g.R * g.S, pixels = g.OH * g.OW;
+  const int64_t depth = g.C * g.cells(), pixels = g.outputPixels();
   // Per image: y [K, pixels] = W [K, depth] * im2col [depth, pixels]; a 1x1 window's im2col is the image.
   for (int64_t n = 0; n < g.N; ++n) {
     ConvEpilogue ge = shifted(e, n * g.K * pixels);
@@ -388,7 +396,7 @@ void convNchw(const Conv2d& g, const float* x, const float* w, const ConvEpilogu
       sgemm(false, false, g.K, pixels, depth, 1.f, w, depth, x + n * g.C * pixels, pixels, 0.f, out, pixels, &ep);
     } else {
       // Implicit im2col: each SGEMM task gathers its own block of the matrix into its packed panels.
-      const Im2colPanels panels{g, x + n * g.C * g.H * g.W};
+      const Im2colPanels panels{g, x + n * g.C * g.inputPixels()};
       sgemmFromPanels(g.K, pixels, depth, w, depth, {&Im2colPanels::pack, &panels}, out, pixels, &ep);
     }
   }
@@ -419,7 +427,7 @@ FRICTION_INLINE void poolCells(const float* in, int64_t rows, int64_t cols, int6
 // this replaces (a read-modify-write of the output per cell, baseline SSE)
 // took SqueezeNet's first MaxPool 3.1 ms at batch 8 against ORT's 1.2.
 template <int W, bool IsMax>
-void poolRowNhwc(const Conv2d& g, PoolKind kind, const float* x, float* y, int64_t n, int64_t oh) {
+void poolRowNhwc(const ConvGeometry& g, PoolKind kind, const float* x, float* y, int64_t n, int64_t oh) {
   using Block = Pack<W, 4>;
   using Single = Pack<W, 1>;
   const int64_t C = g.C, rowStride = g.dilH * g.W * C, colStride = g.dilW * C;
@@ -443,7 +451,7 @@ void poolRowNhwc(const Conv2d& g, PoolKind kind, const float* x, float* y, int64
 
 }  // namespace
 
-void poolNhwc(const Conv2d& g, PoolKind kind, const float* x, float* y) {
+void poolNhwc(const ConvGeometry& g, PoolKind kind, const float* x, float* y) {
 #pragma omp parallel for collapse(2) schedule(static) if (windowWork(g, g.C) > kParallelWork)
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t oh = 0; oh < g.OH; ++oh)
@@ -500,7 +508,7 @@ void poolColumnsNchw(PoolKind kind, const float* src, int64_t stride, int64_t lo
   }
 }
 
-void poolNchw(const Conv2d& g, PoolKind kind, const float* x, float* y) {
+void poolNchw(const ConvGeometry& g, PoolKind kind, const float* x, float* y) {
   // Per window column s: its shift in the input row and the output columns [lo, hi) whose input is inside.
   struct Column {
     int64_t shift, lo, hi;
@@ -551,6 +559,34 @@ void poolNchw(const Conv2d& g, PoolKind kind, const float* x, float* y) {
         }
       }
   }
+}
+
+void poolNcdhw(const ConvGeometry& g, PoolKind kind, const float* x, float* y) {
+  // Every input depth plane pooled over its height and width first: a 2-D pooling of N*C*D planes.
+  ConvGeometry planes = g;
+  planes.N = g.N * g.C * g.D, planes.C = planes.K = 1;
+  planes.D = planes.T = planes.OD = planes.strideD = planes.dilD = 1, planes.padFront = 0;
+  const int64_t plane = g.OH * g.OW;
+  std::vector<float> pooled(size_t(planes.N * plane));
+  poolNchw(planes, kind, x, pooled.data());
+  // Then each output plane is the max, or the mean, of the pooled planes its depth window reads inside. A box
+  // window's cells inside the input are the product of each dim's, so the mean of the planes' means divides by
+  // the same count as the 3-D window's (and count_include_pad's R*S, then T, by T*R*S).
+  const bool isMax = kind == PoolKind::Max;
+  affineFor(g.N * g.C * g.OD, g.N * g.C * g.OD * plane * g.T > kParallelWork ? omp_get_max_threads() : 1,
+            [&](int64_t ncd) {
+              const int64_t nc = ncd / g.OD, od = ncd % g.OD, front = od * g.strideD - g.padFront;
+              const auto [t0, t1] = insideOutputs(front, g.dilD, g.D, g.T);
+              float* out = y + ncd * plane;
+              std::fill(out, out + plane, isMax ? -std::numeric_limits<float>::infinity() : 0.f);
+              for (int64_t t = t0; t < t1; ++t) {
+                const float* in = pooled.data() + (nc * g.D + front + t * g.dilD) * plane;
+                for (int64_t i = 0; i < plane; ++i) out[i] = isMax ? std::max(out[i], in[i]) : out[i] + in[i];
+              }
+              if (isMax) return;
+              const float scale = 1.f / float(kind == PoolKind::AverageCountPad ? g.T : std::max<int64_t>(t1 - t0, 1));
+              for (int64_t i = 0; i < plane; ++i) out[i] *= scale;
+            });
 }
 
 void globalAveragePoolNchw(int64_t N, int64_t C, int64_t HW, const float* x, float* y) {

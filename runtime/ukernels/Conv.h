@@ -23,31 +23,39 @@
 
 namespace friction::ukernels {
 
-// 2-D window geometry: input [N, H, W, C], output [N, OH, OW, K] in NHWC;
-// [N, C, H, W] and [N, K, OH, OW] in NCHW.
-struct Conv2d {
+// A convolution's or pooling's window geometry: 2-D, input [N, H, W, C], output [N, OH, OW, K] in NHWC; [N, C,
+// H, W] and [N, K, OH, OW] in NCHW. A 3-D window (video models' Conv3d) adds an outer spatial dim D (T window
+// taps, OD outputs): [N, D, H, W, C] and [N, C, D, H, W]; 1 for 2-D. Only the dense (group 1) GEMM paths and
+// poolNcdhw read it: the direct kernels and the other poolings are 2-D (`planar`).
+struct ConvGeometry {
   int64_t N = 1, H = 1, W = 1, C = 1, K = 1;
   int64_t R = 1, S = 1;  // kernel height, width
   int64_t strideH = 1, strideW = 1, dilH = 1, dilW = 1;
   int64_t padTop = 0, padLeft = 0;
   int64_t OH = 1, OW = 1;
   int64_t group = 1;
+  int64_t D = 1, T = 1, OD = 1, strideD = 1, dilD = 1, padFront = 0;  // the depth dim of a 3-D window
+  bool planar() const { return D == 1 && T == 1 && OD == 1 && padFront == 0; }
+  int64_t cells() const { return T * R * S; }  // window cells
+  int64_t inputPixels() const { return D * H * W; }
+  int64_t outputPixels() const { return OD * OH * OW; }
   // A 1x1 window over every pixel: the input is the GEMM operand itself.
   bool unitWindow() const {
-    return R == 1 && S == 1 && strideH == 1 && strideW == 1 && padTop == 0 && padLeft == 0 && OH == H && OW == W;
+    return cells() == 1 && strideH == 1 && strideW == 1 && strideD == 1 && padTop == 0 && padLeft == 0 &&
+           padFront == 0 && OH == H && OW == W && OD == D;
   }
   bool pointwise() const { return unitWindow() && group == 1; }
   bool depthwise() const { return group == C && group == K && group > 1; }
 };
 
-// OIHW weights [K, C/group, R, S] rearranged once, at compile time: the NHWC
-// GEMM's B operand [R*S*C, K] (dense), [R*S, C] (depthwise), or for the
+// OIHW weights [K, C/group, R, S] ([K, C, T, R, S] in 3-D) rearranged once, at compile time: the NHWC
+// GEMM's B operand [cells*C, K] (dense), [R*S, C] (depthwise), or for the
 // direct kernels per block of 16 (or 32) output channels R*S cells of [the
 // block's input channels, its width] (grouped in either layout; dense over
 // <= 4 channels: ConvDirect.h).
-std::vector<float> packConvWeights(const Conv2d& g, const float* oihw);
+std::vector<float> packConvWeights(const ConvGeometry& g, const float* oihw);
 // Whether conv{Nhwc,Nchw} reads packConvWeights' weights (else OIHW as it is).
-bool convPacksWeights(const Conv2d& g, bool nhwc);
+bool convPacksWeights(const ConvGeometry& g, bool nhwc);
 
 // The activations a convolution applies itself, after its clamp:
 // HardSigmoid max(0, min(1, alpha x + beta)), HardSwish x times that;
@@ -101,32 +109,35 @@ GemmEpilogue gemmEpilogue(const ConvEpilogue& e, bool channelsPerColumn);
 std::pair<int64_t, int64_t> insideOutputs(int64_t shift, int64_t stride, int64_t extent, int64_t outputs);
 
 // How conv{Nhwc,Nchw} computes g: "direct", "sgemm" (1x1), "indirect sgemm" (NHWC) or "im2col + sgemm" (NCHW).
-const char* convMethod(const Conv2d& g, bool nhwc);
+const char* convMethod(const ConvGeometry& g, bool nhwc);
 
 // The table convNhwc reads a dense convolution's input through (a window
 // other than 1x1): for each output pixel, for each window cell, the offset in
 // floats of the input pixel under it, -1 in the padding. Empty when convNhwc
 // reads none (direct, 1x1). It depends on g alone: a compiled conv builds it
 // once.
-std::vector<int64_t> convInputTable(const Conv2d& g);
+std::vector<int64_t> convInputTable(const ConvGeometry& g);
 
 // y = epilogue(conv(x, w)), NHWC in and out, w from packConvWeights; any
 // group count. inputTable is convInputTable(g), built on every call when null.
-void convNhwc(const Conv2d& g, const float* x, const float* packedW, const ConvEpilogue& epilogue, float* y,
+void convNhwc(const ConvGeometry& g, const float* x, const float* packedW, const ConvEpilogue& epilogue, float* y,
               const int64_t* inputTable = nullptr);
 // y = epilogue(conv(x, w)), NCHW in and out, w from packConvWeights when
 // convPacksWeights(g, false), else OIHW; any group count. The bias and the
 // clamp are per output channel, as in NHWC.
-void convNchw(const Conv2d& g, const float* x, const float* w, const ConvEpilogue& epilogue, float* y);
+void convNchw(const ConvGeometry& g, const float* x, const float* w, const ConvEpilogue& epilogue, float* y);
 
 enum class PoolKind { Max, Average, AverageCountPad };
 // Max/average pooling of NHWC x into NHWC y (K == C); padding cells are skipped
 // (Average divides by the cells inside the input, AverageCountPad by R*S).
-void poolNhwc(const Conv2d& g, PoolKind kind, const float* x, float* y);
+void poolNhwc(const ConvGeometry& g, PoolKind kind, const float* x, float* y);
 // y[n, c] = mean over H, W of x[n, :, :, c].
 void globalAveragePoolNhwc(int64_t N, int64_t HW, int64_t C, const float* x, float* y);
 // The same pooling over NCHW x into NCHW y.
-void poolNchw(const Conv2d& g, PoolKind kind, const float* x, float* y);
+void poolNchw(const ConvGeometry& g, PoolKind kind, const float* x, float* y);
+// The same pooling of a 3-D window over NCDHW x into NCDHW y: separably, each input depth plane pooled over
+// its height and width, then over the depth window.
+void poolNcdhw(const ConvGeometry& g, PoolKind kind, const float* x, float* y);
 // y[n, c] = mean over H, W of x[n, c, :, :].
 void globalAveragePoolNchw(int64_t N, int64_t C, int64_t HW, const float* x, float* y);
 

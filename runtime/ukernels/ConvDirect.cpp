@@ -57,7 +57,7 @@ struct GroupedInputs {
   bool split;
 
   // The block of output channels [k0, k0 + 16) over the input channels `in` reads.
-  FRICTION_INLINE GroupedInputs(const Conv2d& g, int64_t k0, BlockInputs in)
+  FRICTION_INLINE GroupedInputs(const ConvGeometry& g, int64_t k0, BlockInputs in)
       : inputs(in.count), planeStride(g.H * g.W), split(N > 1) {
     const int64_t cg = g.C / g.group, kg = g.K / g.group;
     int64_t read = 0;
@@ -161,7 +161,7 @@ struct DirectRow {
   static constexpr int partials() {
     return std::max(1, std::min(Unrolled, kTile / T));
   }
-  const Conv2d& g;
+  const ConvGeometry& g;
   Cells cells;
   const float* x;        // input at image n's first pixel of the block's first input channel
   const float* w;        // the block's weights; window cell (r, s) at w + (r * S + s) * cellStride
@@ -325,12 +325,12 @@ struct Block {
 // once per 16 (3x3 stems to 32 and 64 channels and ResNet's 7x7 to 64: 0.81-0.87x the time). Blocks of 64
 // (4 vectors in tiles of 4 pixels) ran ResNet's 7x7 stem in 1.7x the time; a partial block of 32 (stems to
 // 24) lost to 16 + 8 (1.11x). From the machine's width, not the running copy's: it fixes how the weights are packed.
-int64_t blockLanes(const Conv2d& g) {
+int64_t blockLanes(const ConvGeometry& g) {
   return g.group == 1 && machineFloatLanes() >= 16 && g.K % (2 * kLanes) == 0 ? 2 * kLanes : kLanes;
 }
 
 // The input channels the block of output channels [k0, k0 + lanes) reads.
-BlockInputs blockInputs(const Conv2d& g, int64_t k0, int64_t lanes) {
+BlockInputs blockInputs(const ConvGeometry& g, int64_t k0, int64_t lanes) {
   const int64_t cg = g.C / g.group, kg = g.K / g.group, k1 = std::min(g.K, k0 + lanes);
   return {k0 / kg * cg, ((k1 - 1) / kg - k0 / kg + 1) * cg};
 }
@@ -338,7 +338,7 @@ BlockInputs blockInputs(const Conv2d& g, int64_t k0, int64_t lanes) {
 // Grouped and dense: blocks of blockLanes (the packed weights' blocks; the last may be partial).
 // Depthwise: blocks of 16, then of 8, 4 and 1 for the rest, each one whole
 // Pack (72 channels took 3.3x the time of 64 with a partial last block).
-std::vector<Block> blocksOf(const Conv2d& g) {
+std::vector<Block> blocksOf(const ConvGeometry& g) {
   std::vector<Block> blocks;
   const int64_t widest = g.depthwise() ? kLanes : blockLanes(g);
   for (int64_t k0 = 0; k0 < g.K; k0 += blocks.back().lanes) {
@@ -352,7 +352,7 @@ std::vector<Block> blocksOf(const Conv2d& g) {
 }
 
 // The packed weights: per block of blockLanes channels, R*S cells of `maxBlockInputs` x blockLanes.
-int64_t maxBlockInputs(const Conv2d& g) {
+int64_t maxBlockInputs(const ConvGeometry& g) {
   int64_t m = 0;
   for (int64_t k0 = 0, lanes = blockLanes(g); k0 < g.K; k0 += lanes) m = std::max(m, blockInputs(g, k0, lanes).count);
   return m;
@@ -372,7 +372,7 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // What the rows of one direct convolution share.
 struct DirectConv {
-  const Conv2d& g;
+  const ConvGeometry& g;
   const float* x;       // input: NHWC, or NCHW when planar
   const float* packed;  // packConvWeights
   const ConvEpilogue& e;
@@ -388,7 +388,7 @@ template <int L, int NW>
 FRICTION_INLINE void blockRowOf(const DirectConv& d, const float* xn, int64_t oh, RowSpan span, Block blk,
                                 int64_t out, const float* res) {
   using P = PackOf<L, NW>;
-  const Conv2d& g = d.g;
+  const ConvGeometry& g = d.g;
   const P bias = d.e.bias ? P::load(d.e.bias + blk.k0, blk.lanes) : P::splat(0.f);
   const float* w = d.packed + blk.k0 / L * g.R * g.S * d.cellStride;
   const P lo = P::splat(d.e.lo), hi = P::splat(d.e.hi);
@@ -428,7 +428,7 @@ FRICTION_INLINE void blockRowOf(const DirectConv& d, const float* xn, int64_t oh
 // Output row (n, oh) of block `blk` with NW-float vectors.
 template <int NW>
 FRICTION_INLINE void directRowOf(const DirectConv& d, int64_t n, int64_t oh, RowSpan span, Block blk) {
-  const Conv2d& g = d.g;
+  const ConvGeometry& g = d.g;
   // Output (n, oh, 0) of channel k0, and image n's input.
   const int64_t out = d.planar ? (n * g.K + blk.k0) * g.OH * g.OW + oh * g.OW : (n * g.OH + oh) * g.OW * g.K + blk.k0;
   const float* res = d.e.residual ? d.e.residual + out : nullptr;
@@ -449,7 +449,7 @@ FRICTION_INLINE void directRowOf(const DirectConv& d, int64_t n, int64_t oh, Row
 
 }  // namespace
 
-std::vector<float> packBlockWeights(const Conv2d& g, const float* oihw) {
+std::vector<float> packBlockWeights(const ConvGeometry& g, const float* oihw) {
   // Per block of L = blockLanes output channels: R*S cells of [maxBlockInputs, L], zero
   // where an input channel is outside the lane's group (or the lane past K).
   const int64_t cg = g.C / g.group, kg = g.K / g.group, L = blockLanes(g);
@@ -467,7 +467,7 @@ std::vector<float> packBlockWeights(const Conv2d& g, const float* oihw) {
   return p;
 }
 
-void convDirect(const Conv2d& g, const float* x, const float* packed, const ConvEpilogue& e, float* y, bool planar) {
+void convDirect(const ConvGeometry& g, const float* x, const float* packed, const ConvEpilogue& e, float* y, bool planar) {
   assert(!planar || !g.depthwise());
   const std::vector<Block> blocks = blocksOf(g);
   const int64_t lanes = blockLanes(g);

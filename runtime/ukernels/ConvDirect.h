@@ -27,16 +27,16 @@ FRICTION_INLINE void activatePack(P& v, Activation activation, float alpha, floa
 
 // Multiply-adds (or compares) of a windowed op over C channels, and the
 // amount below which waking a second thread costs more than it saves.
-inline int64_t windowWork(const Conv2d& g, int64_t C) { return g.N * g.OH * g.OW * C * g.R * g.S; }
+inline int64_t windowWork(const ConvGeometry& g, int64_t C) { return g.N * g.OH * g.OW * C * g.R * g.S; }
 constexpr int64_t kParallelWork = int64_t(1) << 15;
 
 // The window rows [rLo, rHi) of output row oh that lie inside the input.
-inline std::pair<int64_t, int64_t> insideWindowRows(const Conv2d& g, int64_t oh) {
+inline std::pair<int64_t, int64_t> insideWindowRows(const ConvGeometry& g, int64_t oh) {
   return insideOutputs(oh * g.strideH - g.padTop, g.dilH, g.H, g.R);
 }
 // The output columns [lo, hi) whose every window cell lies inside the input
 // row: inside for the first cell and for the last.
-inline std::pair<int64_t, int64_t> interiorColumns(const Conv2d& g) {
+inline std::pair<int64_t, int64_t> interiorColumns(const ConvGeometry& g) {
   const int64_t lo = insideOutputs(-g.padLeft, g.strideW, g.W, g.OW).first;
   return {lo, std::max(lo, insideOutputs((g.S - 1) * g.dilW - g.padLeft, g.strideW, g.W, g.OW).second)};
 }
@@ -71,11 +71,11 @@ FRICTION_INLINE V inRegister(V v) {
 // The direct kernels' weights for a grouped or dense g: per block of 16 output
 // channels (dense on AVX-512 where K is a multiple of 32: of 32), R*S cells of
 // [the block's input channels, the block's width].
-std::vector<float> packBlockWeights(const Conv2d& g, const float* oihw);
+std::vector<float> packBlockWeights(const ConvGeometry& g, const float* oihw);
 
 // y = epilogue(conv(x, w)) computed direct, w from packConvWeights; NHWC in
 // and out, or NCHW when `planar` (grouped, not depthwise, only: NCHW
 // depthwise has its own kernel, vectorized along the row).
-void convDirect(const Conv2d& g, const float* x, const float* packed, const ConvEpilogue& e, float* y, bool planar);
+void convDirect(const ConvGeometry& g, const float* x, const float* packed, const ConvEpilogue& e, float* y, bool planar);
 
 }  // namespace friction::ukernels

@@ -17,7 +17,7 @@ std::pair<int64_t, int64_t> insideInputs(int64_t in, int64_t stride, int64_t pad
 
 }  // namespace
 
-void convTransposeNchw(const Conv2d& g, const float* x, const float* w, const float* bias, float* y) {
+void convTransposeNchw(const ConvGeometry& g, const float* x, const float* w, const float* bias, float* y) {
   const int64_t cg = g.C / g.group, kg = g.K / g.group, taps = g.R * g.S, rows = kg * taps;
   const int64_t plane = g.H * g.W, outPlane = g.OH * g.OW;
   float* cols = threadScratch(ScratchSlot::ConvRows, size_t(rows * plane));

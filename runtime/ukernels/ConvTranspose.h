@@ -10,6 +10,6 @@ namespace friction::ukernels {
 // window R x S at strides and dilations, the output's first padTop rows and padLeft columns cropped (ONNX's begin
 // pads), group; its other end cut at OH x OW (end pads and output_padding are what OH and OW say). w is ONNX's
 // [C, K / group, R, S]; bias K floats or null.
-void convTransposeNchw(const Conv2d& g, const float* x, const float* w, const float* bias, float* y);
+void convTransposeNchw(const ConvGeometry& g, const float* x, const float* w, const float* bias, float* y);
 
 }  // namespace friction::ukernels

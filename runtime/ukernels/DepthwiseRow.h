@@ -201,7 +201,7 @@ FRICTION_INLINE void depthwiseBorder(const DepthwiseRowArgs<P>& a, int64_t ow) {
 // One output row (n, oh) of `blocks` consecutive depthwise blocks of L channels: x at image n's channel k0,
 // w the [R*S, C] weights at k0, bias at k0, res and y at output (n, oh, 0) of channel k0.
 template <int L, int NW, int KS>
-FRICTION_INLINE void depthwiseRow(const Conv2d& g, const float* x, const float* w, const float* bias, int64_t blocks,
+FRICTION_INLINE void depthwiseRow(const ConvGeometry& g, const float* x, const float* w, const float* bias, int64_t blocks,
                                   const ConvEpilogue& e, int64_t oh, RowSpan span, const float* res, float* y) {
   using P = PackOf<L, NW>;
   constexpr int T = std::max(1, 8 / int(sizeof(P) / sizeof(typename P::V)));  // 8 vector accumulators
@@ -244,7 +244,7 @@ FRICTION_INLINE void depthwiseRow(const Conv2d& g, const float* x, const float* 
 // A depthwise row with the window width fixed at compile time where it is 3 or 5 (nearly every model's), so
 // the loop over a window row unrolls.
 template <int L, int NW>
-FRICTION_INLINE void depthwiseRowOf(const Conv2d& g, const float* x, const float* w, const float* bias,
+FRICTION_INLINE void depthwiseRowOf(const ConvGeometry& g, const float* x, const float* w, const float* bias,
                                     int64_t blocks, const ConvEpilogue& e, int64_t oh, RowSpan span, const float* res,
                                     float* y) {
   if (g.S == 3) return depthwiseRow<L, NW, 3>(g, x, w, bias, blocks, e, oh, span, res, y);

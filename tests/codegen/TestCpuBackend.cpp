@@ -493,18 +493,27 @@ TEST_F(CpuBackendTest, ConvWithEpilogueIsOneCompiledKernelWithMicrokernelsOff) {
 }
 
 TEST_F(CpuBackendTest, OneAndThreeDimensionalConvsCompile) {
-  // No microkernel covers them: with the default options too they are compiled window generics.
+  // The microkernels run a 1-D conv as a 2-D one of height 1 and a dense 3-D conv through the GEMM; a grouped
+  // 3-D conv, and every conv under ukernels=off, is a compiled window generic.
   PipelineOptions none;
   none.passes = {"none"};
   for (const std::string backend : {"cpu", "cpu?ukernels=off"})
     for (const ConvCase& c : {ConvCase{4, 6, 3, 1, 1, 1, 1, true}, ConvCase{6, 6, 3, 2, 2, 2, 3, false}}) {
       SCOPED_TRACE(backend + " " + c.str());
+      const bool microkernels = backend == "cpu";
       auto conv1d = expectOptimizedMatches([&](GraphBuilder& b, Value* x) { b.output(c.on(b, x, 1)); },
                                            {2, c.cin, 13}, none, backend);
-      expectOneCompiledConvKernel(conv1d);
+      if (microkernels)
+        EXPECT_EQ(nativeCallsOf(conv1d.stats, "conv ncw"), 1) << conv1d.description;
+      else
+        expectOneCompiledConvKernel(conv1d);
       auto conv3d = expectOptimizedMatches([&](GraphBuilder& b, Value* x) { b.output(c.on(b, x, 3)); },
                                            {1, c.cin, 5, 6, 7}, none, backend);
-      expectOneCompiledConvKernel(conv3d);
+      if (microkernels && c.group == 1)
+        EXPECT_EQ(nativeCallsOf(conv3d.stats, "conv ncdhw"), 1) << conv3d.description;
+      else
+        expectOneCompiledConvKernel(conv3d);
+      EXPECT_EQ(conv1d.stats.fallbackNodes + conv3d.stats.fallbackNodes, 0);
     }
 }
 

@@ -324,6 +324,64 @@ TEST(NativeWindowOps, ConvCroppedToTheCellsInsideWithWeightsOfTheRun) {
   EXPECT_EQ(stats.nativeOps["conv nchw 1x1 (sgemm) cropped from 3x3"], 1);
 }
 
+// The native kernels a program runs, for a failure's message.
+std::string nativeOpsOf(const codegen::CpuStats& stats) {
+  std::string ops;
+  for (const auto& [description, count] : stats.nativeOps) ops += description + " x" + std::to_string(count) + "; ";
+  return ops;
+}
+
+// Window ops over one and three spatial dims run the 2-D kernels: a 1-D op as a 2-D one of height 1 (any group,
+// pooling included), a 3-D Conv through the dense GEMM (im2col over the depth too), 3-D pooling as a 2-D one of
+// every depth plane then over the depth window, GlobalAveragePool of any rank as one mean over the pixels. A 3-D
+// conv cropped in height and width keeps its depth taps.
+TEST(NativeWindowOps, WindowOpsOverOneAndThreeSpatialDims) {
+  using Attrs = std::map<std::string, Attribute>;
+  struct Case {
+    Ints x, w;
+    Attrs attrs;
+    std::string description;
+  };
+  const std::vector<Case> convs = {
+      {{2, 6, 11}, {8, 6, 3}, {{"pads", Ints{1, 1}}, {"strides", Ints{2}}}, "conv ncw (im2col + sgemm)"},
+      {{2, 6, 11}, {6, 2, 5}, {{"group", int64_t(3)}, {"pads", Ints{2, 2}}}, "grouped conv ncw (direct)"},
+      {{1, 4, 4, 6, 7}, {5, 4, 3, 3, 3}, {{"pads", Ints{1, 1, 1, 1, 1, 1}}}, "conv ncdhw (im2col + sgemm)"},
+      {{2, 3, 5, 9, 9}, {8, 3, 3, 7, 7}, {{"pads", Ints{1, 3, 3, 1, 3, 3}}, {"strides", Ints{1, 2, 2}}},
+       "conv ncdhw (im2col + sgemm)"},
+      {{1, 8, 4, 5, 5}, {6, 8, 1, 1, 1}, {}, "conv ncdhw 1x1 (sgemm)"},
+      {{1, 5, 6, 4, 4}, {6, 5, 3, 3, 3}, {{"dilations", Ints{1, 4, 4}}, {"pads", Ints{1, 4, 4, 1, 4, 4}}},
+       "conv ncdhw (im2col + sgemm) cropped from 3x3"}};
+  for (const Case& c : convs) {
+    auto stats = expectNativeMatches(
+        c.x, [&](GraphBuilder& b, Value* x) {
+          return b.op("Conv", {x, b.constant(randomTensor(c.w, 34)), b.constant(randomTensor({c.w[0]}, 35))}, c.attrs);
+        },
+        c.description, 1e-5);
+    EXPECT_EQ(stats.nativeOps[c.description], 1) << nativeOpsOf(stats);
+  }
+  const std::vector<Case> pools = {
+      {{2, 5, 12}, {}, {{"kernel_shape", Ints{3}}, {"strides", Ints{2}}, {"pads", Ints{1, 1}}}, "MaxPool ncw"},
+      {{2, 5, 12}, {}, {{"kernel_shape", Ints{4}}, {"strides", Ints{4}}}, "AveragePool ncw"},
+      {{2, 5, 12}, {}, {}, "GlobalAveragePool ncw"},
+      {{2, 5, 3, 4, 6}, {}, {}, "GlobalAveragePool ncdhw"},
+      {{1, 3, 5, 7, 8}, {}, {{"kernel_shape", Ints{3, 3, 3}}, {"strides", Ints{2, 2, 2}}, {"pads", Ints{1, 1, 1, 1, 1, 1}}},
+       "MaxPool ncdhw"},
+      {{1, 3, 4, 7, 8}, {}, {{"kernel_shape", Ints{1, 3, 3}}, {"strides", Ints{1, 2, 2}}, {"pads", Ints{0, 1, 1, 0, 1, 1}}},
+       "MaxPool ncdhw"},
+      {{2, 3, 5, 6, 6}, {}, {{"kernel_shape", Ints{2, 2, 2}}, {"strides", Ints{2, 2, 2}}, {"ceil_mode", int64_t(1)}},
+       "AveragePool ncdhw"},
+      {{1, 2, 4, 5, 5}, {}, {{"kernel_shape", Ints{3, 3, 3}}, {"pads", Ints{1, 1, 1, 1, 1, 1}}}, "AveragePool ncdhw"},
+      {{1, 2, 4, 5, 5}, {},
+       {{"kernel_shape", Ints{3, 3, 3}}, {"pads", Ints{1, 0, 1, 1, 1, 0}}, {"count_include_pad", int64_t(1)}},
+       "AveragePool ncdhw"}};
+  for (const Case& c : pools) {
+    const std::string op = c.description.substr(0, c.description.find(' '));
+    auto stats = expectNativeMatches(c.x, [&](GraphBuilder& b, Value* x) { return b.op(op, {x}, c.attrs); },
+                                     c.description, 1e-5);
+    EXPECT_EQ(stats.nativeOps[c.description], 1) << nativeOpsOf(stats);
+  }
+}
+
 TEST(NativeTensorOps, ShapeOpsAreZeroCopyViews) {
   auto stats = expectNativeMatches(
       {2, 3, 4}, [](GraphBuilder& b, Value* x) {

@@ -341,43 +341,46 @@ TEST(Sgemm, PanelSourceAskedOnceWhateverTheRowBlocks) {
   EXPECT_EQ(calls[0], calls[1]) << "the panels were made per row block: " << calls[0] << " then " << calls[1];
 }
 
-// Naive convolution with the epilogue, in double, NHWC or NCHW.
-std::vector<double> naiveConv(const Conv2d& g, const std::vector<float>& x, const std::vector<float>& oihw,
+// Naive convolution with the epilogue, in double, NHWC or NCHW (NDHWC or NCDHW for a 3-D window).
+std::vector<double> naiveConv(const ConvGeometry& g, const std::vector<float>& x, const std::vector<float>& oihw,
                               const ConvEpilogue& e, bool nchw = false) {
-  std::vector<double> y(size_t(g.N * g.OH * g.OW * g.K));
+  std::vector<double> y(size_t(g.N * g.outputPixels() * g.K));
   const int64_t cpg = g.C / g.group, kpg = g.K / g.group;
-  auto xAt = [&](int64_t n, int64_t ih, int64_t iw, int64_t c) {
-    return size_t(nchw ? ((n * g.C + c) * g.H + ih) * g.W + iw : ((n * g.H + ih) * g.W + iw) * g.C + c);
+  auto xAt = [&](int64_t n, int64_t id, int64_t ih, int64_t iw, int64_t c) {
+    return size_t(nchw ? (((n * g.C + c) * g.D + id) * g.H + ih) * g.W + iw
+                       : (((n * g.D + id) * g.H + ih) * g.W + iw) * g.C + c);
   };
   for (int64_t n = 0; n < g.N; ++n)
-    for (int64_t oh = 0; oh < g.OH; ++oh)
-      for (int64_t ow = 0; ow < g.OW; ++ow)
-        for (int64_t k = 0; k < g.K; ++k) {
-          size_t at = size_t(nchw ? ((n * g.K + k) * g.OH + oh) * g.OW + ow : ((n * g.OH + oh) * g.OW + ow) * g.K + k);
-          double acc = e.bias ? e.bias[k] : 0.0;
-          for (int64_t c = 0; c < cpg; ++c)
+    for (int64_t p = 0; p < g.outputPixels(); ++p)
+      for (int64_t k = 0; k < g.K; ++k) {
+        const int64_t od = p / (g.OH * g.OW), oh = p / g.OW % g.OH, ow = p % g.OW;
+        size_t at = size_t(nchw ? (n * g.K + k) * g.outputPixels() + p : (n * g.outputPixels() + p) * g.K + k);
+        double acc = e.bias ? e.bias[k] : 0.0;
+        for (int64_t c = 0; c < cpg; ++c)
+          for (int64_t t = 0; t < g.T; ++t)
             for (int64_t r = 0; r < g.R; ++r)
               for (int64_t s = 0; s < g.S; ++s) {
+                int64_t id = od * g.strideD - g.padFront + t * g.dilD;
                 int64_t ih = oh * g.strideH - g.padTop + r * g.dilH, iw = ow * g.strideW - g.padLeft + s * g.dilW;
-                if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
+                if (id < 0 || id >= g.D || ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
                 int64_t ci = k / kpg * cpg + c;
-                acc += double(x[xAt(n, ih, iw, ci)]) *
-                       double(oihw[size_t(((k * cpg + c) * g.R + r) * g.S + s)]);
+                acc += double(x[xAt(n, id, ih, iw, ci)]) *
+                       double(oihw[size_t((((k * cpg + c) * g.T + t) * g.R + r) * g.S + s)]);
               }
-          if (e.residual) acc += e.residual[at];
-          acc = std::min(std::max(acc, double(e.lo)), double(e.hi));
-          const double hard = std::min(std::max(double(e.alpha) * acc + double(e.beta), 0.0), 1.0);
-          const double logistic = 1.0 / (1.0 + std::exp(-acc));
-          switch (e.activation) {
-            case Activation::None: break;
-            case Activation::HardSigmoid: acc = hard; break;
-            case Activation::HardSwish: acc *= hard; break;
-            case Activation::Sigmoid: acc = logistic; break;
-            case Activation::Silu: acc *= logistic; break;
-            case Activation::Gelu: acc *= 0.5 * std::erfc(-acc / std::sqrt(2.0)); break;
-          }
-          y[at] = acc;
+        if (e.residual) acc += e.residual[at];
+        acc = std::min(std::max(acc, double(e.lo)), double(e.hi));
+        const double hard = std::min(std::max(double(e.alpha) * acc + double(e.beta), 0.0), 1.0);
+        const double logistic = 1.0 / (1.0 + std::exp(-acc));
+        switch (e.activation) {
+          case Activation::None: break;
+          case Activation::HardSigmoid: acc = hard; break;
+          case Activation::HardSwish: acc *= hard; break;
+          case Activation::Sigmoid: acc = logistic; break;
+          case Activation::Silu: acc *= logistic; break;
+          case Activation::Gelu: acc *= 0.5 * std::erfc(-acc / std::sqrt(2.0)); break;
         }
+        y[at] = acc;
+      }
   return y;
 }
 
@@ -386,9 +389,9 @@ std::vector<double> naiveConv(const Conv2d& g, const std::vector<float>& x, cons
 // kernels' copies), with each epilogue: none, bias, bias + clamp, bias +
 // clamp + residual, bias + HardSwish, bias + residual + HardSigmoid, bias +
 // Sigmoid, bias + residual + clamp + SiLU, bias + GELU; against naiveConv.
-void expectConvMatchesNaive(Conv2d g, const std::string& name) {
-  auto x = randoms(size_t(g.N * g.H * g.W * g.C), 6), w = randoms(size_t(g.K * (g.C / g.group) * g.R * g.S), 7);
-  auto bias = randoms(size_t(g.K), 8), residual = randoms(size_t(g.N * g.OH * g.OW * g.K), 9);
+void expectConvMatchesNaive(ConvGeometry g, const std::string& name) {
+  auto x = randoms(size_t(g.N * g.inputPixels() * g.C), 6), w = randoms(size_t(g.K * (g.C / g.group) * g.cells()), 7);
+  auto bias = randoms(size_t(g.K), 8), residual = randoms(size_t(g.N * g.outputPixels() * g.K), 9);
   std::vector<float> packed = packConvWeights(g, w.data());
   const std::vector<int64_t> table = convInputTable(g);
   constexpr int kParts = 9;
@@ -455,7 +458,7 @@ TEST(Conv, BothLayoutsAnyGroupWithEpiloguesOfBiasResidualAndClamp) {
                                          // K is a multiple of 32): RGB stems, partial blocks, dilated, grayscale
                                          {3, 16, 3, 2, 1, 1, 1},   {3, 64, 7, 2, 3, 1, 1},   {4, 19, 3, 1, 1, 1, 1},
                                          {3, 24, 3, 2, 1, 1, 1},   {2, 5, 3, 1, 2, 1, 2},    {1, 32, 3, 1, 1, 1, 1}}) {
-    Conv2d g;
+    ConvGeometry g;
     g.N = 2, g.H = 9, g.W = 13, g.C = c.C, g.K = c.K, g.R = g.S = c.R, g.strideH = g.strideW = c.stride;
     g.padTop = g.padLeft = c.pad, g.group = c.group, g.dilH = g.dilW = c.dil;
     g.OH = outputExtent(g.H, c.R, c.stride, c.pad, c.dil), g.OW = outputExtent(g.W, c.R, c.stride, c.pad, c.dil);
@@ -464,10 +467,36 @@ TEST(Conv, BothLayoutsAnyGroupWithEpiloguesOfBiasResidualAndClamp) {
   }
 }
 
+// 3-D windows (video models' Conv3d), group 1, in both layouts: the 3x3x3 block conv, the 3x7x7 stem over RGB
+// at stride (1, 2, 2) (which a 2-D conv over 3 channels runs direct), a strided 1x1x1 shortcut, R(2+1)D's
+// temporal 3x1x1, a depth dilation, and a window deeper than the clip with its depth padding.
+TEST(Conv, ThreeDimensionalWindowsInBothLayouts) {
+  struct Case {
+    int64_t C, K, T, R, strideD, strideH, padD, padH, dilD;
+    int64_t D = 5;
+  };
+  for (const Case& c : std::vector<Case>{{8, 24, 3, 3, 1, 1, 1, 1, 1},
+                                         {3, 16, 3, 7, 1, 2, 1, 3, 1},
+                                         {16, 32, 1, 1, 2, 2, 0, 0, 1},
+                                         {12, 20, 3, 1, 1, 1, 1, 0, 1},
+                                         {6, 10, 3, 3, 1, 1, 2, 1, 2},
+                                         {5, 7, 5, 3, 2, 1, 2, 1, 1, 3}}) {
+    ConvGeometry g;
+    g.N = 2, g.D = c.D, g.H = 7, g.W = 9, g.C = c.C, g.K = c.K;
+    g.T = c.T, g.R = g.S = c.R, g.strideD = c.strideD, g.strideH = g.strideW = c.strideH;
+    g.padFront = c.padD, g.padTop = g.padLeft = c.padH, g.dilD = c.dilD;
+    g.OD = outputExtent(g.D, c.T, c.strideD, c.padD, c.dilD);
+    g.OH = outputExtent(g.H, c.R, c.strideH, c.padH, 1), g.OW = outputExtent(g.W, c.R, c.strideH, c.padH, 1);
+    ASSERT_FALSE(g.planar());
+    expectConvMatchesNaive(g, "3-D C " + std::to_string(c.C) + " K " + std::to_string(c.K) + " window " +
+                                  std::to_string(c.T) + "x" + std::to_string(c.R) + "x" + std::to_string(c.R));
+  }
+}
+
 // The pixel under each window cell, in floats from the input's start, -1 in the padding: a 3x3 window, pad 1,
 // stride 2 over two 3x4 images of 5 channels (2x2 outputs each). None for the convs that read no table.
 TEST(Conv, InputTableNamesThePixelUnderEachWindowCell) {
-  Conv2d g;
+  ConvGeometry g;
   g.N = 2, g.H = 3, g.W = 4, g.C = 5, g.K = 8, g.R = g.S = 3, g.strideH = g.strideW = 2, g.padTop = g.padLeft = 1;
   g.OH = outputExtent(g.H, 3, 2, 1, 1), g.OW = outputExtent(g.W, 3, 2, 1, 1);
   ASSERT_EQ(g.OH, 2);
@@ -482,11 +511,11 @@ TEST(Conv, InputTableNamesThePixelUnderEachWindowCell) {
   EXPECT_EQ(std::vector<int64_t>(table.end() - 9, table.end()),
             (std::vector<int64_t>{pixel(1, 1, 1), pixel(1, 1, 2), pixel(1, 1, 3), pixel(1, 2, 1), pixel(1, 2, 2),
                                   pixel(1, 2, 3), -1, -1, -1}));
-  Conv2d pointwise = g;
+  ConvGeometry pointwise = g;
   pointwise.R = pointwise.S = 1, pointwise.strideH = pointwise.strideW = 1, pointwise.padTop = pointwise.padLeft = 0;
   pointwise.OH = g.H, pointwise.OW = g.W;
   EXPECT_TRUE(convInputTable(pointwise).empty()) << "a 1x1 conv reads its input as the GEMM's A";
-  Conv2d depthwise = g;
+  ConvGeometry depthwise = g;
   depthwise.K = depthwise.group = g.C;
   EXPECT_TRUE(convInputTable(depthwise).empty()) << "a depthwise conv runs direct";
 }
@@ -495,7 +524,7 @@ TEST(Conv, InputTableNamesThePixelUnderEachWindowCell) {
 // stride 1 and 2; the NCHW side as in every case.
 TEST(Conv, LargerImagesOverManyRowBlocks) {
   for (int64_t stride : {1, 2}) {
-    Conv2d g;
+    ConvGeometry g;
     g.N = 2, g.H = g.W = 28 * stride, g.C = 20, g.K = 24, g.R = g.S = 3, g.strideH = g.strideW = stride;
     g.padTop = g.padLeft = 1;
     g.OH = outputExtent(g.H, 3, stride, 1, 1), g.OW = outputExtent(g.W, 3, stride, 1, 1);
@@ -509,7 +538,7 @@ TEST(Conv, LargerImagesOverManyRowBlocks) {
 TEST(Conv, DilatedWindowsWhoseCellsLieInThePaddingForWholeTiles) {
   for (auto [dilation, H] : {std::pair<int64_t, int64_t>{3, 6}, {12, 8}})
     for (int64_t stride : {1, 2}) {
-      Conv2d g;
+      ConvGeometry g;
       g.N = 2, g.H = g.W = H, g.C = 20, g.K = 24, g.R = g.S = 3, g.strideH = g.strideW = stride;
       g.padTop = g.padLeft = dilation, g.dilH = g.dilW = dilation;
       g.OH = g.OW = outputExtent(H, 3, stride, dilation, dilation);
@@ -531,7 +560,7 @@ TEST(Conv, AsymmetricWindowsWideRowsAndWindowsWiderThanTheImage) {
   for (const Geometry& q : std::vector<Geometry>{{9, 13, 3, 5, 2, 1, 0, 2, 1, 2}, {5, 83, 3, 3, 1, 1, 1, 1, 1, 1},
                                                  {4, 70, 3, 5, 2, 1, 1, 2, 1, 1}, {3, 3, 5, 5, 1, 1, 4, 4, 1, 1}})
     for (auto [C, K, group] : {std::tuple{20, 20, 20}, std::tuple{6, 12, 6}, std::tuple{24, 24, 6}}) {
-      Conv2d g;
+      ConvGeometry g;
       g.N = 1, g.H = q.H, g.W = q.W, g.C = C, g.K = K, g.group = group, g.R = q.R, g.S = q.S;
       g.strideH = q.strideH, g.strideW = q.strideW, g.padTop = q.padTop, g.padLeft = q.padLeft;
       g.dilH = q.dilH, g.dilW = q.dilW;
@@ -577,7 +606,7 @@ TEST(Conv, DepthwiseRowsOfEveryBlockWidthStrideAndWindow) {
                                          {1, 3, 3, 29, 3, 3, 1, 1},
                                          {2, 7, 7, 40, 5, 5, 2, 2},
                                          {1, 2, 2, 29, 5, 5, 1, 2}}) {
-    Conv2d g;
+    ConvGeometry g;
     g.N = c.N, g.H = c.H, g.W = c.W, g.C = g.K = g.group = c.C, g.R = c.R, g.S = c.S;
     g.strideH = g.strideW = c.stride, g.padTop = g.padLeft = c.pad;  // 1x7 pad 3: rows all padding
     g.OH = outputExtent(g.H, c.R, c.stride, c.pad, 1), g.OW = outputExtent(g.W, c.S, c.stride, c.pad, 1);
@@ -592,7 +621,7 @@ TEST(Conv, DepthwiseRowsOfEveryBlockWidthStrideAndWindow) {
 // (several row blocks) they are gathered once, up front.
 TEST(Conv, NchwImplicitIm2colOverKBlocksRowsAndRowBlocks) {
   for (auto [C, K] : {std::pair<int64_t, int64_t>{1024, 3}, {96, 200}}) {
-    Conv2d g;
+    ConvGeometry g;
     g.N = 1, g.C = C, g.K = K, g.H = g.W = 24, g.R = g.S = 3, g.padTop = g.padLeft = 1, g.OH = g.OW = 24;
     auto x = randoms(size_t(g.C * g.H * g.W), 16), w = randoms(size_t(g.K * g.C * 9), 17);
     std::vector<float> y(size_t(g.K * g.OH * g.OW));
@@ -603,7 +632,7 @@ TEST(Conv, NchwImplicitIm2colOverKBlocksRowsAndRowBlocks) {
 
 // Naive pooling in double, NCHW: the window cells inside the input only; Average divides by their count,
 // AverageCountPad by the whole window.
-std::vector<double> naivePoolNchw(const Conv2d& g, PoolKind kind, const std::vector<float>& x) {
+std::vector<double> naivePoolNchw(const ConvGeometry& g, PoolKind kind, const std::vector<float>& x) {
   std::vector<double> y(size_t(g.N * g.C * g.OH * g.OW));
   for (int64_t nc = 0; nc < g.N * g.C; ++nc)
     for (int64_t oh = 0; oh < g.OH; ++oh)
@@ -638,7 +667,7 @@ std::vector<float> swapChannels(const std::vector<float>& x, int64_t N, int64_t 
 }
 
 // g pooled in both layouts against naivePoolNchw (NHWC: the same values transposed in and out).
-void expectPoolMatchesNaive(const Conv2d& g, PoolKind kind, const std::string& what) {
+void expectPoolMatchesNaive(const ConvGeometry& g, PoolKind kind, const std::string& what) {
   const auto x = randoms(size_t(g.N * g.C * g.H * g.W), 21);
   const std::vector<double> want = naivePoolNchw(g, kind, x);
   std::vector<float> y(want.size());
@@ -667,7 +696,7 @@ TEST(Pool, BothLayoutsMatchNaiveForEveryKindStrideAndPad) {
       for (int64_t channels : {5, 83})
         for (int lanes : machineWidths()) {
           const LanesLimit limit(lanes);
-          Conv2d g;
+          ConvGeometry g;
           g.N = 2, g.C = g.K = channels, g.H = q.H, g.W = q.W, g.R = q.R, g.S = q.S, g.strideH = q.strideH;
           g.strideW = q.strideW, g.padTop = q.padTop, g.padLeft = q.padLeft, g.dilH = q.dilH, g.dilW = q.dilW;
           g.OH = q.OH, g.OW = q.OW;
@@ -686,7 +715,7 @@ TEST(Pool, GlobalAverageMatchesWholeImageWindow) {
   for (auto [H, W] : {std::pair<int64_t, int64_t>{1, 1}, {7, 9}, {23, 31}})
     for (int lanes : machineWidths()) {
       const LanesLimit limit(lanes);
-      Conv2d g;
+      ConvGeometry g;
       g.N = 3, g.C = g.K = 83, g.H = g.R = H, g.W = g.S = W;
       const auto x = randoms(size_t(g.N * g.C * H * W), 5);
       const std::vector<double> want = naivePoolNchw(g, PoolKind::Average, x);
