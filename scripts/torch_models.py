@@ -33,6 +33,11 @@ def image(res):
     return lambda n, gen: {"input": torch.randn(n, 3, res, res, generator=gen)}
 
 
+def clip(frames, res):
+    """A video model's input: `frames` RGB frames of res x res, [n, 3, frames, res, res]."""
+    return lambda n, gen: {"input": torch.randn(n, 3, frames, res, res, generator=gen)}
+
+
 # --- transformers in plain PyTorch ------------------------------------------------------
 
 class Attention(nn.Module):
@@ -280,16 +285,20 @@ UNETS = {"unet_bilinear": "bilinear", "unet_nearest": "nearest", "unet_transpose
 
 def torchvision_case(name):
     """Any other torchvision classification model, by name, at the input size of its published weights (their
-    crop size, read from the weights' description; nothing is downloaded), auxiliary classifiers off; or a
-    segmentation model (logits at 256x256) or one of UNETS."""
+    crop size, read from the weights' description; nothing is downloaded), auxiliary classifiers off; a video
+    classification model (16 frames at its weights' crop size: 3-D convs); or a segmentation model (logits at
+    256x256) or one of UNETS."""
     if name in UNETS:
         return Case(name, UNet(UNETS[name]), image(128))
     if name in torchvision.models.list_models(module=torchvision.models.segmentation):
         model = torchvision.models.get_model(name, weights=None, weights_backbone=None, aux_loss=False)
         return Case(name, SegmentationLogits(model), image(256))
+    if name in torchvision.models.list_models(module=torchvision.models.video):
+        crop = torchvision.models.get_model_weights(name).DEFAULT.transforms.keywords["crop_size"][0]
+        return Case(name, torchvision.models.get_model(name, weights=None), clip(16, crop))
     if name not in torchvision.models.list_models(module=torchvision.models):
-        raise SystemExit(f"torch_models: '{name}' is neither one of {FULL_NAMES} nor a torchvision classification "
-                         f"or segmentation model nor one of {list(UNETS)}")
+        raise SystemExit(f"torch_models: '{name}' is neither one of {FULL_NAMES} nor a torchvision classification, "
+                         f"segmentation or video model nor one of {list(UNETS)}")
     crop = torchvision.models.get_model_weights(name).DEFAULT.transforms.keywords.get("crop_size", 224)
     kwargs = {"aux_logits": False, "init_weights": False} if name in ("googlenet", "inception_v3") else {}
     return Case(name, torchvision.models.get_model(name, weights=None, **kwargs), image(crop))
