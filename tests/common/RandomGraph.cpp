@@ -171,6 +171,46 @@ Value* pool(Generator& g, Value* x) {
   return g.op(max ? "MaxPool" : "AveragePool", {x}, attrs);
 }
 
+// A Conv, MaxPool or AveragePool over one or three spatial dims: x [N, C, H, W] reshaped to [N, C, H*W] or (H
+// even) [N, C, 2, H/2, W], the result reshaped back to 4-D ([N, K, L, 1] or [N, K, OD*OH, OW]) for what follows.
+Value* window1d3d(Generator& g, Value* x) {
+  Ints s = dims(x);
+  if (s.size() != 4) return nullptr;
+  const bool volume = s[2] % 2 == 0 && g.coin();
+  const Ints shape = volume ? Ints{s[0], s[1], 2, s[2] / 2, s[3]} : Ints{s[0], s[1], s[2] * s[3]};
+  const size_t spatial = shape.size() - 2;
+  const int64_t k = g.pick(Ints{1, 2, 3}), stride = g.pick(Ints{1, 2});
+  const bool padded = k == 3 && g.coin(0.7);
+  Ints window, strides(spatial, stride), pads(2 * spatial, 0);
+  for (size_t i = 0; i < spatial; ++i) {
+    window.push_back(shape[2 + i] + (padded ? 2 : 0) < k ? 1 : k);  // a dim shorter than the window: 1
+    pads[i] = pads[i + spatial] = padded && window[i] == 3 ? 1 : 0;
+  }
+  Value* v = g.op("Reshape", {x, g.ints(shape)});
+  std::map<std::string, Attribute> attrs = {{"strides", strides}, {"pads", pads}};
+  Value* y;
+  if (g.coin()) {
+    const int64_t c = s[1];
+    Ints groups = {1};
+    for (int64_t d = 2; d <= c && spatial == 1; ++d)  // a grouped 3-D conv has no microkernel: tried elsewhere
+      if (c % d == 0) groups.push_back(d);
+    const int64_t group = g.pick(groups), out = group * g.uniform(1, std::max<int64_t>(1, 12 / group));
+    Ints w = {out, c / group};
+    w.insert(w.end(), window.begin(), window.end());
+    std::vector<Value*> in = {v, g.constant(w, -0.5f, 0.5f)};
+    if (g.coin(0.7)) in.push_back(g.constant({out}));
+    attrs["group"] = group;
+    y = g.op("Conv", in, attrs);
+  } else {
+    attrs["kernel_shape"] = window;
+    const bool max = g.coin();
+    if (!max && padded && g.coin()) attrs["count_include_pad"] = int64_t(1);
+    y = g.op(max ? "MaxPool" : "AveragePool", {v}, attrs);
+  }
+  const Ints ys = dims(y);
+  return g.op("Reshape", {y, g.ints(volume ? Ints{ys[0], ys[1], ys[2] * ys[3], ys[4]} : Ints{ys[0], ys[1], ys[2], 1})});
+}
+
 Value* batchNorm(Generator& g, Value* x) {
   Ints s = dims(x);
   if (s.size() < 2) return nullptr;
@@ -340,13 +380,14 @@ const std::vector<std::pair<std::string, Family>>& families() {
       {"concat", concat},         {"slice", slice},     {"rows", rows},     {"reduce", reduce},
       {"pad", pad},               {"gather", gather},   {"expand", expand},
       {"prelu", prelu},           {"mask", mask},       {"split", split},   {"einsum", einsum},
-      {"shuffle", shuffle},       {"convtranspose", convTranspose}, {"resize", resize}};
+      {"shuffle", shuffle},       {"convtranspose", convTranspose}, {"resize", resize},
+      {"window1d3d", window1d3d}};
   return f;
 }
 
 // Conv and its epilogue patterns are drawn more often: they are what the passes rewrite most.
 const std::vector<int>& weights() {
-  static const std::vector<int> w = {4, 4, 4, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  static const std::vector<int> w = {4, 4, 4, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
   return w;
 }
 
