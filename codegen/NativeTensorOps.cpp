@@ -1,6 +1,7 @@
 // Native kernels of the data-movement and per-axis ops (NativeKernels.h):
 // Slice, Pad (constant mode), Gather (constant indices) and Expand as strided
-// copies (runtime/ukernels/Copy.h), Concat as row copies, Gather of run-time indices as row
+// copies (runtime/ukernels/Copy.h), Pad's other modes through a table of the
+// source positions of each axis (the Resize gather), Concat as row copies, Gather of run-time indices as row
 // copies, ScatterND of constant indices as row copies over a copy of the
 // data, BatchNormalization as one per-channel scale and shift, the Reduce ops
 // over consecutive axes, Resize through tables of each axis's taps.
@@ -151,9 +152,25 @@ std::unique_ptr<NativeKernel> matchConcat(const Node& n, const std::vector<const
   return std::make_unique<ConcatKernel>(rows, ys[size_t(axis)] * inner, std::move(widths), std::move(offsets));
 }
 
+// A gather through a table of source positions per axis, weighted (ukernels::resize): Resize's taps, and the
+// source positions of a Pad that reflects, repeats its edge or wraps (one tap of weight 1 each).
+class AxisGatherKernel : public NativeKernel {
+ public:
+  AxisGatherKernel(std::string description, std::vector<ukernels::ResizeAxis> axes)
+      : description_(std::move(description)), axes_(std::move(axes)) {}
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    ukernels::resize(in[0].data<float>(), axes_, out.data<float>());
+  }
+  std::string describe() const override { return description_; }
+
+ private:
+  std::string description_;
+  std::vector<ukernels::ResizeAxis> axes_;
+};
+
 std::unique_ptr<NativeKernel> matchPad(const Node& n, const std::vector<const Value*>& in, const Ints& xs,
                                        const Ints& ys, std::string* why) {
-  if (n.attrString("mode", "constant") != "constant") return noNative(why, "Pad mode other than constant");
+  const std::string mode = n.attrString("mode", "constant");
   auto pads = constantInts(in, 1), axes = constantInts(in, 3);
   if (!pads || (!axes && !absent(in, 3))) return noNative(why, "Pad pads are not constants");
   float value = 0.f;
@@ -169,6 +186,17 @@ std::unique_ptr<NativeKernel> matchPad(const Node& n, const std::vector<const Va
     return noNative(why, e.what());
   }
   const int64_t r = int64_t(xs.size());
+  if (mode != "constant") {  // each output position reads one source position: a table per axis
+    if (!isStaticF32(in[0])) return noNative(why, "Pad " + mode + " not f32");
+    std::vector<ukernels::ResizeAxis> tables;
+    for (int64_t d = 0; d < r; ++d) {
+      ukernels::ResizeAxis a{xs[size_t(d)], ys[size_t(d)], 1, {}, std::vector<float>(size_t(ys[size_t(d)]), 1.f)};
+      if (a.in == 0 && a.out > 0) return noNative(why, "Pad " + mode + " of an empty axis");
+      for (int64_t o = 0; o < a.out; ++o) a.index.push_back(padSourceIndex(mode, o - all[size_t(d)], a.in));
+      tables.push_back(std::move(a));
+    }
+    return std::make_unique<AxisGatherKernel>("Pad " + mode + " (index tables)", std::move(tables));
+  }
   const Ints yStrides = ukernels::denseStrides(ys);
   int64_t offset = 0;
   for (int64_t d = 0; d < r; ++d) {
@@ -406,19 +434,6 @@ std::unique_ptr<NativeKernel> matchReduce(const Node& n, const std::vector<const
   return std::make_unique<ReduceKernel>(n.op(), kinds.at(n.op()), outer, reduced, inner);
 }
 
-class ResizeKernel : public NativeKernel {
- public:
-  ResizeKernel(std::string mode, std::vector<ukernels::ResizeAxis> axes) : mode_(std::move(mode)), axes_(std::move(axes)) {}
-  void run(const std::vector<Tensor>& in, Tensor& out) const override {
-    ukernels::resize(in[0].data<float>(), axes_, out.data<float>());
-  }
-  std::string describe() const override { return "Resize " + mode_ + " (tap tables)"; }
-
- private:
-  std::string mode_;
-  std::vector<ukernels::ResizeAxis> axes_;
-};
-
 // The taps of one axis from `in` to `out` positions (resizeTaps, as the interpreter takes them). Where every
 // position has one tap of weight 1 (nearest; linear at scale 1), one tap a position.
 ukernels::ResizeAxis resizeAxis(const ResizeParams& p, int64_t in, int64_t out, double scale) {
@@ -458,7 +473,7 @@ std::unique_ptr<NativeKernel> matchResize(const Node& n, const std::vector<const
     scales.push_back(scaled ? double(float(given->elementAsDouble(int64_t(d)))) : double(ys[d]) / double(xs[d]));
   std::vector<ukernels::ResizeAxis> axes;
   for (size_t d = 0; d < xs.size(); ++d) axes.push_back(resizeAxis(p, xs[d], ys[d], scales[d]));
-  return std::make_unique<ResizeKernel>(p.mode, std::move(axes));
+  return std::make_unique<AxisGatherKernel>("Resize " + p.mode + " (tap tables)", std::move(axes));
 }
 
 }  // namespace

@@ -141,6 +141,17 @@ int64_t clampSlice(int64_t dim, SliceAxis& s) {
   return s.start > s.end ? (s.start - s.end - s.step - 1) / -s.step : 0;
 }
 
+int64_t padSourceIndex(const std::string& mode, int64_t i, int64_t n) {
+  if (i >= 0 && i < n) return i;
+  if (mode == "constant") return -1;
+  if (mode == "edge") return std::clamp<int64_t>(i, 0, n - 1);
+  if (mode == "wrap") return ((i % n) + n) % n;
+  if (n == 1) return 0;
+  const int64_t period = 2 * (n - 1);  // reflect without repeating the edge
+  i = ((i % period) + period) % period;
+  return i < n ? i : period - i;
+}
+
 std::vector<int64_t> padsForAllAxes(int64_t rank, const std::vector<int64_t>& pads,
                                     const std::optional<std::vector<int64_t>>& axes) {
   std::vector<int64_t> ax;

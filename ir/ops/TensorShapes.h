@@ -43,6 +43,11 @@ int64_t clampSlice(int64_t dim, SliceAxis& s);
 std::vector<int64_t> padsForAllAxes(int64_t rank, const std::vector<int64_t>& pads,
                                     const std::optional<std::vector<int64_t>>& axes);
 
+// Pad's source position in [0, n) of output position i - pad (i outside [0, n)) in `mode`: "edge" clamps,
+// "wrap" wraps around, "reflect" mirrors without repeating the edge; -1 for "constant" (the fill value). n > 0
+// unless mode is "constant". The interpreter's Pad and the compiled one read the same positions.
+int64_t padSourceIndex(const std::string& mode, int64_t i, int64_t n);
+
 // Split sizes along an axis of `extent`: the split input, or equal parts.
 std::vector<int64_t> splitSizes(int64_t extent, const std::optional<std::vector<int64_t>>& split, size_t numOutputs);
 

@@ -95,6 +95,18 @@ TEST(NativeTensorOps, PadWithAndWithoutAValue) {
   }
 }
 
+// Reflect, edge and wrap: each output position reads one source position per axis (pads wider than the axis
+// wrap and reflect more than once; a negative pad crops), as the interpreter reads them (padSourceIndex).
+TEST(NativeTensorOps, PadThatReflectsRepeatsItsEdgeOrWraps) {
+  for (const std::string mode : {"reflect", "edge", "wrap"})
+    for (const Ints& pads : {Ints{0, 0, 2, 1, 0, 0, 1, 3}, Ints{0, 1, 5, 7, 1, 0, -1, 9}}) {
+      auto stats = expectNativeMatches(
+          {2, 3, 4, 3}, [&](GraphBuilder& b, Value* x) { return b.op("Pad", {x, ints(b, pads)}, {{"mode", mode}}); },
+          "Pad " + mode);
+      EXPECT_EQ(stats.nativeOps["Pad " + mode + " (index tables)"], 1);
+    }
+}
+
 TEST(NativeTensorOps, GatherOfScalarVectorAndMatrixIndices) {
   std::vector<Tensor> indices = {Tensor::scalarI64(-1), Tensor::vectorI64({2, 0, 2}),
                                  Tensor::vectorI64({1, 0, 3, 3}).reshaped({2, 2})};

@@ -348,8 +348,13 @@ Value* reduce(Generator& g, Value* x) {
 Value* pad(Generator& g, Value* x) {
   Ints s = dims(x);
   Ints pads(2 * s.size(), 0);
-  for (size_t d = s.size() >= 3 ? s.size() - 2 : 0; d < s.size(); ++d)
-    pads[d] = g.uniform(0, 2), pads[d + s.size()] = g.uniform(0, 2);
+  // Now and then reflecting, repeating the edge or wrapping (reflect's pads within the axis, as ONNX asks).
+  const std::string mode = g.pick(std::vector<std::string>{"constant", "constant", "reflect", "edge", "wrap"});
+  for (size_t d = s.size() >= 3 ? s.size() - 2 : 0; d < s.size(); ++d) {
+    const int64_t most = mode == "reflect" ? std::min<int64_t>(2, s[d] - 1) : 2;
+    pads[d] = g.uniform(0, most), pads[d + s.size()] = g.uniform(0, most);
+  }
+  if (mode != "constant") return g.op("Pad", {x, g.ints(pads)}, {{"mode", mode}});
   std::vector<Value*> in = {x, g.ints(pads)};
   if (g.coin()) in.push_back(g.b_.constant(Tensor::scalarF32(0.25f)));
   return g.op("Pad", in);

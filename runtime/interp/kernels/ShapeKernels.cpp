@@ -110,15 +110,9 @@ std::vector<Tensor> pad(const Node& node, const std::vector<Tensor>& in) {
   for (int64_t e : out) FRICTION_CHECK(e >= 0, node.describe() + ": pads make an axis negative");
   // Maps an out-of-range source index into [0, n) per mode; -1 means "fill".
   auto mapIndex = [&](int64_t i, int64_t n) -> int64_t {
-    if (i >= 0 && i < n) return i;
-    if (mode == "constant") return -1;
-    FRICTION_CHECK(n > 0, node.describe() + ": cannot " + mode + "-pad an empty axis");
-    if (mode == "edge") return std::clamp<int64_t>(i, 0, n - 1);
-    if (mode == "wrap") return ((i % n) + n) % n;
-    if (n == 1) return 0;
-    int64_t period = 2 * (n - 1);  // reflect without repeating the edge
-    i = ((i % period) + period) % period;
-    return i < n ? i : period - i;
+    FRICTION_CHECK(n > 0 || mode == "constant" || (i >= 0 && i < n),
+                   node.describe() + ": cannot " + mode + "-pad an empty axis");
+    return padSourceIndex(mode, i, n);
   };
   FRICTION_CHECK(mode == "constant" || mode == "edge" || mode == "reflect" || mode == "wrap",
                  node.describe() + ": unsupported mode '" + mode + "'");
