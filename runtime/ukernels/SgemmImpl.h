@@ -479,10 +479,10 @@ void sgemmBlocked(bool transA, bool transB, int64_t M, int64_t N, int64_t K, flo
   int64_t blockFloats = KC * NC;  // apart in constB: the packed (column block, K block)s
   // A B that is not a registered constant (an NCHW conv's im2col from a source, an activation times an
   // activation), which each row block would otherwise pack again, is packed once, whole, in the constant's
-  // order, up to 16 MB: ResNet-18's last 3x3 convs ran 2x slower gathering their 7x7 images once per row
+  // order, up to 64 MB: ResNet-18's last 3x3 convs ran 2x slower gathering their 7x7 images once per row
   // block, and 1024^3 with B an input 1.2x. Its blocks are as large as their panels (at KC x NC, the 49 columns
   // of a 7x7 image took 9.4 MB for 1.2 MB of panels), in the calling thread's scratch.
-  if (!constB && mBlocks > 1 && nBlocks * kBlocks * kStep * panelsPerBlock * NR <= (int64_t(1) << 22)) {
+  if (!constB && mBlocks > 1 && nBlocks * kBlocks * kStep * panelsPerBlock * NR <= (int64_t(1) << 24)) {
     blockFloats = kStep * panelsPerBlock * NR;
     float* out = threadScratch(ScratchSlot::GemmPanels, size_t(nBlocks * kBlocks * blockFloats));
     affineFor(nBlocks * kBlocks, nt, [&](int64_t t) {
