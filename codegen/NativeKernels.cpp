@@ -477,10 +477,10 @@ std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Va
   if (!windowOps.count(op->op())) return noNative(why, op->op() + " has no native nhwc kernel");
   const Value* x = outer.empty() ? nullptr : outer[0];
   const Value* y = node.output(0);
-  const size_t rank = x ? size_t(x->shape().rank()) : 0;
-  if (!isStaticF32(x) || !isStaticF32(y) || size_t(y->shape().rank()) != rank || rank < 3 || rank > 5 ||
-      (layout == Layout::Nhwc && rank != 4))
-    return noNative(why, op->op() + " not f32, static and 1-D to 3-D");
+  if (!isStaticF32(x) || !isStaticF32(y)) return noNative(why, op->op() + " not f32 and static");
+  const size_t rank = size_t(x->shape().rank());
+  if (size_t(y->shape().rank()) != rank || rank < 3 || rank > 5 || (layout == Layout::Nhwc && rank != 4))
+    return noNative(why, op->op() + " over other than 1 to 3 spatial dims");
   const std::vector<int64_t> xs = x->shape().staticDims(), ys = y->shape().staticDims();
   const size_t spatialDims = rank - 2;
   // The spatial dims in order, and the geometry's fields they map to from the innermost: W, H, D (1-D is W alone).
