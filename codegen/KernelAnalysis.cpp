@@ -104,7 +104,8 @@ bool isSupportedElementwise(const Node& n) {
 #undef FRICTION_SCALAR_OP
   };
   auto it = ops.find(n.op());
-  return it != ops.end() && n.numOutputs() == 1 && n.numInputs() >= it->second.min && n.numInputs() <= it->second.max;
+  return it != ops.end() && n.numOutputs() == 1 && n.numInputs() >= it->second.min &&
+         (it->second.max == 0 || n.numInputs() <= it->second.max);
 }
 
 namespace {

@@ -40,6 +40,13 @@ class Payload {
                       HL::exp(x) - f32(1));
   }
   static HL::Expr attr(const Node& n, const char* name, float def) { return f32(n.attrFloat(name, def)); }
+  // The variadic ops: inputs combined left to right.
+  template <typename F>
+  static HL::Expr fold(const Exprs& in, F combine) {
+    HL::Expr r = in[0];
+    for (size_t i = 1; i < in.size(); ++i) r = combine(r, in[i]);
+    return r;
+  }
 
 #define FRICTION_SCALAR_OP(op, minInputs, maxInputs) static HL::Expr emit##op(const Node& n, const Exprs& in);
 #include "codegen/ScalarOps.def"
@@ -51,8 +58,18 @@ HL::Expr Payload::emitSub(const Node&, const Exprs& in) { return in[0] - in[1]; 
 HL::Expr Payload::emitMul(const Node&, const Exprs& in) { return in[0] * in[1]; }
 HL::Expr Payload::emitDiv(const Node&, const Exprs& in) { return in[0] / in[1]; }
 HL::Expr Payload::emitPow(const Node&, const Exprs& in) { return HL::pow(in[0], in[1]); }
-HL::Expr Payload::emitMax(const Node&, const Exprs& in) { return nanFrom(in[1], maximum(in[0], in[1])); }
-HL::Expr Payload::emitMin(const Node&, const Exprs& in) { return nanFrom(in[1], minimum(in[0], in[1])); }
+HL::Expr Payload::emitMax(const Node&, const Exprs& in) {
+  return fold(in, [](HL::Expr r, HL::Expr x) { return nanFrom(x, maximum(r, x)); });
+}
+HL::Expr Payload::emitMin(const Node&, const Exprs& in) {
+  return fold(in, [](HL::Expr r, HL::Expr x) { return nanFrom(x, minimum(r, x)); });
+}
+HL::Expr Payload::emitSum(const Node&, const Exprs& in) {
+  return fold(in, [](HL::Expr r, HL::Expr x) { return r + x; });
+}
+HL::Expr Payload::emitMean(const Node& n, const Exprs& in) {
+  return in.size() > 1 ? emitSum(n, in) / f32(double(in.size())) : in[0];
+}
 HL::Expr Payload::emitNeg(const Node&, const Exprs& in) { return -in[0]; }
 HL::Expr Payload::emitExp(const Node&, const Exprs& in) { return HL::exp(in[0]); }
 HL::Expr Payload::emitLog(const Node&, const Exprs& in) { return HL::log(in[0]); }
@@ -62,6 +79,21 @@ HL::Expr Payload::emitFloor(const Node&, const Exprs& in) { return HL::floor(in[
 HL::Expr Payload::emitCeil(const Node&, const Exprs& in) { return HL::ceil(in[0]); }
 HL::Expr Payload::emitReciprocal(const Node&, const Exprs& in) { return f32(1) / in[0]; }
 HL::Expr Payload::emitErf(const Node&, const Exprs& in) { return HL::erf(in[0]); }
+HL::Expr Payload::emitRound(const Node&, const Exprs& in) { return HL::round(in[0]); }  // ties to even
+HL::Expr Payload::emitSign(const Node&, const Exprs& in) {  // 0 and NaN map to themselves
+  return HL::select(in[0] > f32(0), f32(1), in[0] < f32(0), f32(-1), in[0]);
+}
+HL::Expr Payload::emitSin(const Node&, const Exprs& in) { return HL::sin(in[0]); }
+HL::Expr Payload::emitCos(const Node&, const Exprs& in) { return HL::cos(in[0]); }
+HL::Expr Payload::emitTan(const Node&, const Exprs& in) { return HL::tan(in[0]); }
+HL::Expr Payload::emitAsin(const Node&, const Exprs& in) { return HL::asin(in[0]); }
+HL::Expr Payload::emitAcos(const Node&, const Exprs& in) { return HL::acos(in[0]); }
+HL::Expr Payload::emitAtan(const Node&, const Exprs& in) { return HL::atan(in[0]); }
+HL::Expr Payload::emitSinh(const Node&, const Exprs& in) { return HL::sinh(in[0]); }
+HL::Expr Payload::emitCosh(const Node&, const Exprs& in) { return HL::cosh(in[0]); }
+HL::Expr Payload::emitAsinh(const Node&, const Exprs& in) { return HL::asinh(in[0]); }
+HL::Expr Payload::emitAcosh(const Node&, const Exprs& in) { return HL::acosh(in[0]); }
+HL::Expr Payload::emitAtanh(const Node&, const Exprs& in) { return HL::atanh(in[0]); }
 HL::Expr Payload::emitIdentity(const Node&, const Exprs& in) { return in[0]; }
 HL::Expr Payload::emitRelu(const Node&, const Exprs& in) { return maximum(in[0], f32(0)); }
 HL::Expr Payload::emitTanh(const Node&, const Exprs& in) { return HL::tanh(in[0]); }
@@ -97,6 +129,10 @@ HL::Expr Payload::emitSoftplus(const Node&, const Exprs& in) {
 HL::Expr Payload::emitSoftsign(const Node&, const Exprs& in) { return in[0] / (f32(1) + HL::abs(in[0])); }
 HL::Expr Payload::emitThresholdedRelu(const Node& n, const Exprs& in) {
   return HL::select(in[0] > attr(n, "alpha", 1.0f), in[0], f32(0));
+}
+HL::Expr Payload::emitShrink(const Node& n, const Exprs& in) {
+  HL::Expr bias = attr(n, "bias", 0.0f), lambd = attr(n, "lambd", 0.5f);
+  return HL::select(in[0] < -lambd, in[0] + bias, in[0] > lambd, in[0] - bias, f32(0));
 }
 HL::Expr Payload::emitClip(const Node&, const Exprs& in) {
   HL::Expr r = in[0];

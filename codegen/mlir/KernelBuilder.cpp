@@ -77,6 +77,13 @@ class Payload {
   mlir::Value clamp01(mlir::Value x) { return minimum(maximum(x, f32(0)), f32(1)); }
   mlir::Value expm1(mlir::Value x) { return b.create<mlir::math::ExpM1Op>(l, x); }
   float attr(const Node& n, const char* name, float def) { return n.attrFloat(name, def); }
+  // The variadic ops: inputs combined left to right.
+  template <typename F>
+  mlir::Value fold(const Node& n, F combine) {
+    mlir::Value r = in(n, 0);
+    for (size_t i = 1; i < n.numInputs(); ++i) r = combine(r, in(n, i));
+    return r;
+  }
 
 #define FRICTION_SCALAR_OP(op, minInputs, maxInputs) mlir::Value emit##op(const Node& n);
 #include "codegen/ScalarOps.def"
@@ -91,8 +98,17 @@ mlir::Value Payload::emitSub(const Node& n) { return b.create<mlir::arith::SubFO
 mlir::Value Payload::emitMul(const Node& n) { return mul(in(n, 0), in(n, 1)); }
 mlir::Value Payload::emitDiv(const Node& n) { return div(in(n, 0), in(n, 1)); }
 mlir::Value Payload::emitPow(const Node& n) { return b.create<mlir::math::PowFOp>(l, in(n, 0), in(n, 1)); }
-mlir::Value Payload::emitMax(const Node& n) { return nanFrom(in(n, 1), maximum(in(n, 0), in(n, 1))); }
-mlir::Value Payload::emitMin(const Node& n) { return nanFrom(in(n, 1), minimum(in(n, 0), in(n, 1))); }
+mlir::Value Payload::emitMax(const Node& n) {
+  return fold(n, [&](mlir::Value r, mlir::Value x) { return nanFrom(x, maximum(r, x)); });
+}
+mlir::Value Payload::emitMin(const Node& n) {
+  return fold(n, [&](mlir::Value r, mlir::Value x) { return nanFrom(x, minimum(r, x)); });
+}
+mlir::Value Payload::emitSum(const Node& n) { return fold(n, [&](mlir::Value r, mlir::Value x) { return add(r, x); }); }
+mlir::Value Payload::emitMean(const Node& n) {
+  mlir::Value sum = emitSum(n);
+  return n.numInputs() > 1 ? div(sum, f32(double(n.numInputs()))) : sum;
+}
 mlir::Value Payload::emitNeg(const Node& n) { return b.create<mlir::arith::NegFOp>(l, in(n, 0)); }
 mlir::Value Payload::emitExp(const Node& n) { return b.create<mlir::math::ExpOp>(l, in(n, 0)); }
 mlir::Value Payload::emitLog(const Node& n) { return b.create<mlir::math::LogOp>(l, in(n, 0)); }
@@ -102,6 +118,23 @@ mlir::Value Payload::emitFloor(const Node& n) { return b.create<mlir::math::Floo
 mlir::Value Payload::emitCeil(const Node& n) { return b.create<mlir::math::CeilOp>(l, in(n, 0)); }
 mlir::Value Payload::emitReciprocal(const Node& n) { return div(f32(1), in(n, 0)); }
 mlir::Value Payload::emitErf(const Node& n) { return b.create<mlir::math::ErfOp>(l, in(n, 0)); }
+mlir::Value Payload::emitRound(const Node& n) { return b.create<mlir::math::RoundEvenOp>(l, in(n, 0)); }
+mlir::Value Payload::emitSign(const Node& n) {  // 0 and NaN map to themselves
+  mlir::Value x = in(n, 0);
+  return select(cmp(mlir::arith::CmpFPredicate::OGT, x, f32(0)), f32(1),
+                select(cmp(mlir::arith::CmpFPredicate::OLT, x, f32(0)), f32(-1), x));
+}
+mlir::Value Payload::emitSin(const Node& n) { return b.create<mlir::math::SinOp>(l, in(n, 0)); }
+mlir::Value Payload::emitCos(const Node& n) { return b.create<mlir::math::CosOp>(l, in(n, 0)); }
+mlir::Value Payload::emitTan(const Node& n) { return b.create<mlir::math::TanOp>(l, in(n, 0)); }
+mlir::Value Payload::emitAsin(const Node& n) { return b.create<mlir::math::AsinOp>(l, in(n, 0)); }
+mlir::Value Payload::emitAcos(const Node& n) { return b.create<mlir::math::AcosOp>(l, in(n, 0)); }
+mlir::Value Payload::emitAtan(const Node& n) { return b.create<mlir::math::AtanOp>(l, in(n, 0)); }
+mlir::Value Payload::emitSinh(const Node& n) { return b.create<mlir::math::SinhOp>(l, in(n, 0)); }
+mlir::Value Payload::emitCosh(const Node& n) { return b.create<mlir::math::CoshOp>(l, in(n, 0)); }
+mlir::Value Payload::emitAsinh(const Node& n) { return b.create<mlir::math::AsinhOp>(l, in(n, 0)); }
+mlir::Value Payload::emitAcosh(const Node& n) { return b.create<mlir::math::AcoshOp>(l, in(n, 0)); }
+mlir::Value Payload::emitAtanh(const Node& n) { return b.create<mlir::math::AtanhOp>(l, in(n, 0)); }
 mlir::Value Payload::emitIdentity(const Node& n) { return in(n, 0); }
 mlir::Value Payload::emitRelu(const Node& n) { return maximum(in(n, 0), f32(0)); }
 mlir::Value Payload::emitTanh(const Node& n) { return b.create<mlir::math::TanhOp>(l, in(n, 0)); }
@@ -168,6 +201,14 @@ mlir::Value Payload::emitSoftsign(const Node& n) {
 mlir::Value Payload::emitThresholdedRelu(const Node& n) {
   mlir::Value x = in(n, 0);
   return select(cmp(mlir::arith::CmpFPredicate::OGT, x, f32(attr(n, "alpha", 1.0f))), x, f32(0));
+}
+
+mlir::Value Payload::emitShrink(const Node& n) {
+  mlir::Value x = in(n, 0);
+  float bias = attr(n, "bias", 0.0f), lambd = attr(n, "lambd", 0.5f);
+  return select(cmp(mlir::arith::CmpFPredicate::OLT, x, f32(-lambd)), add(x, f32(bias)),
+                select(cmp(mlir::arith::CmpFPredicate::OGT, x, f32(lambd)), b.create<mlir::arith::SubFOp>(l, x, f32(bias)),
+                       f32(0)));
 }
 
 mlir::Value Payload::emitClip(const Node& n) {

@@ -80,12 +80,17 @@ std::vector<std::string> unaryScalarOps() {
 TEST_F(CpuBackendTest, UnaryOpsMatchInterp) {  // Identity is a view, every other op one kernel
   for (const std::string& op : unaryScalarOps()) {
     SCOPED_TRACE(op);
-    bool positive = op == "Sqrt" || op == "Log" || op == "Reciprocal";
+    // Each op over its domain: positive, within [-1, 1], at least 1; the others over [-6, 6].
+    const bool positive = op == "Sqrt" || op == "Log" || op == "Reciprocal";
+    const bool unit = op == "Asin" || op == "Acos" || op == "Atanh", atLeastOne = op == "Acosh";
     Graph g;
     GraphBuilder b(g);
     Value* x = b.input("x", {DType::F32, {3, 7}});
     b.output(b.op(op, {x}));
-    Tensor in = positive ? randomTensor({3, 7}, 1, 0.1f, 4) : randomTensor({3, 7}, 1, -6, 6);
+    Tensor in = positive     ? randomTensor({3, 7}, 1, 0.1f, 4)
+                : unit       ? randomTensor({3, 7}, 1, -0.999f, 0.999f)
+                : atLeastOne ? randomTensor({3, 7}, 1, 1, 6)
+                             : randomTensor({3, 7}, 1, -6, 6);
     auto r = expectMatchesInterp(g, {in});
     EXPECT_EQ(r.stats.kernelCalls, op == "Identity" ? 0 : 1);
     EXPECT_EQ(r.stats.views, op == "Identity" ? 1 : 0);
@@ -123,6 +128,22 @@ TEST_F(CpuBackendTest, BinaryOpsWithBroadcastingMatchInterp) {
       auto r = expectMatchesInterp(g, {tx, ty});
       EXPECT_EQ(r.stats.kernelCalls, 1);
     }
+  }
+}
+
+// Max, Min, Sum and Mean of three operands, broadcasting: one kernel folding them in the interpreter's order.
+TEST_F(CpuBackendTest, VariadicOpsFoldEveryOperand) {
+  for (std::string op : {"Max", "Min", "Sum", "Mean"}) {
+    SCOPED_TRACE(op);
+    Graph g;
+    GraphBuilder b(g);
+    Value* x = b.input("x", {DType::F32, {2, 3, 4}});
+    Value* y = b.input("y", {DType::F32, {3, 1}});
+    Value* z = b.input("z", {DType::F32, {4}});
+    b.output(b.op(op, {x, y, z}));
+    auto r = expectMatchesInterp(g, {randomTensor({2, 3, 4}, 1), randomTensor({3, 1}, 2), randomTensor({4}, 3)});
+    EXPECT_EQ(r.stats.kernelCalls, 1);
+    EXPECT_EQ(r.stats.fallbackNodes, 0);
   }
 }
 
