@@ -216,22 +216,28 @@ std::unique_ptr<NativeKernel> matchConvTranspose(const Node& node, const std::ve
   return std::make_unique<ConvTransposeKernel>(g);
 }
 
-// Softmax / LogSoftmax / LayerNormalization over the trailing dims from `axis`.
+// Softmax / LogSoftmax / LayerNormalization over the trailing dims from `axis`: `rows` rows of `cols`. Softmax /
+// LogSoftmax over an axis before the last, and Hardmax: across `cols` lanes of `inner` elements.
 class RowKernel : public NativeKernel {
  public:
-  RowKernel(std::string op, int64_t rows, int64_t cols, float eps) : op_(std::move(op)), rows_(rows), cols_(cols), eps_(eps) {}
+  RowKernel(std::string op, int64_t rows, int64_t cols, int64_t inner, float eps)
+      : op_(std::move(op)), rows_(rows), cols_(cols), inner_(inner), eps_(eps) {}
   void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    using K = ukernels::SoftmaxKind;
+    const K kind = op_ == "Hardmax" ? K::Hardmax : op_ == "LogSoftmax" ? K::LogSoftmax : K::Softmax;
     if (op_ == "LayerNormalization")
       ukernels::layerNormRows(rows_, cols_, in[0].data<float>(), in[1].data<float>(),
                               in.size() > 2 && in[2].defined() ? in[2].data<float>() : nullptr, eps_, out.data<float>());
+    else if (inner_ > 1 || kind == K::Hardmax)
+      ukernels::softmaxAcross(kind, rows_, cols_, inner_, in[0].data<float>(), out.data<float>());
     else
-      ukernels::softmaxRows(rows_, cols_, in[0].data<float>(), out.data<float>(), op_ == "LogSoftmax");
+      ukernels::softmaxRows(rows_, cols_, in[0].data<float>(), out.data<float>(), kind == K::LogSoftmax);
   }
-  std::string describe() const override { return op_ + " rows"; }
+  std::string describe() const override { return op_ + (inner_ > 1 ? " across rows" : " rows"); }
 
  private:
   std::string op_;
-  int64_t rows_, cols_;
+  int64_t rows_, cols_, inner_;
   float eps_;
 };
 
@@ -260,7 +266,7 @@ std::unique_ptr<NativeKernel> matchRows(const Node& node, const std::vector<cons
     op = body.nodes()[0].get();
     if (body.outputs().size() != 1 || body.outputs()[0] != op->output(0)) return noNative(why, "region outputs");
   }
-  if (op->op() != "Softmax" && op->op() != "LogSoftmax" && op->op() != "LayerNormalization")
+  if (op->op() != "Softmax" && op->op() != "LogSoftmax" && op->op() != "Hardmax" && op->op() != "LayerNormalization")
     return noNative(why, op->op() + " has no row kernel");
   for (size_t i = 1; i < op->numOutputs(); ++i)
     if (op->output(i)) return noNative(why, "LayerNormalization with mean/inv-std-dev outputs");
@@ -271,14 +277,13 @@ std::unique_ptr<NativeKernel> matchRows(const Node& node, const std::vector<cons
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank) return noNative(why, "bad axis");
   bool layerNorm = op->op() == "LayerNormalization";
-  if (!layerNorm && axis != rank - 1) return noNative(why, op->op() + " over an inner axis");
-  int64_t cols = 1, rows = 1;
-  for (int64_t i = 0; i < rank; ++i) (i < axis ? rows : cols) *= xs[size_t(i)];
+  int64_t cols = 1, rows = 1, inner = 1;
+  for (int64_t i = 0; i < rank; ++i) (i < axis ? rows : i == axis || layerNorm ? cols : inner) *= xs[size_t(i)];
   if (layerNorm)
     for (size_t i = 1; i < 3 && i < outer.size(); ++i)
       if (outer[i] && (!isStaticF32(outer[i]) || outer[i]->shape().numel() != std::optional<int64_t>(cols)))
         return noNative(why, "LayerNormalization scale/bias do not cover the normalized dims");
-  return std::make_unique<RowKernel>(op->op(), rows, cols, op->attrFloat("epsilon", 1e-5f));
+  return std::make_unique<RowKernel>(op->op(), rows, cols, inner, op->attrFloat("epsilon", 1e-5f));
 }
 
 // A MatMul of rows [..., M, K] (leading dims flattened) by a 2-D B [K, N], or a Gemm (transA 0, alpha 1; B

@@ -2,7 +2,7 @@
 // MLIR): 2-D Conv (any group count), MaxPool, AveragePool and
 // GlobalAveragePool, NHWC in the regions convert-layout makes around them and
 // NCHW on their own (so all-off runs compiled kernels of the same class);
-// Transpose; Softmax, LogSoftmax (last axis) and LayerNormalization, alone or
+// Transpose; Softmax, LogSoftmax (any axis), Hardmax and LayerNormalization, alone or
 // as the single node of a fuse-reductions region; the data-movement and
 // per-axis ops of matchTensorOp; the non-f32 (mask) ops of matchTypedOp. A Fused "epilogue"
 // region anchored on one of them runs the native op into the region's output
@@ -85,8 +85,9 @@ std::optional<ScatterRows> scatterRows(const std::vector<int64_t>& xs, const std
                                        std::string* why = nullptr);
 
 // The native kernel of a data-movement or per-axis op on f32
-// (NativeTensorOps.cpp: Slice, Concat, Pad, Gather, ScatterND, Expand,
-// BatchNormalization, the Reduce ops), or nullptr with the reason in `why`.
+// (NativeTensorOps.cpp: Slice, Concat, Pad, Gather, ScatterND, Expand, Tile,
+// BatchNormalization, InstanceNormalization, LRN, the Reduce ops and
+// GlobalMaxPool, Resize), or nullptr with the reason in `why`.
 std::unique_ptr<NativeKernel> matchTensorOp(const Node& node, const std::vector<const Value*>& outer,
                                             std::string* why = nullptr);
 // BatchNormalization in a convert-layout NHWC region (after a Concat, where
@@ -94,8 +95,9 @@ std::unique_ptr<NativeKernel> matchTensorOp(const Node& node, const std::vector<
 // region's operands (x NHWC, then scale, B, mean, var).
 std::unique_ptr<NativeKernel> matchBatchNormNhwc(const Node& bn, const std::vector<const Value*>& in,
                                                  std::string* why = nullptr);
-// The same for ops on other element types (NativeTypedOps.cpp: Cast, the
-// comparisons, And/Or/Xor/Not, Where).
+// The same for ops on other element types, or of any (NativeTypedOps.cpp:
+// Cast, the comparisons, And/Or/Xor/Not, Where, integer and f64 arithmetic,
+// ArgMax/ArgMin, GatherElements, CumSum, Trilu).
 std::unique_ptr<NativeKernel> matchTypedOp(const Node& node, const std::vector<const Value*>& outer,
                                            std::string* why = nullptr);
 

@@ -1,10 +1,11 @@
 // Native kernels of the data-movement and per-axis ops (NativeKernels.h):
-// Slice, Pad (constant mode), Gather (constant indices) and Expand as strided
+// Slice, Pad (constant mode), Gather (constant indices), Expand and Tile as strided
 // copies (runtime/ukernels/Copy.h), Pad's other modes through a table of the
 // source positions of each axis (the Resize gather), Concat as row copies, Gather of run-time indices as row
 // copies, ScatterND of constant indices as row copies over a copy of the
 // data, BatchNormalization as one per-channel scale and shift, the Reduce ops
-// over consecutive axes, Resize through tables of each axis's taps.
+// over consecutive axes (GlobalMaxPool too), Resize through tables of each axis's taps,
+// InstanceNormalization as rows of the normalization kernel, LRN over windows of channels.
 // Each matcher reads what the op's constant inputs say at build time; a
 // non-constant one (a shape computed at run time) leaves the node to the
 // interpreter.
@@ -22,6 +23,7 @@
 #include "ir/ops/TensorShapes.h"
 #include "runtime/ukernels/Copy.h"
 #include "runtime/ukernels/Resize.h"
+#include "runtime/ukernels/Rows.h"
 
 namespace friction::codegen {
 namespace {
@@ -218,6 +220,23 @@ std::unique_ptr<NativeKernel> matchExpand(const Node&, const std::vector<const V
     if (xs[d] == ys[lead + d]) p.xStrides[lead + d] = dense[d];
   }
   return std::make_unique<CopyKernel>("Expand", std::vector<CopyPiece>{p});
+}
+
+// Tile: y viewed as [repeats_0, x_0, repeats_1, x_1, ...], each repeat reading all of x again (x stride 0).
+std::unique_ptr<NativeKernel> matchTile(const Node&, const std::vector<const Value*>& in, const Ints& xs,
+                                        const Ints& ys, std::string* why) {
+  auto repeats = constantInts(in, 1);
+  if (!repeats || repeats->size() != xs.size() || ys.size() != xs.size())
+    return noNative(why, "Tile repeats are not constants, one per dim");
+  const Ints xDense = ukernels::denseStrides(xs), yDense = ukernels::denseStrides(ys);
+  CopyPiece p;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    if ((*repeats)[d] * xs[d] != ys[d]) return noNative(why, "Tile repeats disagree with the result's shape");
+    p.shape.insert(p.shape.end(), {(*repeats)[d], xs[d]});
+    p.xStrides.insert(p.xStrides.end(), {0, xDense[d]});
+    p.yStrides.insert(p.yStrides.end(), {xs[d] * yDense[d], yDense[d]});
+  }
+  return std::make_unique<CopyKernel>("Tile", std::vector<CopyPiece>{p});
 }
 
 // Gather whose indices arrive at run time (an Embedding's token ids): x as
@@ -434,6 +453,84 @@ std::unique_ptr<NativeKernel> matchReduce(const Node& n, const std::vector<const
   return std::make_unique<ReduceKernel>(n.op(), kinds.at(n.op()), outer, reduced, inner);
 }
 
+// GlobalMaxPool: the largest of each image plane, the Reduce kernel's max over [N x C, spatial, 1].
+std::unique_ptr<NativeKernel> matchGlobalMaxPool(const Node& n, const std::vector<const Value*>&, const Ints& xs,
+                                                 const Ints&, std::string* why) {
+  if (xs.size() < 3) return noNative(why, "GlobalMaxPool of rank < 3");
+  int64_t spatial = 1;
+  for (size_t d = 2; d < xs.size(); ++d) spatial *= xs[d];
+  return std::make_unique<ReduceKernel>(n.op(), ukernels::ReduceKind::Max, xs[0] * xs[1], spatial, 1);
+}
+
+// InstanceNormalization: each (image, channel) plane one row of the normalization microkernel.
+class InstanceNormKernel : public NativeKernel {
+ public:
+  InstanceNormKernel(int64_t rows, int64_t cols, int64_t channels, float eps)
+      : rows_(rows), cols_(cols), channels_(channels), eps_(eps) {}
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    ukernels::instanceNormRows(rows_, cols_, channels_, in[0].data<float>(), in[1].data<float>(), in[2].data<float>(),
+                               eps_, out.data<float>());
+  }
+  std::string describe() const override { return "InstanceNormalization rows"; }
+
+ private:
+  int64_t rows_, cols_, channels_;
+  float eps_;
+};
+
+std::unique_ptr<NativeKernel> matchInstanceNorm(const Node& n, const std::vector<const Value*>& in, const Ints& xs,
+                                                const Ints&, std::string* why) {
+  if (xs.size() < 3 || in.size() != 3) return noNative(why, "InstanceNormalization of rank < 3 or without parameters");
+  for (size_t i = 1; i < 3; ++i)
+    if (!isStaticF32(in[i]) || in[i]->shape().numel() != std::optional<int64_t>(xs[1]))
+      return noNative(why, "InstanceNormalization scale/B are not one f32 per channel");
+  int64_t plane = 1;
+  for (size_t d = 2; d < xs.size(); ++d) plane *= xs[d];
+  return std::make_unique<InstanceNormKernel>(xs[0] * xs[1], plane, xs[1], n.attrFloat("epsilon", 1e-5f));
+}
+
+// LRN across channels: y = x / (bias + alpha / size * (sum of x^2 over the channel window))^beta, the window
+// [c - floor((size-1)/2), c + ceil((size-1)/2)] clipped to the channels; each image's planes at a time.
+class LrnKernel : public NativeKernel {
+ public:
+  LrnKernel(int64_t images, int64_t channels, int64_t plane, int64_t size, float alpha, float beta, float bias)
+      : images_(images), channels_(channels), plane_(plane), size_(size), alpha_(alpha), beta_(beta), bias_(bias) {}
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    const float* x = in[0].data<float>();
+    float* y = out.data<float>();
+    const int64_t lo = (size_ - 1) / 2, hi = size_ - 1 - lo;
+    const float scale = alpha_ / float(size_);
+#pragma omp parallel for collapse(2) schedule(static) if (images_ * channels_ * plane_ > (1 << 15))
+    for (int64_t b = 0; b < images_; ++b)
+      for (int64_t c = 0; c < channels_; ++c) {
+        const float* xc = x + (b * channels_ + c) * plane_;
+        float* yc = y + (b * channels_ + c) * plane_;
+        std::fill(yc, yc + plane_, 0.f);
+        for (int64_t k = std::max<int64_t>(0, c - lo); k <= std::min(channels_ - 1, c + hi); ++k) {
+          const float* xk = x + (b * channels_ + k) * plane_;
+#pragma omp simd
+          for (int64_t i = 0; i < plane_; ++i) yc[i] += xk[i] * xk[i];
+        }
+        for (int64_t i = 0; i < plane_; ++i) yc[i] = xc[i] / std::pow(bias_ + scale * yc[i], beta_);
+      }
+  }
+  std::string describe() const override { return "LRN (channel windows)"; }
+
+ private:
+  int64_t images_, channels_, plane_, size_;
+  float alpha_, beta_, bias_;
+};
+
+std::unique_ptr<NativeKernel> matchLrn(const Node& n, const std::vector<const Value*>&, const Ints& xs, const Ints&,
+                                       std::string* why) {
+  const int64_t size = n.attrInt("size", 1);
+  if (xs.size() < 2 || size < 1) return noNative(why, "LRN of rank < 2 or a window of no channel");
+  int64_t plane = 1;
+  for (size_t d = 2; d < xs.size(); ++d) plane *= xs[d];
+  return std::make_unique<LrnKernel>(xs[0], xs[1], plane, size, n.attrFloat("alpha", 1e-4f), n.attrFloat("beta", 0.75f),
+                                     n.attrFloat("bias", 1.0f));
+}
+
 // The taps of one axis from `in` to `out` positions (resizeTaps, as the interpreter takes them). Where every
 // position has one tap of weight 1 (nearest; linear at scale 1), one tap a position.
 ukernels::ResizeAxis resizeAxis(const ResizeParams& p, int64_t in, int64_t out, double scale) {
@@ -494,8 +591,9 @@ std::unique_ptr<NativeKernel> matchBatchNormNhwc(const Node& n, const std::vecto
 std::unique_ptr<NativeKernel> matchTensorOp(const Node& node, const std::vector<const Value*>& outer, std::string* why) {
   static const std::map<std::string, Matcher> matchers = {
       {"Slice", matchSlice},         {"Concat", matchConcat},         {"Pad", matchPad},
-      {"Expand", matchExpand},       {"Gather", matchGather},         {"ScatterND", matchScatterND},
+      {"Expand", matchExpand},       {"Tile", matchTile},             {"Gather", matchGather},         {"ScatterND", matchScatterND},
       {"BatchNormalization", matchBatchNorm}, {"Resize", matchResize},
+      {"InstanceNormalization", matchInstanceNorm}, {"LRN", matchLrn}, {"GlobalMaxPool", matchGlobalMaxPool},
       {"ReduceSum", matchReduce},    {"ReduceMean", matchReduce},     {"ReduceMax", matchReduce},
       {"ReduceMin", matchReduce},    {"ReduceSumSquare", matchReduce}, {"ReduceL1", matchReduce},
       {"ReduceL2", matchReduce},     {"ReduceLogSum", matchReduce},    {"ReduceLogSumExp", matchReduce}};

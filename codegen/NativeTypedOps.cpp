@@ -1,12 +1,18 @@
 // Native kernels of the ops whose operands or results are not f32 (masks and
 // their arithmetic: an attention mask built by comparisons, Not and Where, a
-// padding mask cast to f32): Cast between element types, the comparisons,
-// And/Or/Xor/Not, Where, with numpy broadcasting. They run on small tensors
+// padding mask cast to f32, a token mask's position ids): Cast between element
+// types, the comparisons, And/Or/Xor/Not, Where, Add/Sub/Mul/Div/Max/Min on
+// integers and f64, with numpy broadcasting; ArgMax/ArgMin (int64 out);
+// GatherElements, CumSum and Trilu (any type). They run on small tensors
 // (masks, often constant but for fold-constants), so one serial loop each.
+#include <algorithm>
+#include <cstring>
 #include <map>
 #include <type_traits>
+#include <vector>
 
 #include "codegen/NativeKernels.h"
+#include "ir/Error.h"
 #include "runtime/ukernels/Copy.h"
 
 namespace friction::codegen {
@@ -149,6 +155,265 @@ std::unique_ptr<NativeKernel> matchMask(const Node& n, MaskOp kind, const std::v
   return std::make_unique<MaskKernel>(n.op(), kind, operand, ys, std::move(strides));
 }
 
+// Arithmetic on integers and f64 (f32 is compiled through MLIR): a token mask's position ids, shapes computed at
+// run time. The interpreter's semantics: integers wrap, integer division truncates toward zero and rejects a
+// zero divisor, Max/Min propagate NaN from either side.
+enum class ArithOp { Add, Sub, Mul, Div, Max, Min };
+
+class ArithKernel : public NativeKernel {
+ public:
+  ArithKernel(std::string node, std::string op, ArithOp kind, DType type, Ints shape, std::vector<Ints> strides)
+      : node_(std::move(node)), op_(std::move(op)), kind_(kind), type_(type), shape_(std::move(shape)),
+        strides_(std::move(strides)) {}
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    withElementType(type_, [&](auto type) {
+      using T = decltype(type);
+      if constexpr (!std::is_same_v<T, bool>) {
+        const T *a = in[0].data<T>(), *b = in[1].data<T>();
+        T* y = out.data<T>();
+        forEachBroadcast(shape_, strides_, [&](int64_t i, const Ints& o) { y[i] = apply<T>(a[o[0]], b[o[1]]); });
+      }
+    });
+  }
+  std::string describe() const override { return op_ + " " + std::string(dtypeName(type_)) + " (broadcast loop)"; }
+
+ private:
+  template <typename T>
+  T apply(T x, T z) const {
+    switch (kind_) {
+      case ArithOp::Add: return T(x + z);
+      case ArithOp::Sub: return T(x - z);
+      case ArithOp::Mul: return T(x * z);
+      case ArithOp::Max: return x != x || x > z ? x : z;
+      case ArithOp::Min: return x != x || x < z ? x : z;
+      case ArithOp::Div:
+        if constexpr (std::is_integral_v<T>) {
+          FRICTION_CHECK(z != 0, op_ + " '" + node_ + "': integer division by zero");
+          if constexpr (std::is_signed_v<T>)
+            if (z == T(-1)) return T(std::make_unsigned_t<T>(0) - std::make_unsigned_t<T>(x));  // wraps at the minimum
+        }
+        return T(x / z);
+    }
+    return x;
+  }
+
+  std::string node_, op_;
+  ArithOp kind_;
+  DType type_;
+  Ints shape_;
+  std::vector<Ints> strides_;
+};
+
+std::unique_ptr<NativeKernel> matchArith(const Node& n, ArithOp kind, const std::vector<const Value*>& in,
+                                         std::string* why) {
+  const Value* y = n.output(0);
+  if (in.size() != 2 || !in[0] || !in[1]) return noNative(why, n.op() + " of other than two operands");
+  if (y->dtype() == DType::F32) return noNative(why, n.op() + " on f32 is compiled");
+  if (!hasCType(y->dtype()) || y->dtype() == DType::Bool || in[0]->dtype() != y->dtype() ||
+      in[1]->dtype() != y->dtype())
+    return noNative(why, n.op() + " on f16/bf16, bool or mixed types");
+  if (!y->shape().isStatic()) return noNative(why, n.op() + " of a dynamic shape");
+  const Ints ys = y->shape().staticDims();
+  std::vector<Ints> strides;
+  for (const Value* v : in) {
+    if (!v->shape().isStatic() || v->shape().rank() > ys.size()) return noNative(why, n.op() + " operand not static");
+    strides.push_back(broadcastStrides(v->shape().staticDims(), ys));
+  }
+  return std::make_unique<ArithKernel>(n.name(), n.op(), kind, y->dtype(), ys, std::move(strides));
+}
+
+// ArgMax/ArgMin: x as [outer, len, inner], the index of the first (or, with select_last_index, the last) best
+// value along the middle, as the interpreter's scan chooses it; int64 out.
+class ArgReduceKernel : public NativeKernel {
+ public:
+  ArgReduceKernel(std::string op, DType operand, bool isMax, bool last, int64_t outer, int64_t len, int64_t inner)
+      : op_(std::move(op)), operand_(operand), isMax_(isMax), last_(last), outer_(outer), len_(len), inner_(inner) {}
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    withElementType(operand_, [&](auto type) {
+      using T = decltype(type);
+      const T* x = in[0].data<T>();
+      int64_t* y = out.data<int64_t>();
+      std::fill(y, y + outer_ * inner_, 0);
+      for (int64_t o = 0; o < outer_; ++o) {  // rows of the axis in order, each compared with the best so far
+        const T* row0 = x + o * len_ * inner_;
+        int64_t* arg = y + o * inner_;
+        for (int64_t r = 1; r < len_; ++r)
+          for (int64_t i = 0; i < inner_; ++i) {
+            const T v = row0[r * inner_ + i], best = row0[arg[i] * inner_ + i];
+            if (isMax_ ? (v > best || (last_ && v == best)) : (v < best || (last_ && v == best))) arg[i] = r;
+          }
+      }
+    });
+  }
+  std::string describe() const override { return op_ + " (axis scan)"; }
+
+ private:
+  std::string op_;
+  DType operand_;
+  bool isMax_, last_;
+  int64_t outer_, len_, inner_;
+};
+
+std::unique_ptr<NativeKernel> matchArgReduce(const Node& n, const std::vector<const Value*>& in, std::string* why) {
+  const Value* x = in[0];
+  if (!x->shape().isStatic() || !n.output(0)->shape().isStatic()) return noNative(why, n.op() + " of a dynamic shape");
+  if (!hasCType(x->dtype()) || x->dtype() == DType::Bool) return noNative(why, n.op() + " on f16/bf16 or bool");
+  const Ints xs = x->shape().staticDims();
+  const int64_t rank = int64_t(xs.size());
+  int64_t axis = n.attrInt("axis", 0);
+  if (axis < 0) axis += rank;
+  if (rank == 0 || axis < 0 || axis >= rank) return noNative(why, n.op() + " axis out of range");
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis) (d < axis ? outer : inner) *= xs[size_t(d)];
+  if (xs[size_t(axis)] == 0) return noNative(why, n.op() + " over an empty axis");
+  return std::make_unique<ArgReduceKernel>(n.op(), x->dtype(), n.op() == "ArgMax", n.attrInt("select_last_index", 0) != 0,
+                                           outer, xs[size_t(axis)], inner);
+}
+
+// GatherElements: y[i] = x[i with its axis coordinate replaced by indices[i]], indices read (and checked) on
+// every run; any element type (the interpreter's by construction: the same byte copy).
+class GatherElementsKernel : public NativeKernel {
+ public:
+  GatherElementsKernel(std::string node, size_t elementSize, Ints shape, Ints xStrides, int64_t axisStride,
+                       int64_t extent)
+      : node_(std::move(node)), elementSize_(elementSize), shape_(std::move(shape)), xStrides_(std::move(xStrides)),
+        axisStride_(axisStride), extent_(extent) {}
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    const std::vector<int64_t> indices = in[1].toInt64Vector();
+    const char* x = static_cast<const char*>(in[0].rawData());
+    char* y = static_cast<char*>(out.rawData());
+    forEachBroadcast(shape_, {xStrides_}, [&](int64_t i, const Ints& o) {
+      int64_t k = indices[size_t(i)];
+      FRICTION_CHECK(k >= -extent_ && k < extent_, "GatherElements '" + node_ + "': index " + std::to_string(k) +
+                                                       " out of range for an axis of " + std::to_string(extent_));
+      if (k < 0) k += extent_;
+      std::memcpy(y + size_t(i) * elementSize_, x + size_t(o[0] + k * axisStride_) * elementSize_, elementSize_);
+    });
+  }
+  std::string describe() const override { return "GatherElements (index loop)"; }
+
+ private:
+  std::string node_;
+  size_t elementSize_;
+  Ints shape_, xStrides_;  // the indices' shape; x's strides there, 0 along the axis
+  int64_t axisStride_, extent_;
+};
+
+std::unique_ptr<NativeKernel> matchGatherElements(const Node& n, const std::vector<const Value*>& in, std::string* why) {
+  if (in.size() < 2 || !in[1]) return noNative(why, "GatherElements without indices");
+  const Value *x = in[0], *idx = in[1];
+  if (!x->shape().isStatic() || !idx->shape().isStatic() || !isInteger(idx->dtype()))
+    return noNative(why, "GatherElements of a dynamic shape or non-integer indices");
+  const Ints xs = x->shape().staticDims(), is = idx->shape().staticDims();
+  const int64_t rank = int64_t(xs.size());
+  int64_t axis = n.attrInt("axis", 0);
+  if (axis < 0) axis += rank;
+  if (is.size() != xs.size() || axis < 0 || axis >= rank) return noNative(why, "GatherElements ranks or axis disagree");
+  for (size_t d = 0; d < xs.size(); ++d)
+    if (int64_t(d) != axis && is[d] > xs[d]) return noNative(why, "GatherElements indices wider than the data");
+  Ints strides = ukernels::denseStrides(xs);
+  const int64_t axisStride = strides[size_t(axis)];
+  strides[size_t(axis)] = 0;
+  return std::make_unique<GatherElementsKernel>(n.name(), dtypeSize(x->dtype()), is, std::move(strides), axisStride,
+                                                xs[size_t(axis)]);
+}
+
+// CumSum over x as [outer, len, inner], in x's own type and the interpreter's order (a token mask's int64
+// cumulative sum gives position ids): each step of the axis adds a row to the running sums of the row before.
+class CumSumKernel : public NativeKernel {
+ public:
+  CumSumKernel(DType type, bool exclusive, bool reverse, int64_t outer, int64_t len, int64_t inner)
+      : type_(type), exclusive_(exclusive), reverse_(reverse), outer_(outer), len_(len), inner_(inner) {}
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    withElementType(type_, [&](auto type) {
+      using T = decltype(type);
+      const T* x = in[0].data<T>();
+      T* y = out.data<T>();
+      std::vector<T> sum(static_cast<size_t>(inner_));
+      for (int64_t o = 0; o < outer_; ++o) {
+        std::fill(sum.begin(), sum.end(), T(0));
+        for (int64_t s = 0; s < len_; ++s) {
+          const int64_t row = (o * len_ + (reverse_ ? len_ - 1 - s : s)) * inner_;
+          for (int64_t i = 0; i < inner_; ++i) {
+            if (exclusive_) y[row + i] = sum[size_t(i)];
+            sum[size_t(i)] = T(sum[size_t(i)] + x[row + i]);
+            if (!exclusive_) y[row + i] = sum[size_t(i)];
+          }
+        }
+      }
+    });
+  }
+  std::string describe() const override { return "CumSum (row scan)"; }
+
+ private:
+  DType type_;
+  bool exclusive_, reverse_;
+  int64_t outer_, len_, inner_;
+};
+
+std::unique_ptr<NativeKernel> matchCumSum(const Node& n, const std::vector<const Value*>& in, std::string* why) {
+  const Value* x = in[0];
+  const Tensor* axisData = in.size() > 1 && in[1] ? constantData(in[1]) : nullptr;
+  if (!axisData || axisData->numel() != 1 || !isInteger(axisData->dtype()))
+    return noNative(why, "CumSum axis is not a constant");
+  if (!x->shape().isStatic() || !hasCType(x->dtype()) || x->dtype() == DType::Bool)
+    return noNative(why, "CumSum of a dynamic shape, f16/bf16 or bool");
+  const Ints xs = x->shape().staticDims();
+  const int64_t rank = int64_t(xs.size());
+  int64_t axis = axisData->elementAsInt(0);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return noNative(why, "CumSum axis out of range");
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis) (d < axis ? outer : inner) *= xs[size_t(d)];
+  return std::make_unique<CumSumKernel>(x->dtype(), n.attrInt("exclusive", 0) != 0, n.attrInt("reverse", 0) != 0, outer,
+                                        xs[size_t(axis)], inner);
+}
+
+// Trilu: each of the `matrices` trailing [rows, cols] matrices keeps the elements on one side of the k-th
+// diagonal and zeroes the rest; a byte copy, so any element type.
+class TriluKernel : public NativeKernel {
+ public:
+  TriluKernel(size_t elementSize, int64_t matrices, int64_t rows, int64_t cols, int64_t k, bool upper)
+      : elementSize_(elementSize), matrices_(matrices), rows_(rows), cols_(cols), k_(k), upper_(upper) {}
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    const char* x = static_cast<const char*>(in[0].rawData());
+    char* y = static_cast<char*>(out.rawData());
+    std::memset(y, 0, out.byteSize());
+    for (int64_t m = 0; m < matrices_; ++m)
+      for (int64_t i = 0; i < rows_; ++i) {  // kept: columns j with j - i >= k (upper) or j - i <= k (lower)
+        const int64_t from = upper_ ? std::clamp(i + k_, int64_t(0), cols_) : 0;
+        const int64_t to = upper_ ? cols_ : std::clamp(i + k_ + 1, int64_t(0), cols_);
+        const size_t row = size_t((m * rows_ + i) * cols_);
+        if (to > from) std::memcpy(y + (row + size_t(from)) * elementSize_, x + (row + size_t(from)) * elementSize_,
+                                   size_t(to - from) * elementSize_);
+      }
+  }
+  std::string describe() const override { return "Trilu (row copies)"; }
+
+ private:
+  size_t elementSize_;
+  int64_t matrices_, rows_, cols_, k_;
+  bool upper_;
+};
+
+std::unique_ptr<NativeKernel> matchTrilu(const Node& n, const std::vector<const Value*>& in, std::string* why) {
+  const Value* x = in[0];
+  if (!x->shape().isStatic() || x->shape().rank() < 2) return noNative(why, "Trilu of a dynamic shape or rank < 2");
+  int64_t k = 0;
+  if (in.size() > 1 && in[1]) {
+    const Tensor* t = constantData(in[1]);
+    if (!t || t->numel() != 1 || !isInteger(t->dtype())) return noNative(why, "Trilu k is not a constant");
+    k = t->elementAsInt(0);
+  }
+  const Ints xs = x->shape().staticDims();
+  const int64_t rows = xs[xs.size() - 2], cols = xs.back();
+  int64_t matrices = 1;
+  for (size_t d = 0; d + 2 < xs.size(); ++d) matrices *= xs[d];
+  return std::make_unique<TriluKernel>(dtypeSize(x->dtype()), matrices, rows, cols, k, n.attrInt("upper", 1) != 0);
+}
+
 }  // namespace
 
 std::unique_ptr<NativeKernel> matchTypedOp(const Node& node, const std::vector<const Value*>& outer, std::string* why) {
@@ -159,6 +424,14 @@ std::unique_ptr<NativeKernel> matchTypedOp(const Node& node, const std::vector<c
   };
   if (node.numOutputs() != 1 || outer.empty() || !outer[0]) return noNative(why, node.op() + " is not a typed op");
   if (auto it = masks.find(node.op()); it != masks.end()) return matchMask(node, it->second, outer, why);
+  static const std::map<std::string, ArithOp> arithmetic = {{"Add", ArithOp::Add}, {"Sub", ArithOp::Sub},
+                                                             {"Mul", ArithOp::Mul}, {"Div", ArithOp::Div},
+                                                             {"Max", ArithOp::Max}, {"Min", ArithOp::Min}};
+  if (auto it = arithmetic.find(node.op()); it != arithmetic.end()) return matchArith(node, it->second, outer, why);
+  if (node.op() == "ArgMax" || node.op() == "ArgMin") return matchArgReduce(node, outer, why);
+  if (node.op() == "GatherElements") return matchGatherElements(node, outer, why);
+  if (node.op() == "CumSum") return matchCumSum(node, outer, why);
+  if (node.op() == "Trilu") return matchTrilu(node, outer, why);
   if (node.op() != "Cast") return noNative(why, node.op() + " is not a typed op");
   const Value *x = outer[0], *y = node.output(0);
   if (!x->shape().isStatic() || !y->shape().isStatic()) return noNative(why, "Cast of a dynamic shape");

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "runtime/ukernels/Multiversion.h"
 #include "runtime/ukernels/Parallel.h"
@@ -96,20 +97,82 @@ void softmaxRows(int64_t rows, int64_t cols, const float* x, float* y, bool logS
   });
 }
 
+void softmaxAcross(SoftmaxKind kind, int64_t outer, int64_t len, int64_t inner, const float* x, float* y) {
+  if (len == 0) return;
+#pragma omp parallel if (outer * len * inner > (1 << 15))
+  {
+    std::vector<float> mx(static_cast<size_t>(inner));
+    std::vector<double> sum(static_cast<size_t>(inner));
+    std::vector<int64_t> arg(static_cast<size_t>(inner));
+#pragma omp for schedule(static)
+    for (int64_t o = 0; o < outer; ++o) {
+      const float* in = x + o * len * inner;
+      float* out = y + o * len * inner;
+      if (kind == SoftmaxKind::Hardmax) {  // the interpreter's scan: a later element wins only when larger
+        std::fill(arg.begin(), arg.end(), 0);
+        for (int64_t r = 1; r < len; ++r)
+          for (int64_t i = 0; i < inner; ++i)
+            if (in[r * inner + i] > in[arg[size_t(i)] * inner + i]) arg[size_t(i)] = r;
+        std::fill(out, out + len * inner, 0.f);
+        for (int64_t i = 0; i < inner; ++i) out[arg[size_t(i)] * inner + i] = 1.f;
+        continue;
+      }
+      std::copy(in, in + inner, mx.begin());
+      for (int64_t r = 1; r < len; ++r)
+#pragma omp simd
+        for (int64_t i = 0; i < inner; ++i) mx[size_t(i)] = std::max(mx[size_t(i)], in[r * inner + i]);
+      std::fill(sum.begin(), sum.end(), 0.0);
+      for (int64_t r = 0; r < len; ++r)
+        for (int64_t i = 0; i < inner; ++i) {
+          const float e = std::exp(in[r * inner + i] - mx[size_t(i)]);
+          sum[size_t(i)] += e;
+          if (kind == SoftmaxKind::Softmax) out[r * inner + i] = e;
+        }
+      for (int64_t i = 0; i < inner; ++i)
+        sum[size_t(i)] = kind == SoftmaxKind::Softmax ? 1.0 / sum[size_t(i)] : std::log(sum[size_t(i)]);
+      for (int64_t r = 0; r < len; ++r)
+#pragma omp simd
+        for (int64_t i = 0; i < inner; ++i)
+          out[r * inner + i] = kind == SoftmaxKind::Softmax ? out[r * inner + i] * float(sum[size_t(i)])
+                                                             : in[r * inner + i] - mx[size_t(i)] - float(sum[size_t(i)]);
+    }
+  }
+}
+
+namespace {
+// A row's mean and 1 / sqrt(variance + eps) in two passes (mean, then squared deviations), as the interpreter
+// computes them: no cancellation.
+std::pair<float, float> rowMoments(const float* in, int64_t cols, float eps) {
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < cols; ++i) s += in[i];
+  double mean = s / double(cols), v = 0;
+#pragma omp simd reduction(+ : v)
+  for (int64_t i = 0; i < cols; ++i) v += (in[i] - mean) * (in[i] - mean);
+  return {float(mean), float(1.0 / std::sqrt(v / double(cols) + double(eps)))};
+}
+}  // namespace
+
+void instanceNormRows(int64_t rows, int64_t cols, int64_t channels, const float* x, const float* scale,
+                      const float* bias, float eps, float* y) {
+#pragma omp parallel for schedule(static) if (rows * cols > (1 << 15))
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* in = x + r * cols;
+    float* out = y + r * cols;
+    const auto [m, inv] = rowMoments(in, cols, eps);
+    const float a = inv * scale[r % channels], b = bias[r % channels];
+#pragma omp simd
+    for (int64_t i = 0; i < cols; ++i) out[i] = (in[i] - m) * a + b;
+  }
+}
+
 void layerNormRows(int64_t rows, int64_t cols, const float* x, const float* scale, const float* bias, float eps,
                    float* y) {
 #pragma omp parallel for schedule(static) if (rows * cols > (1 << 15))
   for (int64_t r = 0; r < rows; ++r) {
     const float* in = x + r * cols;
     float* out = y + r * cols;
-    // Two passes (mean, then squared deviations), as the interpreter does: no cancellation.
-    double s = 0;
-#pragma omp simd reduction(+ : s)
-    for (int64_t i = 0; i < cols; ++i) s += in[i];
-    double mean = s / double(cols), v = 0;
-#pragma omp simd reduction(+ : v)
-    for (int64_t i = 0; i < cols; ++i) v += (in[i] - mean) * (in[i] - mean);
-    float m = float(mean), inv = float(1.0 / std::sqrt(v / double(cols) + double(eps)));
+    const auto [m, inv] = rowMoments(in, cols, eps);
     if (bias) {
 #pragma omp simd
       for (int64_t i = 0; i < cols; ++i) out[i] = (in[i] - m) * inv * scale[i] + bias[i];

@@ -11,10 +11,21 @@ namespace friction::ukernels {
 
 void softmaxRows(int64_t rows, int64_t cols, const float* x, float* y, bool logSoftmax);
 
+// Softmax, LogSoftmax or Hardmax along the middle dim of x viewed as [outer, len, inner]: an axis that is not
+// the innermost (a segmentation map's channels), lanes of `inner` consecutive elements at a time; Hardmax at
+// any axis (inner 1 too): 1 at the first largest element of each lane (NaN never the largest), 0 elsewhere.
+enum class SoftmaxKind { Softmax, LogSoftmax, Hardmax };
+void softmaxAcross(SoftmaxKind kind, int64_t outer, int64_t len, int64_t inner, const float* x, float* y);
+
 // y = (x - mean) / sqrt(var + eps) * scale + bias; scale/bias have `cols`
 // elements (bias may be null).
 void layerNormRows(int64_t rows, int64_t cols, const float* x, const float* scale, const float* bias, float eps,
                    float* y);
+
+// InstanceNormalization: rows of `cols` (an image plane each, rows = N x channels), each normalized, then scaled
+// and shifted by its channel's scale[r % channels] and bias[r % channels].
+void instanceNormRows(int64_t rows, int64_t cols, int64_t channels, const float* x, const float* scale,
+                      const float* bias, float eps, float* y);
 
 }  // namespace friction::ukernels
 

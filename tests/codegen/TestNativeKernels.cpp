@@ -394,6 +394,127 @@ TEST(NativeWindowOps, WindowOpsOverOneAndThreeSpatialDims) {
   }
 }
 
+// ---- ops the ONNX node tests use that the families do not: each native, in every variant of its attributes ----
+
+Value* asF32(GraphBuilder& b, Value* v) { return b.op("Cast", {v}, {{"to", int64_t(dtypeToOnnxCode(DType::F32))}}); }
+Value* asType(GraphBuilder& b, Value* v, DType t) { return b.op("Cast", {v}, {{"to", int64_t(dtypeToOnnxCode(t))}}); }
+// x truncated to integers (-1, 0, 1 of randomTensor's [-2, 2]): ties for the ops that must pick among equal
+// elements.
+Value* withTies(GraphBuilder& b, Value* x) { return asF32(b, asType(b, x, DType::I32)); }
+
+TEST(NativeTensorOps, TileRepeatsEveryDim) {
+  for (const Ints& repeats : {Ints{2, 1, 3}, Ints{1, 1, 1}, Ints{3, 2, 1}}) {
+    auto stats = expectNativeMatches(
+        {2, 3, 4}, [&](GraphBuilder& b, Value* x) { return b.op("Tile", {x, ints(b, repeats)}); }, "Tile");
+    EXPECT_EQ(stats.nativeOps["Tile (strided copy)"], 1);
+  }
+}
+
+TEST(NativeTensorOps, ArgMaxAndArgMinOfTiesAtEveryAxis) {
+  for (const std::string op : {"ArgMax", "ArgMin"})
+    for (int64_t axis : {0, 1, -1})
+      for (int64_t keepdims : {0, 1})
+        for (int64_t last : {0, 1}) {
+          auto stats = expectNativeMatches(
+              {3, 4, 5}, [&](GraphBuilder& b, Value* x) {
+                return asF32(b, b.op(op, {withTies(b, x)},
+                                     {{"axis", axis}, {"keepdims", keepdims}, {"select_last_index", last}}));
+              },
+              op + " axis " + std::to_string(axis) + " keepdims " + std::to_string(keepdims) + " last " +
+                  std::to_string(last));
+          EXPECT_EQ(stats.nativeOps[op + " (axis scan)"], 1);
+        }
+}
+
+TEST(NativeTensorOps, GatherElementsOfRunTimeIndicesChecksBounds) {
+  for (int64_t axis : {0, 1, -1}) {
+    Graph g;
+    GraphBuilder b(g);
+    Value* x = b.input("x", {DType::F32, Shape::fromStatic({3, 4, 5})});
+    Value* idx = b.input("idx", {DType::I64, Shape::fromStatic({2, 3, 5})});  // narrower than x off the axis too
+    b.output(b.op("GatherElements", {x, idx}, {{"axis", axis}}, "gather"));
+    FakeSource source;
+    auto model = codegen::compileCpuModel(g, source, "native only");
+    EXPECT_EQ(model->interpNodes(), 0) << model->description();
+    const int64_t extent = Ints{3, 4, 5}[size_t(axis < 0 ? axis + 3 : axis)];
+    std::vector<int64_t> indices;
+    for (int64_t i = 0; i < 30; ++i) indices.push_back((i * 7) % (2 * extent) - extent);  // negatives too
+    std::vector<Tensor> in = {randomTensor({3, 4, 5}, 6), Tensor::fromVector<int64_t>(DType::I64, {2, 3, 5}, indices)};
+    expectClose(model->run(in)[0], interp::run(g, in)[0], 0, "GatherElements axis " + std::to_string(axis));
+    indices[7] = extent;
+    in[1] = Tensor::fromVector<int64_t>(DType::I64, {2, 3, 5}, indices);
+    try {
+      model->run(in);
+      ADD_FAILURE() << "index " << extent << " of an axis of " << extent << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("'gather': index"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(NativeTensorOps, CumSumForwardReversedExclusiveAndOnIntegers) {
+  for (int64_t axis : {0, 1, -1})
+    for (int64_t exclusive : {0, 1})
+      for (int64_t reverse : {0, 1})
+        for (bool integers : {false, true}) {
+          auto stats = expectNativeMatches(
+              {3, 4, 5}, [&](GraphBuilder& b, Value* x) {
+                std::map<std::string, Attribute> attrs = {{"exclusive", exclusive}, {"reverse", reverse}};
+                if (!integers) return b.op("CumSum", {x, b.constant(Tensor::scalarI64(axis))}, attrs);
+                Value* counts = asType(b, withTies(b, x), DType::I64);  // a mask's cumulative sum: position ids
+                return asF32(b, b.op("CumSum", {counts, b.constant(Tensor::scalarI64(axis))}, attrs));
+              },
+              "CumSum axis " + std::to_string(axis) + (exclusive ? " exclusive" : "") + (reverse ? " reverse" : "") +
+                  (integers ? " i64" : ""),
+              1e-5);
+          EXPECT_EQ(stats.nativeOps["CumSum (row scan)"], 1);
+        }
+}
+
+TEST(NativeTensorOps, TriluKeepsEitherSideOfEveryDiagonal) {
+  for (int64_t upper : {0, 1})
+    for (std::optional<int64_t> k : {std::optional<int64_t>(), std::optional<int64_t>(-2), std::optional<int64_t>(1),
+                                     std::optional<int64_t>(7), std::optional<int64_t>(-9)}) {
+      auto stats = expectNativeMatches(
+          {2, 4, 5}, [&](GraphBuilder& b, Value* x) {
+            std::vector<Value*> in = {x};
+            if (k) in.push_back(b.constant(Tensor::scalarI64(*k)));
+            return b.op("Trilu", in, {{"upper", upper}});
+          },
+          std::string(upper ? "upper" : "lower") + " k " + (k ? std::to_string(*k) : "absent"));
+      EXPECT_EQ(stats.nativeOps["Trilu (row copies)"], 1);
+    }
+}
+
+TEST(NativeTensorOps, SoftmaxAcrossAnInnerAxisAndHardmaxAtEveryAxis) {
+  for (const std::string op : {"Softmax", "LogSoftmax", "Hardmax"})
+    for (int64_t axis : {0, 1, 2}) {
+      if (op != "Hardmax" && axis == 2) continue;  // the last axis: the row kernel, tested with the epilogues
+      auto stats = expectNativeMatches(
+          {3, 4, 5}, [&](GraphBuilder& b, Value* x) {
+            return b.op(op, {op == "Hardmax" ? withTies(b, x) : x}, {{"axis", axis}});
+          },
+          op + " axis " + std::to_string(axis), 1e-5);
+      EXPECT_EQ(stats.nativeOps[op + (axis == 2 ? " rows" : " across rows")], 1);
+    }
+}
+
+TEST(NativeTensorOps, InstanceNormalizationLrnAndGlobalMaxPool) {
+  auto stats = expectNativeMatches(
+      {2, 6, 4, 5}, [](GraphBuilder& b, Value* x) {
+        Value* norm = b.op("InstanceNormalization",
+                           {x, b.constant(randomTensor({6}, 3)), b.constant(randomTensor({6}, 4))}, {{"epsilon", 1e-3f}});
+        Value* lrnOdd = b.op("LRN", {norm}, {{"size", int64_t(3)}, {"alpha", 0.02f}, {"beta", 0.75f}, {"bias", 2.f}});
+        Value* lrnEven = b.op("LRN", {lrnOdd}, {{"size", int64_t(4)}});  // a window one longer after the channel
+        Value* pooled = b.op("GlobalMaxPool", {x});
+        return b.op("Concat", {lrnEven, b.op("Expand", {pooled, ints(b, {2, 6, 4, 5})})}, {{"axis", int64_t(1)}});
+      },
+      "normalizations", 1e-5);
+  EXPECT_EQ(stats.nativeOps["InstanceNormalization rows"], 1);
+  EXPECT_EQ(stats.nativeOps["LRN (channel windows)"], 2);
+  EXPECT_EQ(stats.nativeOps["GlobalMaxPool (consecutive axes)"], 1);
+}
+
 TEST(NativeTensorOps, ShapeOpsAreZeroCopyViews) {
   auto stats = expectNativeMatches(
       {2, 3, 4}, [](GraphBuilder& b, Value* x) {
@@ -401,10 +522,12 @@ TEST(NativeTensorOps, ShapeOpsAreZeroCopyViews) {
         y = b.op("Unsqueeze", {y, ints(b, {0})});
         y = b.op("Squeeze", {y, ints(b, {0})});
         y = b.op("Cast", {y}, {{"to", int64_t(1)}});  // to f32: what it already is
+        y = b.op("Dropout", {y});                      // at inference: the identity
+        y = b.op("Dropout", {y, b.constant(Tensor::scalarF32(0.3f)), b.constant(Tensor::scalarI64(0).castTo(DType::Bool))});
         return b.op("Flatten", {y}, {{"axis", int64_t(0)}});
       },
       "views");
-  EXPECT_EQ(stats.views, 5);
+  EXPECT_EQ(stats.views, 7);
   EXPECT_EQ(stats.nativeCalls, 0);
 }
 
