@@ -73,6 +73,7 @@ bool rewritable(const Node& n) {
   if (!allStatic(n)) return false;
   if (n.op() == "Split") return n.numInputs() >= 1 && n.input(0);
   if (n.op() == "Einsum") return n.numInputs() == 2 && matmulForm(n.attrString("equation", "")).has_value();
+  if (n.op() == "DepthToSpace" || n.op() == "SpaceToDepth") return n.input(0)->shape().rank() == 4;
   return false;
 }
 
@@ -108,6 +109,27 @@ class Rewriter {
     Value* product = add("MatMul", {a, b}, nullptr, n.name() + "/matmul", TensorType{y->dtype(), Shape::fromStatic(ys)});
     if (!isIdentity(form.permY)) product = add("Transpose", {product}, y, n.name() + "/y", {}, {{"perm", form.permY}});
     replace_[y] = product;
+  }
+
+  // DepthToSpace and SpaceToDepth (NCHW, block b): the channels' b x b blocks moved to or from the pixels, as
+  // the ONNX reference defines them: Reshape to 6-D, one Transpose, Reshape back (both reshapes zero-copy views).
+  void depthSpace(const Node& n) {
+    Value* x = n.input(0);
+    const Ints xs = x->shape().staticDims();
+    const int64_t b = n.attrInt("blocksize", 1), N = xs[0], C = xs[1], H = xs[2], W = xs[3];
+    Ints six, perm;
+    if (n.op() == "SpaceToDepth") {
+      six = {N, C, H / b, b, W / b, b}, perm = {0, 3, 5, 1, 2, 4};
+    } else if (n.attrString("mode", "DCR") == "DCR") {
+      six = {N, b, b, C / (b * b), H, W}, perm = {0, 3, 4, 1, 5, 2};
+    } else {  // CRD
+      six = {N, C / (b * b), b, b, H, W}, perm = {0, 1, 4, 2, 5, 3};
+    }
+    Value* y = n.output(0);
+    Value* blocks = add("Reshape", {x, ints(six)}, nullptr, n.name() + "/blocks",
+                        TensorType{x->dtype(), Shape::fromStatic(six)});
+    Value* moved = transposed(blocks, perm, n.name() + "/moved");
+    replace_[y] = add("Reshape", {moved, ints(y->shape().staticDims())}, y, n.name() + "/y");
   }
 
   void finish() {
@@ -151,7 +173,9 @@ int64_t legalize(Graph& g) {
   Rewriter r(g);
   for (const Node* n : nodes) {
     const size_t mark = g.nodes().size();
-    n->op() == "Split" ? r.split(*n) : r.einsum(*n);
+    if (n->op() == "Split") r.split(*n);
+    else if (n->op() == "Einsum") r.einsum(*n);
+    else r.depthSpace(*n);
     g.moveNodesBefore(mark, n);  // the program runs in the order plan-memory planned
   }
   r.finish();

@@ -3,7 +3,8 @@
 // body): Split into one Slice per output (each a strided copy), and an Einsum
 // of batched-matmul form (`bgid,bgjd->bgij`: one contracted, one row and one
 // column letter, the rest batch letters present in all three terms) into
-// Transposes around a MatMul. Runs after the passes, so what it makes is
+// Transposes around a MatMul, DepthToSpace and SpaceToDepth into a Transpose
+// between two Reshapes. Runs after the passes, so what it makes is
 // never fused or re-laid-out: it decides kernels, not the graph the passes see.
 #pragma once
 #include <cstdint>

@@ -1,4 +1,4 @@
-// codegen/Legalize.cpp: Split and matmul-form Einsum rewritten into ops with
+// codegen/Legalize.cpp: Split, matmul-form Einsum, DepthToSpace and SpaceToDepth rewritten into ops with
 // kernels. Each rewrite is checked for structure (the ops after) and for
 // numerics (the rewritten graph against the original on the interpreter).
 #include <gtest/gtest.h>
@@ -90,6 +90,30 @@ TEST(Legalize, OtherEinsumsAreLeftAlone) {
     Value* y = b.input("b", {DType::F32, c.b});
     b.output(b.op("Einsum", {x, y}, {{"equation", c.equation}}));
     EXPECT_FALSE(codegen::needsLegalizing(g));
+  }
+}
+
+// A pixel shuffle and its inverse: the channels' blocks to and from the pixels, in both of DepthToSpace's
+// orders.
+TEST(Legalize, DepthToSpaceAndSpaceToDepthBecomeATransposeBetweenReshapes) {
+  struct Case {
+    std::string op, mode;
+    Ints x;
+    int64_t block;
+  };
+  for (const Case& c : std::vector<Case>{{"DepthToSpace", "DCR", {2, 8, 3, 4}, 2},
+                                         {"DepthToSpace", "CRD", {2, 18, 2, 3}, 3},
+                                         {"SpaceToDepth", "", {2, 3, 4, 6}, 2}}) {
+    SCOPED_TRACE(c.op + " " + c.mode);
+    Graph g;
+    GraphBuilder b(g);
+    Value* x = b.input("x", {DType::F32, Shape::fromStatic(c.x)});
+    std::map<std::string, Attribute> attrs = {{"blocksize", c.block}};
+    if (!c.mode.empty()) attrs["mode"] = c.mode;
+    b.output(b.op(c.op, {x}, attrs));
+    EXPECT_TRUE(codegen::needsLegalizing(g));
+    auto after = legalizedMatches(g, {test::randomTensor(c.x, 3)}, 1);
+    EXPECT_EQ(ops(*after), (std::vector<std::string>{"Reshape", "Transpose", "Reshape"}));
   }
 }
 
