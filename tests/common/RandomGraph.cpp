@@ -324,9 +324,12 @@ Value* einsum(Generator& g, Value* x) {
 
 Value* rows(Generator& g, Value* x) {
   Ints s = dims(x);
-  switch (g.uniform(0, 2)) {
-    case 0: return g.op("Softmax", {x}, {{"axis", int64_t(-1)}});
-    case 1: return g.op("LogSoftmax", {x}, {{"axis", int64_t(-1)}});
+  // Mostly over the last axis (rows); now and then over another (across rows), Hardmax at any.
+  const int64_t axis = g.coin(0.7) ? -1 : g.uniform(0, int64_t(s.size()) - 1);
+  switch (g.uniform(0, 3)) {
+    case 0: return g.op("Softmax", {x}, {{"axis", axis}});
+    case 1: return g.op("LogSoftmax", {x}, {{"axis", axis}});
+    case 2: return g.op("Hardmax", {x}, {{"axis", axis}});
     default:
       return g.op("LayerNormalization", {x, g.constant({s.back()}, 0.5f, 1.5f), g.constant({s.back()})},
                   {{"axis", int64_t(-1)}});
@@ -378,6 +381,62 @@ Value* expand(Generator& g, Value* x) {
   return g.op("Expand", {x, g.ints(t)});
 }
 
+// The ops of the ONNX node tests past the families': variadic arithmetic, the trigonometric and rounding ops,
+// scans and index ops (their integer results cast back to f32), Tile, Trilu.
+Value* scanAndIndex(Generator& g, Value* x) {
+  Ints s = dims(x);
+  const int64_t rank = int64_t(s.size()), axis = g.uniform(0, rank - 1);
+  auto asF32 = [&](Value* v) { return g.op("Cast", {v}, {{"to", int64_t(dtypeToOnnxCode(DType::F32))}}); };
+  switch (g.uniform(0, 7)) {
+    case 0: {
+      const std::string& op = g.pick(std::vector<std::string>{"Max", "Min", "Sum", "Mean"});
+      return g.op(op, {x, g.constant({s.back()}), g.constant(s)});
+    }
+    case 1: return g.op(g.pick(std::vector<std::string>{"Sin", "Cos", "Atan", "Round", "Sign", "Asinh"}), {x});
+    case 2:
+      return g.op("CumSum", {x, g.b_.constant(Tensor::scalarI64(axis - (g.coin() ? rank : 0)))},
+                  {{"exclusive", int64_t(g.coin())}, {"reverse", int64_t(g.coin())}});
+    case 3:
+      return asF32(g.op(g.coin() ? "ArgMax" : "ArgMin", {x},
+                        {{"axis", axis}, {"keepdims", int64_t(g.coin())}, {"select_last_index", int64_t(g.coin())}}));
+    case 4: {  // indices of x's own shape, narrower now and then off the axis
+      Ints is = s;
+      for (size_t d = 0; d < is.size(); ++d)
+        if (int64_t(d) != axis && g.coin(0.3)) is[d] = g.uniform(1, s[d]);
+      Tensor idx(DType::I64, is);
+      for (int64_t i = 0; i < idx.numel(); ++i) idx.data<int64_t>()[i] = g.uniform(-s[size_t(axis)], s[size_t(axis)] - 1);
+      return g.op("GatherElements", {x, g.b_.constant(idx)}, {{"axis", axis}});
+    }
+    case 5: {
+      Ints repeats(s.size(), 1);
+      repeats[size_t(axis)] = g.uniform(2, 3);
+      return g.op("Tile", {x, g.ints(repeats)});
+    }
+    default:
+      if (rank < 2) return nullptr;
+      return g.op("Trilu", {x, g.b_.constant(Tensor::scalarI64(g.uniform(-2, 2)))}, {{"upper", int64_t(g.coin())}});
+  }
+}
+
+// Normalizations and rearrangements of image tensors: InstanceNormalization, LRN, GlobalMaxPool,
+// DepthToSpace / SpaceToDepth where the block divides the channels or the pixels.
+Value* imageOps(Generator& g, Value* x) {
+  Ints s = dims(x);
+  if (s.size() != 4) return nullptr;
+  switch (g.uniform(0, 4)) {
+    case 0: return g.op("InstanceNormalization", {x, g.constant({s[1]}, 0.5f, 1.5f), g.constant({s[1]})});
+    case 1:
+      return g.op("LRN", {x}, {{"size", g.uniform(1, 5)}, {"alpha", 0.01f}, {"beta", 0.75f}, {"bias", 1.f}});
+    case 2: return g.op("GlobalMaxPool", {x});
+    case 3:
+      if (s[1] % 4 != 0) return nullptr;
+      return g.op("DepthToSpace", {x}, {{"blocksize", int64_t(2)}, {"mode", g.pick(std::vector<std::string>{"DCR", "CRD"})}});
+    default:
+      if (s[2] % 2 != 0 || s[3] % 2 != 0) return nullptr;
+      return g.op("SpaceToDepth", {x}, {{"blocksize", int64_t(2)}});
+  }
+}
+
 const std::vector<std::pair<std::string, Family>>& families() {
   static const std::vector<std::pair<std::string, Family>> f = {
       {"activation", activation}, {"binary", binary},   {"conv", conv},     {"pool", pool},
@@ -386,13 +445,14 @@ const std::vector<std::pair<std::string, Family>>& families() {
       {"pad", pad},               {"gather", gather},   {"expand", expand},
       {"prelu", prelu},           {"mask", mask},       {"split", split},   {"einsum", einsum},
       {"shuffle", shuffle},       {"convtranspose", convTranspose}, {"resize", resize},
-      {"window1d3d", window1d3d}};
+      {"window1d3d", window1d3d}, {"scan_index", scanAndIndex}, {"image_ops", imageOps}};
   return f;
 }
 
-// Conv and its epilogue patterns are drawn more often: they are what the passes rewrite most.
+// Conv and its epilogue patterns are drawn more often: they are what the passes rewrite most; the two families of
+// node-test ops pick among many ops each.
 const std::vector<int>& weights() {
-  static const std::vector<int> w = {4, 4, 4, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  static const std::vector<int> w = {4, 4, 4, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2};
   return w;
 }
 
