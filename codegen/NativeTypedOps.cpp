@@ -1,7 +1,7 @@
 // Native kernels of the ops whose operands or results are not f32 (masks and
 // their arithmetic: an attention mask built by comparisons, Not and Where, a
-// padding mask cast to f32, a token mask's position ids): Cast between element
-// types, the comparisons, And/Or/Xor/Not, Where, Add/Sub/Mul/Div/Max/Min on
+// padding mask cast to f32, a token mask's position ids): Cast (and CastLike)
+// between element types, the comparisons, And/Or/Xor/Not, Where, Add/Sub/Mul/Div/Max/Min on
 // integers and f64, with numpy broadcasting; ArgMax/ArgMin (int64 out);
 // GatherElements, CumSum and Trilu (any type). They run on small tensors
 // (masks, often constant but for fold-constants), so one serial loop each.
@@ -432,7 +432,7 @@ std::unique_ptr<NativeKernel> matchTypedOp(const Node& node, const std::vector<c
   if (node.op() == "GatherElements") return matchGatherElements(node, outer, why);
   if (node.op() == "CumSum") return matchCumSum(node, outer, why);
   if (node.op() == "Trilu") return matchTrilu(node, outer, why);
-  if (node.op() != "Cast") return noNative(why, node.op() + " is not a typed op");
+  if (node.op() != "Cast" && node.op() != "CastLike") return noNative(why, node.op() + " is not a typed op");
   const Value *x = outer[0], *y = node.output(0);
   if (!x->shape().isStatic() || !y->shape().isStatic()) return noNative(why, "Cast of a dynamic shape");
   if (!hasCType(x->dtype()) || !hasCType(y->dtype())) return noNative(why, "Cast from or to f16/bf16");

@@ -24,13 +24,14 @@ bool isInferenceDropout(const Node& n) {
   return training && training->numel() == 1 && training->elementAsInt(0) == 0;
 }
 
-// A View-trait op (Reshape, Flatten, Squeeze, Unsqueeze, Identity), a Cast
-// to the type it already has, or a Dropout at inference, whose result type is known: at run time, its
+// A View-trait op (Reshape, Flatten, Squeeze, Unsqueeze, Identity), a Cast or
+// CastLike to the type it already has, or a Dropout at inference, whose result type is known: at run time, its
 // input's buffer under a new shape.
 bool isZeroCopyView(const Node& n) {
   const Value* x = n.numInputs() > 0 ? n.input(0) : nullptr;
   const Value* y = n.numOutputs() == 1 ? n.output(0) : nullptr;
-  return (hasTrait(n, OpTrait::View) || n.op() == "Cast" || isInferenceDropout(n)) && x && y && y->shape().isStatic() &&
+  return (hasTrait(n, OpTrait::View) || n.op() == "Cast" || n.op() == "CastLike" || isInferenceDropout(n)) && x && y &&
+         y->shape().isStatic() &&
          x->dtype() == y->dtype() &&
          (!x->shape().isStatic() || x->shape().numel() == y->shape().numel());
 }

@@ -149,10 +149,12 @@ TEST(NativeTensorOps, CastBetweenElementTypes) {
         Value* i32 = cast(cast(x, DType::I32), DType::F32);            // truncates toward zero
         Value* boolean = cast(cast(x, DType::Bool), DType::F32);
         Value* u8 = cast(cast(cast(x, DType::I64), DType::U8), DType::F64);  // negatives wrap
-        return b.op("Concat", {i32, boolean, cast(u8, DType::F32)}, {{"axis", int64_t(0)}});
+        Value* like = b.op("CastLike", {b.op("CastLike", {x, b.constant(Tensor::scalarI64(0))}), x});  // to i64, back
+        return b.op("Concat", {i32, boolean, cast(u8, DType::F32), like}, {{"axis", int64_t(0)}});
       },
       "Cast");
   EXPECT_EQ(stats.nativeOps["Cast f32 to i32"], 1);
+  EXPECT_EQ(stats.nativeOps["Cast i64 to f32"], 1);  // the CastLike back
   EXPECT_EQ(stats.nativeOps["Cast u8 to f64"], 1);
 }
 

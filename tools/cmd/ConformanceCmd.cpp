@@ -19,17 +19,26 @@ void conformance(ConformanceArgs& a) {
   if (a.verbose && !a.json)
     a.options.onCase = [](const ConformanceCase& c) {
       const char* tag = c.status == ConformanceCase::Status::Passed ? "PASS" : c.status == ConformanceCase::Status::Failed ? "FAIL" : "SKIP";
-      std::cout << tag << " " << c.name << (c.reason.empty() ? "" : ": " + c.reason) << "\n";
+      std::cout << tag << " " << c.name << (c.reason.empty() ? "" : ": " + c.reason)
+                << (c.interpNodes > 0 ? " (" + std::to_string(c.interpNodes) +
+                                            (c.interpNodes == 1 ? " node" : " nodes") + " on the interpreter)"
+                                      : "")
+                << "\n";
     };
   ConformanceReport r = runConformance(a.dir, a.options);
   std::map<std::string, int> skippedOps;
-  for (const auto& c : r.cases)
+  int ran = 0, withInterp = 0;  // cases that ran; of them, those a compiled backend left nodes of to the interpreter
+  for (const auto& c : r.cases) {
     if (c.status == ConformanceCase::Status::Skipped) skippedOps[c.reason]++;
+    if (c.interpNodes >= 0) ran++, withInterp += c.interpNodes > 0;
+  }
   if (a.json) {
-    nlohmann::json j{{"dir", a.dir}, {"backend", a.options.backend}, {"passed", r.passed}, {"failed", r.failed}, {"skipped", r.skipped}};
+    nlohmann::json j{{"dir", a.dir},         {"backend", a.options.backend}, {"passed", r.passed},
+                     {"failed", r.failed},   {"skipped", r.skipped},         {"cases_with_interp_nodes", withInterp}};
     for (const auto& c : r.cases) {
       const char* s = c.status == ConformanceCase::Status::Passed ? "passed" : c.status == ConformanceCase::Status::Failed ? "failed" : "skipped";
-      j["cases"].push_back({{"name", c.name}, {"status", s}, {"reason", c.reason}});
+      j["cases"].push_back({{"name", c.name}, {"status", s}, {"reason", c.reason},
+                            {"interp_nodes", c.interpNodes >= 0 ? nlohmann::json(c.interpNodes) : nlohmann::json()}});
     }
     std::cout << j.dump(2) << "\n";
   } else {
@@ -44,7 +53,11 @@ void conformance(ConformanceArgs& a) {
     }
   }
   // The summary line ends the output; with --json it goes to stderr, so stdout stays one JSON document.
-  (a.json ? std::cerr : std::cout) << r.passed << " passed, " << r.failed << " failed, " << r.skipped << " skipped\n";
+  std::ostream& summary = a.json ? std::cerr : std::cout;
+  if (a.options.backend != "interp" && ran > 0)
+    summary << withInterp << " of the " << ran << " cases that ran left nodes to the interpreter"
+            << (a.verbose ? "" : " (-v names them)") << "\n";
+  summary << r.passed << " passed, " << r.failed << " failed, " << r.skipped << " skipped\n";
   if (r.failed) throw Error(std::to_string(r.failed) + " conformance case(s) failed");
 }
 
