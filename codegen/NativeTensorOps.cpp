@@ -4,7 +4,7 @@
 // source positions of each axis (the Resize gather), Concat as row copies, Gather of run-time indices as row
 // copies, ScatterND of constant indices as row copies over a copy of the
 // data, BatchNormalization as one per-channel scale and shift, the Reduce ops
-// over consecutive axes (GlobalMaxPool too), Resize through tables of each axis's taps,
+// (GlobalMaxPool too; axes that are not consecutive moved last by a transpose), Resize through tables of each axis's taps,
 // InstanceNormalization as rows of the normalization kernel, LRN over windows of channels.
 // Each matcher reads what the op's constant inputs say at build time; a
 // non-constant one (a shape computed at run time) leaves the node to the
@@ -411,19 +411,31 @@ std::unique_ptr<NativeKernel> matchBatchNorm(const Node& n, const std::vector<co
                                            std::vector<const Value*>(in.begin() + 1, in.end()));
 }
 
+// A Reduce op over x as [outer, reduced, inner]. Axes that are not consecutive are moved last first (x
+// transposed into a scratch buffer, the kept dims in order), so the reduced dims are: [kept, reduced, 1].
 class ReduceKernel : public NativeKernel {
  public:
-  ReduceKernel(std::string op, ukernels::ReduceKind kind, int64_t outer, int64_t reduced, int64_t inner)
-      : op_(std::move(op)), kind_(kind), outer_(outer), reduced_(reduced), inner_(inner) {}
+  ReduceKernel(std::string op, ukernels::ReduceKind kind, int64_t outer, int64_t reduced, int64_t inner,
+               Ints shape = {}, Ints perm = {})
+      : op_(std::move(op)), kind_(kind), outer_(outer), reduced_(reduced), inner_(inner), shape_(std::move(shape)),
+        perm_(std::move(perm)) {}
   void run(const std::vector<Tensor>& in, Tensor& out) const override {
-    ukernels::reduceMiddle(kind_, outer_, reduced_, inner_, in[0].data<float>(), out.data<float>());
+    const float* x = in[0].data<float>();
+    std::vector<float> moved;
+    if (!perm_.empty()) {
+      moved.resize(size_t(in[0].numel()));
+      ukernels::transposeF32(x, moved.data(), shape_, perm_);
+      x = moved.data();
+    }
+    ukernels::reduceMiddle(kind_, outer_, reduced_, inner_, x, out.data<float>());
   }
-  std::string describe() const override { return op_ + " (consecutive axes)"; }
+  std::string describe() const override { return op_ + (perm_.empty() ? " (consecutive axes)" : " (axes moved last)"); }
 
  private:
   std::string op_;
   ukernels::ReduceKind kind_;
   int64_t outer_, reduced_, inner_;
+  Ints shape_, perm_;  // x's shape and the transpose that puts the reduced axes last; empty: none
 };
 
 std::unique_ptr<NativeKernel> matchReduce(const Node& n, const std::vector<const Value*>& in, const Ints& xs,
@@ -432,7 +444,7 @@ std::unique_ptr<NativeKernel> matchReduce(const Node& n, const std::vector<const
   static const std::map<std::string, K> kinds = {
       {"ReduceSum", K::Sum},        {"ReduceMean", K::Mean}, {"ReduceMax", K::Max},       {"ReduceMin", K::Min},
       {"ReduceSumSquare", K::SumSquare}, {"ReduceL1", K::L1}, {"ReduceL2", K::L2},        {"ReduceLogSum", K::LogSum},
-      {"ReduceLogSumExp", K::LogSumExp}};
+      {"ReduceLogSumExp", K::LogSumExp}, {"ReduceProd", K::Prod}};
   // Axes: an input (ReduceSum from opset 13, every Reduce op from 18) or an attribute.
   std::optional<Ints> axes = !absent(in, 1) ? constantInts(in, 1) : std::optional<Ints>(n.attrInts("axes"));
   if (!axes) return noNative(why, n.op() + " axes are not constants");
@@ -444,13 +456,19 @@ std::unique_ptr<NativeKernel> matchReduce(const Node& n, const std::vector<const
   }
   for (int64_t& a : *axes) a = normalized(a, rank);
   std::sort(axes->begin(), axes->end());
-  for (size_t i = 0; i < axes->size(); ++i)
-    if ((*axes)[i] < 0 || (*axes)[i] >= rank || (i > 0 && (*axes)[i] != (*axes)[i - 1] + 1))
-      return noNative(why, n.op() + " over axes that are not consecutive");
+  axes->erase(std::unique(axes->begin(), axes->end()), axes->end());
+  if (axes->front() < 0 || axes->back() >= rank) return noNative(why, n.op() + " axis out of range");
   int64_t outer = 1, reduced = 1, inner = 1;
+  if (axes->back() - axes->front() + 1 == int64_t(axes->size())) {  // consecutive
+    for (int64_t d = 0; d < rank; ++d)
+      (d < axes->front() ? outer : d <= axes->back() ? reduced : inner) *= xs[size_t(d)];
+    return std::make_unique<ReduceKernel>(n.op(), kinds.at(n.op()), outer, reduced, inner);
+  }
+  Ints perm;
   for (int64_t d = 0; d < rank; ++d)
-    (d < axes->front() ? outer : d <= axes->back() ? reduced : inner) *= xs[size_t(d)];
-  return std::make_unique<ReduceKernel>(n.op(), kinds.at(n.op()), outer, reduced, inner);
+    if (!std::binary_search(axes->begin(), axes->end(), d)) perm.push_back(d), outer *= xs[size_t(d)];
+  for (int64_t a : *axes) perm.push_back(a), reduced *= xs[size_t(a)];
+  return std::make_unique<ReduceKernel>(n.op(), kinds.at(n.op()), outer, reduced, 1, xs, std::move(perm));
 }
 
 // GlobalMaxPool: the largest of each image plane, the Reduce kernel's max over [N x C, spatial, 1].
@@ -596,7 +614,8 @@ std::unique_ptr<NativeKernel> matchTensorOp(const Node& node, const std::vector<
       {"InstanceNormalization", matchInstanceNorm}, {"LRN", matchLrn}, {"GlobalMaxPool", matchGlobalMaxPool},
       {"ReduceSum", matchReduce},    {"ReduceMean", matchReduce},     {"ReduceMax", matchReduce},
       {"ReduceMin", matchReduce},    {"ReduceSumSquare", matchReduce}, {"ReduceL1", matchReduce},
-      {"ReduceL2", matchReduce},     {"ReduceLogSum", matchReduce},    {"ReduceLogSumExp", matchReduce}};
+      {"ReduceL2", matchReduce},     {"ReduceLogSum", matchReduce},    {"ReduceLogSumExp", matchReduce},
+      {"ReduceProd", matchReduce}};
   auto it = matchers.find(node.op());
   if (it == matchers.end()) return noNative(why, node.op() + " has no native kernel");
   const Value* x = outer.empty() ? nullptr : outer[0];

@@ -211,9 +211,12 @@ namespace {
 // value, one step per element, how two partial results combine, and the final map.
 template <ReduceKind Kind>
 struct Fold {
-  static constexpr bool kMax = Kind == ReduceKind::Max, kMin = Kind == ReduceKind::Min;
+  static constexpr bool kMax = Kind == ReduceKind::Max, kMin = Kind == ReduceKind::Min,
+                        kProd = Kind == ReduceKind::Prod;
   static double start() {
-    return kMax ? -std::numeric_limits<double>::infinity() : kMin ? std::numeric_limits<double>::infinity() : 0.0;
+    return kMax   ? -std::numeric_limits<double>::infinity()
+           : kMin ? std::numeric_limits<double>::infinity()
+                  : kProd ? 1.0 : 0.0;
   }
   static double step(double acc, double v) {
     switch (Kind) {
@@ -223,10 +226,13 @@ struct Fold {
       case ReduceKind::L2: return acc + v * v;
       case ReduceKind::L1: return acc + std::abs(v);
       case ReduceKind::LogSumExp: return acc + std::exp(v);
+      case ReduceKind::Prod: return acc * v;
       default: return acc + v;
     }
   }
-  static double combine(double a, double b) { return kMax ? std::max(a, b) : kMin ? std::min(a, b) : a + b; }
+  static double combine(double a, double b) {
+    return kMax ? std::max(a, b) : kMin ? std::min(a, b) : kProd ? a * b : a + b;
+  }
   static float finish(double acc, int64_t count) {
     switch (Kind) {
       case ReduceKind::Mean: return float(acc / double(std::max<int64_t>(count, 1)));
@@ -307,6 +313,7 @@ void reduceMiddle(ReduceKind kind, int64_t outer, int64_t reduced, int64_t inner
     case ReduceKind::L2: return reduceWith<Fold<ReduceKind::L2>>(outer, reduced, inner, x, y);
     case ReduceKind::LogSum: return reduceWith<Fold<ReduceKind::LogSum>>(outer, reduced, inner, x, y);
     case ReduceKind::LogSumExp: return reduceWith<Fold<ReduceKind::LogSumExp>>(outer, reduced, inner, x, y);
+    case ReduceKind::Prod: return reduceWith<Fold<ReduceKind::Prod>>(outer, reduced, inner, x, y);
   }
 }
 

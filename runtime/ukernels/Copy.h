@@ -40,8 +40,9 @@ std::vector<int64_t> denseStrides(const std::vector<int64_t>& shape);
 void channelAffine(int64_t outer, int64_t channels, int64_t inner, const float* x, const float* scale,
                    const float* shift, float* y);
 
-// ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp.
-enum class ReduceKind { Sum, Mean, Max, Min, SumSquare, L1, L2, LogSum, LogSumExp };
+// ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp,
+// ReduceProd.
+enum class ReduceKind { Sum, Mean, Max, Min, SumSquare, L1, L2, LogSum, LogSumExp, Prod };
 // y[o, i] = reduce over r of x[o, r, i], x viewed as [outer, reduced, inner]
 // (sums in double, like the interpreter).
 void reduceMiddle(ReduceKind kind, int64_t outer, int64_t reduced, int64_t inner, const float* x, float* y);

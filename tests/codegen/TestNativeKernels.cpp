@@ -215,7 +215,7 @@ TEST(NativeTensorOps, BatchNormalizationWithConstantAndComputedParameters) {
   }
 }
 
-TEST(NativeTensorOps, ReductionsOverConsecutiveAxes) {
+TEST(NativeTensorOps, ReductionsOverConsecutiveAndScatteredAxes) {
   using Attrs = std::map<std::string, Attribute>;
   struct Case {
     std::string op;
@@ -231,15 +231,23 @@ TEST(NativeTensorOps, ReductionsOverConsecutiveAxes) {
                              {"ReduceL2", {{"axes", Ints{-1}}}, std::nullopt},
                              {"ReduceL1", {{"axes", Ints{1, 2}}, {"keepdims", int64_t(0)}}, std::nullopt},
                              {"ReduceSumSquare", {}, std::nullopt},
-                             {"ReduceLogSumExp", {{"axes", Ints{0}}}, std::nullopt}};
-  for (const Case& c : cases)
-    expectNativeMatches(
+                             {"ReduceLogSumExp", {{"axes", Ints{0}}}, std::nullopt},
+                             {"ReduceProd", {{"axes", Ints{1, 2}}}, std::nullopt},
+                             // not consecutive: moved last first (MeanVarianceNormalization's [0, 2, 3])
+                             {"ReduceMean", {{"axes", Ints{0, 2, 3}}}, std::nullopt},
+                             {"ReduceSum", {{"keepdims", int64_t(0)}}, Ints{3, 1}},
+                             {"ReduceMax", {{"axes", Ints{-1, 0}}, {"keepdims", int64_t(0)}}, std::nullopt},
+                             {"ReduceProd", {{"axes", Ints{0, 2}}}, std::nullopt}};
+  for (const Case& c : cases) {
+    auto stats = expectNativeMatches(
         {2, 3, 4, 5}, [&](GraphBuilder& b, Value* x) {
           std::vector<Value*> in = {x};
           if (c.axesInput) in.push_back(ints(b, *c.axesInput));
           return b.op(c.op, in, c.attrs);
         },
         c.op);
+    EXPECT_EQ(stats.nativeCalls, 1);
+  }
 }
 
 // Resize in every mode, coordinate transformation and nearest rounding the interpreter takes, up and down,

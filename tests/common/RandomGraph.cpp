@@ -341,9 +341,10 @@ Value* reduce(Generator& g, Value* x) {
   const int64_t rank = int64_t(s.size()), first = g.uniform(0, rank - 1), last = g.uniform(first, rank - 1);
   Ints axes(size_t(last - first + 1));
   std::iota(axes.begin(), axes.end(), first);
+  if (rank > 2 && g.coin(0.3)) axes = {0, rank - 1};  // not consecutive
   const int64_t keep = g.coin(0.6) ? 1 : 0;
-  const std::string& op = g.pick(
-      std::vector<std::string>{"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceL2", "ReduceSumSquare"});
+  const std::string& op = g.pick(std::vector<std::string>{"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
+                                                          "ReduceL2", "ReduceSumSquare", "ReduceProd"});
   if (op == "ReduceSum") return g.op(op, {x, g.ints(axes)}, {{"keepdims", keep}});
   return g.op(op, {x}, {{"axes", axes}, {"keepdims", keep}});
 }

@@ -831,7 +831,7 @@ TEST(ReduceMiddle, EveryKindMatchesDoubleSumsInEverySplit) {
     int64_t outer, reduced, inner;
   };
   for (Shape3 sh : {Shape3{64, 49, 1}, {1, 49, 1024}, {1, 100003, 1}, {3, 30001, 2}, {2, 5, 3}})
-    for (K kind : {K::Sum, K::Mean, K::Max, K::Min, K::SumSquare, K::L1, K::L2, K::LogSum, K::LogSumExp}) {
+    for (K kind : {K::Sum, K::Mean, K::Max, K::Min, K::SumSquare, K::L1, K::L2, K::LogSum, K::LogSumExp, K::Prod}) {
       std::vector<float> x = randoms(size_t(sh.outer * sh.reduced * sh.inner), 11);
       if (kind == K::LogSum)
         for (float& v : x) v = std::fabs(v) + 0.1f;
@@ -840,7 +840,7 @@ TEST(ReduceMiddle, EveryKindMatchesDoubleSumsInEverySplit) {
       std::vector<double> want;
       for (int64_t o = 0; o < sh.outer; ++o)
         for (int64_t i = 0; i < sh.inner; ++i) {
-          double acc = kind == K::Max ? -INFINITY : kind == K::Min ? INFINITY : 0;
+          double acc = kind == K::Max ? -INFINITY : kind == K::Min ? INFINITY : kind == K::Prod ? 1 : 0;
           for (int64_t r = 0; r < sh.reduced; ++r) {
             double v = x[size_t((o * sh.reduced + r) * sh.inner + i)];
             acc = kind == K::Max ? std::max(acc, v)
@@ -848,6 +848,7 @@ TEST(ReduceMiddle, EveryKindMatchesDoubleSumsInEverySplit) {
                   : kind == K::SumSquare || kind == K::L2 ? acc + v * v
                   : kind == K::L1 ? acc + std::fabs(v)
                   : kind == K::LogSumExp ? acc + std::exp(v)
+                  : kind == K::Prod ? acc * v
                                           : acc + v;
           }
           want.push_back(kind == K::Mean ? acc / double(sh.reduced)
