@@ -3,11 +3,15 @@
 // padding mask cast to f32, a token mask's position ids): Cast (and CastLike)
 // between element types, the comparisons, And/Or/Xor/Not, Where, Add/Sub/Mul/Div/Max/Min on
 // integers and f64, with numpy broadcasting; ArgMax/ArgMin (int64 out);
-// GatherElements, CumSum and Trilu (any type). They run on small tensors
+// GatherElements, ScatterElements, GatherND, CumSum, Trilu and EyeLike (any
+// type); IsNaN, IsInf. They run on small tensors
 // (masks, often constant but for fold-constants), so one serial loop each.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -271,53 +275,207 @@ std::unique_ptr<NativeKernel> matchArgReduce(const Node& n, const std::vector<co
                                            outer, xs[size_t(axis)], inner);
 }
 
-// GatherElements: y[i] = x[i with its axis coordinate replaced by indices[i]], indices read (and checked) on
-// every run; any element type (the interpreter's by construction: the same byte copy).
+// GatherElements and ScatterElements address data at each index position with its axis coordinate replaced by
+// the index there: `visit(i, offset)` for every element i of the indices, offset its element of data. Indices are
+// read (and checked) on every run.
+struct AlongAxis {
+  std::string node, op;
+  Ints shape, strides;  // the indices' shape; data's strides there, 0 along the axis
+  int64_t axisStride = 0, extent = 0;
+
+  template <typename F>
+  void forEach(const Tensor& indexTensor, F&& visit) const {
+    const std::vector<int64_t> indices = indexTensor.toInt64Vector();
+    forEachBroadcast(shape, {strides}, [&](int64_t i, const Ints& o) {
+      int64_t k = indices[size_t(i)];
+      FRICTION_CHECK(k >= -extent && k < extent, op + " '" + node + "': index " + std::to_string(k) +
+                                                     " out of range for an axis of " + std::to_string(extent));
+      visit(i, o[0] + (k < 0 ? k + extent : k) * axisStride);
+    });
+  }
+};
+
+// The addressing of `n` (data in[0], indices in[1]), or nullopt with the reason in `why`: static shapes, integer
+// indices of data's rank, no wider than data off the axis.
+std::optional<AlongAxis> alongAxis(const Node& n, const std::vector<const Value*>& in, std::string* why) {
+  auto no = [&](const std::string& reason) {
+    noNative(why, n.op() + reason);
+    return std::nullopt;
+  };
+  if (in.size() < 2 || !in[1]) return no(" without indices");
+  const Value *x = in[0], *idx = in[1];
+  if (!x->shape().isStatic() || !idx->shape().isStatic() || !isInteger(idx->dtype()))
+    return no(" of a dynamic shape or non-integer indices");
+  const Ints xs = x->shape().staticDims(), is = idx->shape().staticDims();
+  const int64_t rank = int64_t(xs.size());
+  int64_t axis = n.attrInt("axis", 0);
+  if (axis < 0) axis += rank;
+  if (is.size() != xs.size() || axis < 0 || axis >= rank)
+    return no(" ranks or axis disagree");
+  for (size_t d = 0; d < xs.size(); ++d)
+    if (int64_t(d) != axis && is[d] > xs[d]) return no(" indices wider than the data");
+  AlongAxis a{n.name(), n.op(), is, ukernels::denseStrides(xs)};
+  a.axisStride = a.strides[size_t(axis)], a.extent = xs[size_t(axis)];
+  a.strides[size_t(axis)] = 0;
+  return a;
+}
+
+// GatherElements: y[i] = data at index position i; any element type (a byte copy, as the interpreter's).
 class GatherElementsKernel : public NativeKernel {
  public:
-  GatherElementsKernel(std::string node, size_t elementSize, Ints shape, Ints xStrides, int64_t axisStride,
-                       int64_t extent)
-      : node_(std::move(node)), elementSize_(elementSize), shape_(std::move(shape)), xStrides_(std::move(xStrides)),
-        axisStride_(axisStride), extent_(extent) {}
+  GatherElementsKernel(AlongAxis along, size_t elementSize) : along_(std::move(along)), elementSize_(elementSize) {}
   void run(const std::vector<Tensor>& in, Tensor& out) const override {
-    const std::vector<int64_t> indices = in[1].toInt64Vector();
     const char* x = static_cast<const char*>(in[0].rawData());
     char* y = static_cast<char*>(out.rawData());
-    forEachBroadcast(shape_, {xStrides_}, [&](int64_t i, const Ints& o) {
-      int64_t k = indices[size_t(i)];
-      FRICTION_CHECK(k >= -extent_ && k < extent_, "GatherElements '" + node_ + "': index " + std::to_string(k) +
-                                                       " out of range for an axis of " + std::to_string(extent_));
-      if (k < 0) k += extent_;
-      std::memcpy(y + size_t(i) * elementSize_, x + size_t(o[0] + k * axisStride_) * elementSize_, elementSize_);
+    along_.forEach(in[1], [&](int64_t i, int64_t offset) {
+      std::memcpy(y + size_t(i) * elementSize_, x + size_t(offset) * elementSize_, elementSize_);
     });
   }
   std::string describe() const override { return "GatherElements (index loop)"; }
 
  private:
-  std::string node_;
+  AlongAxis along_;
   size_t elementSize_;
-  Ints shape_, xStrides_;  // the indices' shape; x's strides there, 0 along the axis
-  int64_t axisStride_, extent_;
 };
 
-std::unique_ptr<NativeKernel> matchGatherElements(const Node& n, const std::vector<const Value*>& in, std::string* why) {
-  if (in.size() < 2 || !in[1]) return noNative(why, "GatherElements without indices");
-  const Value *x = in[0], *idx = in[1];
-  if (!x->shape().isStatic() || !idx->shape().isStatic() || !isInteger(idx->dtype()))
-    return noNative(why, "GatherElements of a dynamic shape or non-integer indices");
-  const Ints xs = x->shape().staticDims(), is = idx->shape().staticDims();
-  const int64_t rank = int64_t(xs.size());
-  int64_t axis = n.attrInt("axis", 0);
-  if (axis < 0) axis += rank;
-  if (is.size() != xs.size() || axis < 0 || axis >= rank) return noNative(why, "GatherElements ranks or axis disagree");
-  for (size_t d = 0; d < xs.size(); ++d)
-    if (int64_t(d) != axis && is[d] > xs[d]) return noNative(why, "GatherElements indices wider than the data");
-  Ints strides = ukernels::denseStrides(xs);
-  const int64_t axisStride = strides[size_t(axis)];
-  strides[size_t(axis)] = 0;
-  return std::make_unique<GatherElementsKernel>(n.name(), dtypeSize(x->dtype()), is, std::move(strides), axisStride,
-                                                xs[size_t(axis)]);
+// ScatterElements: a copy of data, then the update at each index position written there (reduction none, the
+// last write to a position winning, as in the interpreter's order) or combined with what is there.
+class ScatterElementsKernel : public NativeKernel {
+ public:
+  ScatterElementsKernel(AlongAxis along, DType type, std::string reduction)
+      : along_(std::move(along)), type_(type), reduction_(std::move(reduction)) {}
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    std::memcpy(out.rawData(), in[0].rawData(), out.byteSize());
+    withElementType(type_, [&](auto type) {
+      using T = decltype(type);
+      const T* u = in[2].data<T>();
+      T* y = out.data<T>();
+      along_.forEach(in[1], [&](int64_t i, int64_t offset) {
+        T& d = y[offset];
+        const T v = u[i];
+        if (reduction_ == "none") d = v;
+        else if constexpr (!std::is_same_v<T, bool>)
+          d = reduction_ == "add" ? T(d + v) : reduction_ == "mul" ? T(d * v) : reduction_ == "max" ? std::max(d, v)
+                                                                                                     : std::min(d, v);
+      });
+    });
+  }
+  std::string describe() const override { return "ScatterElements (index loop)"; }
+
+ private:
+  AlongAxis along_;
+  DType type_;
+  std::string reduction_;
+};
+
+std::unique_ptr<NativeKernel> matchIndexElements(const Node& n, const std::vector<const Value*>& in, std::string* why) {
+  auto along = alongAxis(n, in, why);
+  if (!along) return nullptr;
+  const DType type = in[0]->dtype();
+  if (n.op() == "GatherElements") return std::make_unique<GatherElementsKernel>(std::move(*along), dtypeSize(type));
+  const std::string reduction = n.attrString("reduction", "none");
+  if (in.size() != 3 || !in[2] || !in[2]->shape().isStatic() || in[2]->shape().staticDims() != along->shape ||
+      in[2]->dtype() != type)
+    return noNative(why, "ScatterElements updates do not match its indices");
+  if (!hasCType(type) || (reduction != "none" && (type == DType::Bool || (reduction != "add" && reduction != "mul" &&
+                                                                          reduction != "max" && reduction != "min"))))
+    return noNative(why, "ScatterElements on f16/bf16, or reducing bools or by '" + reduction + "'");
+  return std::make_unique<ScatterElementsKernel>(std::move(*along), type, reduction);
 }
+
+// GatherND: for each index tuple (the last axis of the indices, after `batch_dims` leading dims shared with the
+// data), the slice of data it addresses, copied whole; tuples read (and checked) on every run; any element type.
+class GatherNdKernel : public NativeKernel {
+ public:
+  GatherNdKernel(std::string node, size_t elementSize, Ints dataShape, int64_t batchDims, int64_t tupleLength)
+      : node_(std::move(node)), elementSize_(elementSize), data_(std::move(dataShape)), batchDims_(batchDims),
+        m_(tupleLength) {
+    strides_ = ukernels::denseStrides(data_);
+    for (size_t d = size_t(batchDims_ + m_); d < data_.size(); ++d) slice_ *= data_[d];
+    for (size_t d = 0; d < size_t(batchDims_); ++d) batches_ *= data_[d];
+  }
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    const std::vector<int64_t> indices = in[1].toInt64Vector();
+    const int64_t tuples = m_ ? int64_t(indices.size()) / m_ : int64_t(indices.size());
+    const int64_t perBatch = std::max<int64_t>(tuples / std::max<int64_t>(batches_, 1), 1);
+    const int64_t batchStride = batchDims_ ? strides_[size_t(batchDims_ - 1)] : 0;
+    const char* x = static_cast<const char*>(in[0].rawData());
+    char* y = static_cast<char*>(out.rawData());
+    for (int64_t t = 0; t < tuples; ++t) {
+      int64_t offset = (t / perBatch) * batchStride;
+      for (int64_t j = 0; j < m_; ++j) {
+        const int64_t extent = data_[size_t(batchDims_ + j)];
+        int64_t k = indices[size_t(t * m_ + j)];
+        FRICTION_CHECK(k >= -extent && k < extent, "GatherND '" + node_ + "': index " + std::to_string(k) +
+                                                       " out of range for an axis of " + std::to_string(extent));
+        offset += (k < 0 ? k + extent : k) * strides_[size_t(batchDims_ + j)];
+      }
+      std::memcpy(y + size_t(t * slice_) * elementSize_, x + size_t(offset) * elementSize_, size_t(slice_) * elementSize_);
+    }
+  }
+  std::string describe() const override { return "GatherND (slice copies)"; }
+
+ private:
+  std::string node_;
+  size_t elementSize_;
+  Ints data_, strides_;
+  int64_t batchDims_, m_, slice_ = 1, batches_ = 1;
+};
+
+std::unique_ptr<NativeKernel> matchGatherNd(const Node& n, const std::vector<const Value*>& in, std::string* why) {
+  if (in.size() < 2 || !in[1]) return noNative(why, "GatherND without indices");
+  const Value *x = in[0], *idx = in[1];
+  if (!x->shape().isStatic() || !idx->shape().isStatic() || !isInteger(idx->dtype()) || idx->shape().rank() == 0)
+    return noNative(why, "GatherND of a dynamic shape or non-integer indices");
+  const Ints xs = x->shape().staticDims(), is = idx->shape().staticDims();
+  const int64_t b = n.attrInt("batch_dims", 0), m = is.back();
+  if (b < 0 || b >= int64_t(is.size()) || b + m > int64_t(xs.size()))
+    return noNative(why, "GatherND indices do not fit the data");
+  return std::make_unique<GatherNdKernel>(n.name(), dtypeSize(x->dtype()), xs, b, m);
+}
+
+// EyeLike: ones on the k-th diagonal of a 2-D result of the input's shape, zeros elsewhere (the input's data is
+// not read).
+class EyeLikeKernel : public NativeKernel {
+ public:
+  EyeLikeKernel(DType type, int64_t rows, int64_t cols, int64_t k) : type_(type), rows_(rows), cols_(cols), k_(k) {}
+  void run(const std::vector<Tensor>&, Tensor& out) const override {
+    std::memset(out.rawData(), 0, out.byteSize());
+    withElementType(type_, [&](auto type) {
+      using T = decltype(type);
+      for (int64_t i = std::max<int64_t>(0, -k_); i < rows_ && i + k_ < cols_; ++i) out.data<T>()[i * cols_ + i + k_] = T(1);
+    });
+  }
+  std::string describe() const override { return "EyeLike (diagonal)"; }
+
+ private:
+  DType type_;
+  int64_t rows_, cols_, k_;
+};
+
+// IsNaN and IsInf of f32 or f64 (bool out).
+class FloatClassKernel : public NativeKernel {
+ public:
+  FloatClassKernel(std::string op, DType type, bool negative, bool positive)
+      : op_(std::move(op)), type_(type), negative_(negative), positive_(positive) {}
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    withElementType(type_, [&](auto type) {
+      using T = decltype(type);
+      if constexpr (std::is_floating_point_v<T>) {
+        const T* x = in[0].data<T>();
+        bool* y = out.data<bool>();
+        for (int64_t i = 0; i < out.numel(); ++i)
+          y[i] = op_ == "IsNaN" ? std::isnan(x[i]) : std::isinf(x[i]) && (x[i] > 0 ? positive_ : negative_);
+      }
+    });
+  }
+  std::string describe() const override { return op_ + " (element loop)"; }
+
+ private:
+  std::string op_;
+  DType type_;
+  bool negative_, positive_;
+};
 
 // CumSum over x as [outer, len, inner], in x's own type and the interpreter's order (a token mask's int64
 // cumulative sum gives position ids): each step of the axis adds a row to the running sums of the row before.
@@ -414,29 +572,58 @@ std::unique_ptr<NativeKernel> matchTrilu(const Node& n, const std::vector<const 
   return std::make_unique<TriluKernel>(dtypeSize(x->dtype()), matrices, rows, cols, k, n.attrInt("upper", 1) != 0);
 }
 
+std::unique_ptr<NativeKernel> matchCast(const Node& n, const std::vector<const Value*>& in, std::string* why) {
+  const Value *x = in[0], *y = n.output(0);
+  if (!x->shape().isStatic() || !y->shape().isStatic()) return noNative(why, n.op() + " of a dynamic shape");
+  if (!hasCType(x->dtype()) || !hasCType(y->dtype())) return noNative(why, n.op() + " from or to f16/bf16");
+  return std::make_unique<CastKernel>(x->dtype(), y->dtype());
+}
+
+std::unique_ptr<NativeKernel> matchEyeLike(const Node& n, const std::vector<const Value*>&, std::string* why) {
+  const Value* y = n.output(0);
+  if (!y->shape().isStatic() || !hasCType(y->dtype()) || y->shape().rank() != 2)
+    return noNative(why, "EyeLike not static, 2-D, or of f16/bf16");
+  const Ints ys = y->shape().staticDims();
+  return std::make_unique<EyeLikeKernel>(y->dtype(), ys[0], ys[1], n.attrInt("k", 0));
+}
+
+std::unique_ptr<NativeKernel> matchFloatClass(const Node& n, const std::vector<const Value*>& in, std::string* why) {
+  const Value* x = in[0];
+  if (!x->shape().isStatic() || (x->dtype() != DType::F32 && x->dtype() != DType::F64))
+    return noNative(why, n.op() + " of a dynamic shape, or of other than f32/f64");
+  return std::make_unique<FloatClassKernel>(n.op(), x->dtype(), n.attrInt("detect_negative", 1) != 0,
+                                            n.attrInt("detect_positive", 1) != 0);
+}
+
 }  // namespace
 
 std::unique_ptr<NativeKernel> matchTypedOp(const Node& node, const std::vector<const Value*>& outer, std::string* why) {
-  static const std::map<std::string, MaskOp> masks = {
-#define FRICTION_MASK_OP(op, inputs) {#op, MaskOp::op},
+  using Matcher = std::function<std::unique_ptr<NativeKernel>(const Node&, const std::vector<const Value*>&, std::string*)>;
+  static const std::map<std::string, Matcher> matchers = [] {
+    std::map<std::string, Matcher> m = {
+        {"Cast", matchCast},          {"CastLike", matchCast},
+        {"ArgMax", matchArgReduce},   {"ArgMin", matchArgReduce},
+        {"GatherElements", matchIndexElements}, {"ScatterElements", matchIndexElements},
+        {"GatherND", matchGatherNd},  {"CumSum", matchCumSum},
+        {"Trilu", matchTrilu},        {"EyeLike", matchEyeLike},
+        {"IsNaN", matchFloatClass},   {"IsInf", matchFloatClass}};
+#define FRICTION_MASK_OP(op, inputs) \
+  m[#op] = [](const Node& n, const std::vector<const Value*>& in, std::string* why) { return matchMask(n, MaskOp::op, in, why); };
 #include "codegen/MaskOps.def"
 #undef FRICTION_MASK_OP
-  };
-  if (node.numOutputs() != 1 || outer.empty() || !outer[0]) return noNative(why, node.op() + " is not a typed op");
-  if (auto it = masks.find(node.op()); it != masks.end()) return matchMask(node, it->second, outer, why);
-  static const std::map<std::string, ArithOp> arithmetic = {{"Add", ArithOp::Add}, {"Sub", ArithOp::Sub},
-                                                             {"Mul", ArithOp::Mul}, {"Div", ArithOp::Div},
-                                                             {"Max", ArithOp::Max}, {"Min", ArithOp::Min}};
-  if (auto it = arithmetic.find(node.op()); it != arithmetic.end()) return matchArith(node, it->second, outer, why);
-  if (node.op() == "ArgMax" || node.op() == "ArgMin") return matchArgReduce(node, outer, why);
-  if (node.op() == "GatherElements") return matchGatherElements(node, outer, why);
-  if (node.op() == "CumSum") return matchCumSum(node, outer, why);
-  if (node.op() == "Trilu") return matchTrilu(node, outer, why);
-  if (node.op() != "Cast" && node.op() != "CastLike") return noNative(why, node.op() + " is not a typed op");
-  const Value *x = outer[0], *y = node.output(0);
-  if (!x->shape().isStatic() || !y->shape().isStatic()) return noNative(why, "Cast of a dynamic shape");
-  if (!hasCType(x->dtype()) || !hasCType(y->dtype())) return noNative(why, "Cast from or to f16/bf16");
-  return std::make_unique<CastKernel>(x->dtype(), y->dtype());
+    const std::pair<const char*, ArithOp> arithmetic[] = {{"Add", ArithOp::Add}, {"Sub", ArithOp::Sub},
+                                                          {"Mul", ArithOp::Mul}, {"Div", ArithOp::Div},
+                                                          {"Max", ArithOp::Max}, {"Min", ArithOp::Min}};
+    for (const auto& [op, kind] : arithmetic)
+      m[op] = [kind](const Node& n, const std::vector<const Value*>& in, std::string* why) {
+        return matchArith(n, kind, in, why);
+      };
+    return m;
+  }();
+  auto it = matchers.find(node.op());
+  if (it == matchers.end() || node.numOutputs() != 1 || outer.empty() || !outer[0])
+    return noNative(why, node.op() + " is not a typed op");
+  return it->second(node, outer, why);
 }
 
 }  // namespace friction::codegen

@@ -6,6 +6,8 @@
 // interpreter fallback; outputs are checked against the interpreter.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "codegen/CpuBackend.h"
 #include "ir/Builder.h"
 #include "runtime/interp/Interpreter.h"
@@ -460,6 +462,64 @@ TEST(NativeTensorOps, GatherElementsOfRunTimeIndicesChecksBounds) {
       EXPECT_NE(std::string(e.what()).find("'gather': index"), std::string::npos) << e.what();
     }
   }
+}
+
+// Duplicate positions among the indices: the last update wins (none) or each combines in the interpreter's order.
+TEST(NativeTensorOps, ScatterElementsOfRunTimeIndicesInEveryReduction) {
+  for (const std::string reduction : {"none", "add", "mul", "max", "min"})
+    for (int64_t axis : {0, -1}) {
+      Graph g;
+      GraphBuilder b(g);
+      Value* x = b.input("x", {DType::F32, Shape::fromStatic({3, 4})});
+      Value* idx = b.input("idx", {DType::I64, Shape::fromStatic({2, 3})});
+      Value* updates = b.input("updates", {DType::F32, Shape::fromStatic({2, 3})});
+      b.output(b.op("ScatterElements", {x, idx, updates}, {{"axis", axis}, {"reduction", reduction}}, "scatter"));
+      FakeSource source;
+      auto model = codegen::compileCpuModel(g, source, "native only");
+      EXPECT_EQ(model->interpNodes(), 0) << model->description();
+      EXPECT_EQ(codegen::cpuStats(*model)->nativeOps.at("ScatterElements (index loop)"), 1);
+      std::vector<Tensor> in = {randomTensor({3, 4}, 7), Tensor::fromVector<int64_t>(DType::I64, {2, 3}, {0, -1, 1, 0, 2, -1}),
+                                randomTensor({2, 3}, 8)};
+      expectClose(model->run(in)[0], interp::run(g, in)[0], 0, "ScatterElements " + reduction);
+    }
+}
+
+// Tuples addressing elements and whole rows, with batch dims shared by data and indices.
+TEST(NativeTensorOps, GatherNDOfTuplesSlicesAndBatches) {
+  struct Case {
+    Ints indexShape;
+    std::vector<int64_t> indices;
+    int64_t batchDims;
+  };
+  for (const Case& c : std::vector<Case>{{{2, 3}, {0, 1, 2, 1, -1, 0}, 0},  // elements of [2, 3, 4]
+                                         {{3, 1}, {1, 0, -1}, 0},           // [3, 4] planes
+                                         {{2, 2, 2}, {0, 1, 2, 3, 1, 1, 0, 0}, 1}}) {
+    Graph g;
+    GraphBuilder b(g);
+    Value* x = b.input("x", {DType::F32, Shape::fromStatic({2, 3, 4})});
+    Value* idx = b.input("idx", {DType::I64, Shape::fromStatic(c.indexShape)});
+    b.output(b.op("GatherND", {x, idx}, {{"batch_dims", c.batchDims}}));
+    FakeSource source;
+    auto model = codegen::compileCpuModel(g, source, "native only");
+    EXPECT_EQ(model->interpNodes(), 0) << model->description();
+    std::vector<Tensor> in = {randomTensor({2, 3, 4}, 9), Tensor::fromVector<int64_t>(DType::I64, c.indexShape, c.indices)};
+    expectClose(model->run(in)[0], interp::run(g, in)[0], 0, "GatherND batch_dims " + std::to_string(c.batchDims));
+  }
+}
+
+TEST(NativeTensorOps, EyeLikeIsNaNAndIsInf) {
+  auto stats = expectNativeMatches(
+      {3, 5}, [](GraphBuilder& b, Value* x) {
+        const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+        Value* odd = b.constant(Tensor::fromVector<float>(DType::F32, {1, 5}, {inf, -inf, nan, 0.f, -nan}));
+        Value* special = b.op("Concat", {x, odd}, {{"axis", int64_t(0)}});
+        Value* isNan = b.op("IsNaN", {special}), *posInf = b.op("IsInf", {special}, {{"detect_negative", int64_t(0)}});
+        Value* eye = b.op("EyeLike", {special}, {{"k", int64_t(1)}});
+        return b.op("Concat", {asF32(b, isNan), asF32(b, posInf), eye}, {{"axis", int64_t(0)}});
+      },
+      "EyeLike, IsNaN, IsInf");
+  EXPECT_EQ(stats.nativeOps["EyeLike (diagonal)"], 1);
+  EXPECT_EQ(stats.nativeOps["IsInf (element loop)"], 1);
 }
 
 TEST(NativeTensorOps, CumSumForwardReversedExclusiveAndOnIntegers) {
