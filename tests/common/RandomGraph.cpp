@@ -406,7 +406,9 @@ Value* scanAndIndex(Generator& g, Value* x) {
         if (int64_t(d) != axis && g.coin(0.3)) is[d] = g.uniform(1, s[d]);
       Tensor idx(DType::I64, is);
       for (int64_t i = 0; i < idx.numel(); ++i) idx.data<int64_t>()[i] = g.uniform(-s[size_t(axis)], s[size_t(axis)] - 1);
-      return g.op("GatherElements", {x, g.b_.constant(idx)}, {{"axis", axis}});
+      if (g.coin()) return g.op("GatherElements", {x, g.b_.constant(idx)}, {{"axis", axis}});
+      return g.op("ScatterElements", {x, g.b_.constant(idx), g.constant(is)},
+                  {{"axis", axis}, {"reduction", g.pick(std::vector<std::string>{"none", "add", "max"})}});
     }
     case 5: {
       Ints repeats(s.size(), 1);
