@@ -47,6 +47,9 @@ class NativeKernel {
   virtual void prepare() {}
   // `inputs` are the node's inputs; `out` is allocated with the output's shape and overwritten.
   virtual void run(const std::vector<Tensor>& inputs, Tensor& out) const = 0;
+  // A node of several results (TopK's values and indices): `outs` holds one tensor per output, each allocated
+  // with its shape; kernels of one result need not override it.
+  virtual void runAll(const std::vector<Tensor>& inputs, std::vector<Tensor>& outs) const { run(inputs, outs[0]); }
   virtual std::string describe() const = 0;
   // Takes over the epilogue (a bias arrives as input 2, a residual as input 3,
   // after the node's own); false when this kernel cannot apply it.

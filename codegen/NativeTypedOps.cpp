@@ -1,20 +1,23 @@
-// Native kernels of the ops whose operands or results are not f32 (masks and
-// their arithmetic: an attention mask built by comparisons, Not and Where, a
-// padding mask cast to f32, a token mask's position ids): Cast (and CastLike)
-// between element types, the comparisons, And/Or/Xor/Not, Where, Add/Sub/Mul/Div/Max/Min on
-// integers and f64, with numpy broadcasting; ArgMax/ArgMin (int64 out);
-// GatherElements, ScatterElements, GatherND, CumSum, Trilu and EyeLike (any
-// type); IsNaN, IsInf. They run on small tensors
-// (masks, often constant but for fold-constants), so one serial loop each.
+// Native kernels of the ops whose operands or results are not f32, or that
+// have no compiled path (masks and their arithmetic: an attention mask built
+// by comparisons, Not and Where, a padding mask cast to f32, a token mask's
+// position ids): Cast and CastLike between element types; the comparisons,
+// And/Or/Xor/Not, Where; Add/Sub/Mul/Div/Max/Min on integers and f64, Mod on
+// any type; all with numpy broadcasting; ArgMax/ArgMin (int64 out);
+// GatherElements, ScatterElements, GatherND, CumSum, Trilu, EyeLike (any
+// type); TopK (two results); IsNaN, IsInf. They run on small tensors (masks,
+// often constant but for fold-constants), so one serial loop each.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <type_traits>
 #include <vector>
 
+#include "codegen/KernelAnalysis.h"
 #include "codegen/NativeKernels.h"
 #include "ir/Error.h"
 #include "runtime/ukernels/Copy.h"
@@ -162,7 +165,7 @@ std::unique_ptr<NativeKernel> matchMask(const Node& n, MaskOp kind, const std::v
 // Arithmetic on integers and f64 (f32 is compiled through MLIR): a token mask's position ids, shapes computed at
 // run time. The interpreter's semantics: integers wrap, integer division truncates toward zero and rejects a
 // zero divisor, Max/Min propagate NaN from either side.
-enum class ArithOp { Add, Sub, Mul, Div, Max, Min };
+enum class ArithOp { Add, Sub, Mul, Div, Max, Min, Mod, ModC };  // ModC: Mod with fmod=1 (the dividend's sign)
 
 class ArithKernel : public NativeKernel {
  public:
@@ -197,6 +200,22 @@ class ArithKernel : public NativeKernel {
             if (z == T(-1)) return T(std::make_unsigned_t<T>(0) - std::make_unsigned_t<T>(x));  // wraps at the minimum
         }
         return T(x / z);
+      case ArithOp::Mod:
+      case ArithOp::ModC: {
+        T m;
+        if constexpr (std::is_floating_point_v<T>) {
+          m = std::fmod(x, z);
+        } else {
+          FRICTION_CHECK(z != 0, op_ + " '" + node_ + "': integer division by zero");
+          if constexpr (std::is_signed_v<T>)
+            if (z == T(-1)) return T(0);
+          m = T(x % z);
+        }
+        // Mod (fmod=0) as numpy's: the result takes the divisor's sign.
+        if constexpr (std::is_signed_v<T>)
+          if (kind_ == ArithOp::Mod && m != 0 && (m < 0) != (z < 0)) m = T(m + z);
+        return m;
+      }
     }
     return x;
   }
@@ -212,7 +231,7 @@ std::unique_ptr<NativeKernel> matchArith(const Node& n, ArithOp kind, const std:
                                          std::string* why) {
   const Value* y = n.output(0);
   if (in.size() != 2 || !in[0] || !in[1]) return noNative(why, n.op() + " of other than two operands");
-  if (y->dtype() == DType::F32) return noNative(why, n.op() + " on f32 is compiled");
+  if (y->dtype() == DType::F32 && isSupportedElementwise(n)) return noNative(why, n.op() + " on f32 is compiled");
   if (!hasCType(y->dtype()) || y->dtype() == DType::Bool || in[0]->dtype() != y->dtype() ||
       in[1]->dtype() != y->dtype())
     return noNative(why, n.op() + " on f16/bf16, bool or mixed types");
@@ -477,6 +496,60 @@ class FloatClassKernel : public NativeKernel {
   bool negative_, positive_;
 };
 
+// TopK along an axis, x as [outer, len, inner]: each lane's k largest (or smallest) values, ties in index order
+// as the interpreter's stable sort leaves them, then their indices (int64); any numeric type.
+class TopKKernel : public NativeKernel {
+ public:
+  TopKKernel(DType type, bool largest, int64_t outer, int64_t len, int64_t inner, int64_t k)
+      : type_(type), largest_(largest), outer_(outer), len_(len), inner_(inner), k_(k) {}
+  void run(const std::vector<Tensor>&, Tensor&) const override { throw Error("TopK has two results: runAll"); }
+  void runAll(const std::vector<Tensor>& in, std::vector<Tensor>& outs) const override {
+    withElementType(type_, [&](auto type) {
+      using T = decltype(type);
+      const T* x = in[0].data<T>();
+      T* values = outs[0].data<T>();
+      int64_t* indices = outs[1].data<int64_t>();
+      std::vector<int64_t> order(static_cast<size_t>(len_));
+      for (int64_t o = 0; o < outer_; ++o)
+        for (int64_t i = 0; i < inner_; ++i) {
+          const T* lane = x + o * len_ * inner_ + i;
+          std::iota(order.begin(), order.end(), 0);
+          std::partial_sort(order.begin(), order.begin() + k_, order.end(), [&](int64_t p, int64_t q) {
+            const T a = lane[p * inner_], b = lane[q * inner_];
+            return (largest_ ? a > b : a < b) || (a == b && p < q);
+          });
+          for (int64_t j = 0; j < k_; ++j) {
+            values[(o * k_ + j) * inner_ + i] = lane[order[size_t(j)] * inner_];
+            indices[(o * k_ + j) * inner_ + i] = order[size_t(j)];
+          }
+        }
+    });
+  }
+  std::string describe() const override { return "TopK (partial sort)"; }
+
+ private:
+  DType type_;
+  bool largest_;
+  int64_t outer_, len_, inner_, k_;
+};
+
+std::unique_ptr<NativeKernel> matchTopK(const Node& n, const std::vector<const Value*>& in, std::string* why) {
+  const Value* x = in[0];
+  const Tensor* kData = in.size() > 1 && in[1] ? constantData(in[1]) : nullptr;
+  if (!kData || kData->numel() != 1 || !isInteger(kData->dtype())) return noNative(why, "TopK k is not a constant");
+  if (!x->shape().isStatic() || !hasCType(x->dtype()) || x->dtype() == DType::Bool || x->shape().rank() == 0)
+    return noNative(why, "TopK of a dynamic shape, a scalar, f16/bf16 or bool");
+  const Ints xs = x->shape().staticDims();
+  const int64_t rank = int64_t(xs.size()), k = kData->elementAsInt(0);
+  int64_t axis = n.attrInt("axis", -1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank || k < 0 || k > xs[size_t(axis)]) return noNative(why, "TopK axis or k out of range");
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis) (d < axis ? outer : inner) *= xs[size_t(d)];
+  return std::make_unique<TopKKernel>(x->dtype(), n.attrInt("largest", 1) != 0, outer, xs[size_t(axis)], inner, k);
+}
+
 // CumSum over x as [outer, len, inner], in x's own type and the interpreter's order (a token mask's int64
 // cumulative sum gives position ids): each step of the axis adds a row to the running sums of the row before.
 class CumSumKernel : public NativeKernel {
@@ -606,22 +679,24 @@ std::unique_ptr<NativeKernel> matchTypedOp(const Node& node, const std::vector<c
         {"GatherElements", matchIndexElements}, {"ScatterElements", matchIndexElements},
         {"GatherND", matchGatherNd},  {"CumSum", matchCumSum},
         {"Trilu", matchTrilu},        {"EyeLike", matchEyeLike},
-        {"IsNaN", matchFloatClass},   {"IsInf", matchFloatClass}};
+        {"IsNaN", matchFloatClass},   {"IsInf", matchFloatClass},
+        {"TopK", matchTopK}};
 #define FRICTION_MASK_OP(op, inputs) \
   m[#op] = [](const Node& n, const std::vector<const Value*>& in, std::string* why) { return matchMask(n, MaskOp::op, in, why); };
 #include "codegen/MaskOps.def"
 #undef FRICTION_MASK_OP
     const std::pair<const char*, ArithOp> arithmetic[] = {{"Add", ArithOp::Add}, {"Sub", ArithOp::Sub},
                                                           {"Mul", ArithOp::Mul}, {"Div", ArithOp::Div},
-                                                          {"Max", ArithOp::Max}, {"Min", ArithOp::Min}};
+                                                          {"Max", ArithOp::Max}, {"Min", ArithOp::Min},
+                                                          {"Mod", ArithOp::Mod}};
     for (const auto& [op, kind] : arithmetic)
       m[op] = [kind](const Node& n, const std::vector<const Value*>& in, std::string* why) {
-        return matchArith(n, kind, in, why);
+        return matchArith(n, kind == ArithOp::Mod && n.attrInt("fmod", 0) ? ArithOp::ModC : kind, in, why);
       };
     return m;
   }();
   auto it = matchers.find(node.op());
-  if (it == matchers.end() || node.numOutputs() != 1 || outer.empty() || !outer[0])
+  if (it == matchers.end() || node.numOutputs() != (node.op() == "TopK" ? 2u : 1u) || outer.empty() || !outer[0])
     return noNative(why, node.op() + " is not a typed op");
   return it->second(node, outer, why);
 }

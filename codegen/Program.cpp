@@ -75,19 +75,20 @@ std::string stepLabel(const Step& s) {
 void Program::runStep(const Step& s, std::vector<Tensor>& env, std::vector<Tensor>& args,
                       std::vector<Tensor>& outs) const {
   args.clear();
-  auto output0 = [&] {
-    const Value* y = s.node->output(0);  // f32 but for typed ops' (native, or Typed kernels on halide)
+  auto output = [&](size_t i) {
+    const Value* y = s.node->output(i);  // f32 but for typed ops' (native, or Typed kernels on halide)
     std::vector<int64_t> shape = y->shape().staticDims();
-    if (s.arenaOffset < 0) return buffers->acquire(y->dtype(), shape);
+    if (i > 0 || s.arenaOffset < 0) return buffers->acquire(y->dtype(), shape);  // plan-memory places output 0
     return Tensor::view(y->dtype(), shape, std::shared_ptr<void>(arena, static_cast<char*>(arena.get()) + s.arenaOffset));
   };
   if (s.kind == Step::Compiled) {
-    if (s.arenaOffset >= 0) outs.assign(1, output0());
+    if (s.arenaOffset >= 0) outs.assign(1, output(0));
     callKernel(s, env, outs, s.arenaOffset >= 0, *buffers);
   } else if (s.kind == Step::Native) {
     for (int slot : s.nativeIn) args.push_back(slot < 0 ? Tensor() : env[size_t(slot)]);
-    outs.assign(1, output0());
-    s.native->run(args, outs[0]);
+    outs.clear();
+    for (size_t i = 0; i < s.out.size(); ++i) outs.push_back(output(i));
+    s.native->runAll(args, outs);
     if (s.kernel) callKernel(s, env, outs, true, *buffers);
   } else if (s.kind == Step::View) {
     outs.assign(1, env[size_t(s.in[0])].reshaped(s.node->output(0)->shape().staticDims()));

@@ -522,6 +522,65 @@ TEST(NativeTensorOps, EyeLikeIsNaNAndIsInf) {
   EXPECT_EQ(stats.nativeOps["IsInf (element loop)"], 1);
 }
 
+// Two results, both checked; ties (x truncated to -1, 0, 1) leave the lower index first, as ONNX asks.
+TEST(NativeTensorOps, TopKOfTiesLargestAndSmallestAtEveryAxis) {
+  for (int64_t largest : {1, 0})
+    for (int64_t axis : {0, 1, -1})
+      for (int64_t k : {1, 3}) {
+        const std::string what = "TopK largest " + std::to_string(largest) + " axis " + std::to_string(axis) + " k " +
+                                 std::to_string(k);
+        Graph g;
+        GraphBuilder b(g);
+        Value* x = b.input("x", {DType::F32, Shape::fromStatic({3, 4, 5})});
+        auto topk = b.opN("TopK", {withTies(b, x), b.constant(Tensor::vectorI64({k}))}, 2,
+                          {{"axis", axis}, {"largest", largest}});
+        b.output(topk[0]);
+        b.output(asF32(b, topk[1]));
+        FakeSource source;
+        auto model = codegen::compileCpuModel(g, source, "native only");
+        EXPECT_EQ(model->interpNodes(), 0) << model->description();
+        EXPECT_EQ(codegen::cpuStats(*model)->nativeOps.at("TopK (partial sort)"), 1) << what;
+        std::vector<Tensor> in = {randomTensor({3, 4, 5}, 12)};
+        auto got = model->run(in), want = interp::run(g, in);
+        for (size_t i = 0; i < 2; ++i) expectClose(got[i], want[i], 0, what + " output " + std::to_string(i));
+      }
+}
+
+// Integer and f64 arithmetic with the interpreter's semantics: truncating division (by -1 too), Mod taking the
+// divisor's sign (fmod=0) or the dividend's (fmod=1), f32 Mod (no compiled path); a zero divisor is an error.
+TEST(NativeTensorOps, ArithmeticOnIntegersF64AndModOnEveryType) {
+  const std::vector<int64_t> a = {7, -7, 9, -9, 0, 5}, b = {2, -3, -1};  // b broadcasts over a's rows
+  for (DType type : {DType::I64, DType::I32, DType::F64, DType::F32})
+    for (std::string op : {"Add", "Sub", "Mul", "Div", "Max", "Min", "Mod", "ModC"}) {
+      if (type == DType::F32 && op != "Mod" && op != "ModC") continue;  // compiled through MLIR
+      const std::string what = op + " " + std::string(dtypeName(type));
+      Graph g;
+      GraphBuilder b_(g);
+      Value* x = b_.input("x", {type, Shape::fromStatic({2, 3})});
+      Value* y = b_.constant(Tensor::fromVector<int64_t>(DType::I64, {3}, b).castTo(type));
+      std::map<std::string, Attribute> attrs;
+      if (op == "ModC") attrs["fmod"] = int64_t(1);
+      b_.output(b_.op(op == "ModC" ? "Mod" : op, {x, y}, attrs, "arith"));
+      FakeSource source;
+      auto model = codegen::compileCpuModel(g, source, "native only");
+      EXPECT_EQ(model->interpNodes(), 0) << what << ": " << model->description();
+      std::vector<Tensor> in = {Tensor::fromVector<int64_t>(DType::I64, {2, 3}, a).castTo(type)};
+      expectClose(model->run(in)[0].castTo(DType::F32), interp::run(g, in)[0].castTo(DType::F32), 0, what);
+    }
+  Graph g;
+  GraphBuilder b_(g);
+  Value* x = b_.input("x", {DType::I64, Shape::fromStatic({2})});
+  b_.output(b_.op("Div", {x, b_.constant(Tensor::vectorI64({3, 0}))}, {}, "ratio"));
+  FakeSource source;
+  auto model = codegen::compileCpuModel(g, source, "native only");
+  try {
+    model->run({Tensor::vectorI64({6, 1})});
+    ADD_FAILURE() << "a division by zero was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'ratio': integer division by zero"), std::string::npos) << e.what();
+  }
+}
+
 TEST(NativeTensorOps, CumSumForwardReversedExclusiveAndOnIntegers) {
   for (int64_t axis : {0, 1, -1})
     for (int64_t exclusive : {0, 1})

@@ -383,12 +383,12 @@ Value* expand(Generator& g, Value* x) {
 }
 
 // The ops of the ONNX node tests past the families': variadic arithmetic, the trigonometric and rounding ops,
-// scans and index ops (their integer results cast back to f32), Tile, Trilu.
+// scans and index ops (their integer results cast back to f32), TopK, Tile, Trilu.
 Value* scanAndIndex(Generator& g, Value* x) {
   Ints s = dims(x);
   const int64_t rank = int64_t(s.size()), axis = g.uniform(0, rank - 1);
   auto asF32 = [&](Value* v) { return g.op("Cast", {v}, {{"to", int64_t(dtypeToOnnxCode(DType::F32))}}); };
-  switch (g.uniform(0, 7)) {
+  switch (g.uniform(0, 8)) {
     case 0: {
       const std::string& op = g.pick(std::vector<std::string>{"Max", "Min", "Sum", "Mean"});
       return g.op(op, {x, g.constant({s.back()}), g.constant(s)});
@@ -414,6 +414,11 @@ Value* scanAndIndex(Generator& g, Value* x) {
       Ints repeats(s.size(), 1);
       repeats[size_t(axis)] = g.uniform(2, 3);
       return g.op("Tile", {x, g.ints(repeats)});
+    }
+    case 7: {  // the values, or the indices cast back
+      auto topk = g.b_.opN("TopK", {x, g.ints({g.uniform(1, s[size_t(axis)])})}, 2,
+                           {{"axis", axis}, {"largest", int64_t(g.coin())}});
+      return g.coin() ? topk[0] : asF32(topk[1]);
     }
     default:
       if (rank < 2) return nullptr;
