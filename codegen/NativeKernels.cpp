@@ -472,6 +472,7 @@ std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Va
   if (!region) {
     if (auto k = matchTensorOp(node, outer)) return k;
     if (auto k = matchTypedOp(node, outer)) return k;
+    if (auto k = matchIndexOp(node, outer)) return k;
   }
   if ((!region && !windowOps.count(node.op())) || (region && region->kind() == RegionKind::Reduction))
     return matchRows(node, outer, why);

@@ -56,6 +56,10 @@ class NativeKernel {
   virtual bool fuse(const FusedEpilogue&) { return false; }
 };
 
+// A matcher of one op: its native kernel for the node and the values feeding it, or nullptr with the reason in
+// `why` (the typed and indexing ops' tables).
+using NativeMatcher = std::function<std::unique_ptr<NativeKernel>(const Node&, const std::vector<const Value*>&,
+                                                                  std::string*)>;
 // How a matcher says no: nullptr, with the reason in `why` when asked for.
 inline std::unique_ptr<NativeKernel> noNative(std::string* why, const std::string& reason) {
   if (why) *why = reason;
@@ -98,10 +102,15 @@ std::unique_ptr<NativeKernel> matchTensorOp(const Node& node, const std::vector<
 // region's operands (x NHWC, then scale, B, mean, var).
 std::unique_ptr<NativeKernel> matchBatchNormNhwc(const Node& bn, const std::vector<const Value*>& in,
                                                  std::string* why = nullptr);
-// The same for ops on other element types, or of any (NativeTypedOps.cpp:
-// Cast, the comparisons, And/Or/Xor/Not, Where, integer and f64 arithmetic,
-// ArgMax/ArgMin, GatherElements, CumSum, Trilu).
+// The same for ops on other element types (NativeTypedOps.cpp: Cast,
+// CastLike, the comparisons, And/Or/Xor/Not, Where, integer and f64
+// arithmetic, Mod, IsNaN, IsInf).
 std::unique_ptr<NativeKernel> matchTypedOp(const Node& node, const std::vector<const Value*>& outer,
+                                           std::string* why = nullptr);
+// The same for the ops that index or scan along an axis, of any element type
+// (NativeIndexOps.cpp: ArgMax/ArgMin, TopK, GatherElements, ScatterElements,
+// GatherND, CumSum, Trilu, EyeLike).
+std::unique_ptr<NativeKernel> matchIndexOp(const Node& node, const std::vector<const Value*>& outer,
                                            std::string* why = nullptr);
 
 // The native kernel of `node`, or nullptr with the reason in `why`. `outer`
