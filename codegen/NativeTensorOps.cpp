@@ -42,6 +42,19 @@ bool absent(const std::vector<const Value*>& in, size_t i) { return i >= in.size
 
 int64_t normalized(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
 
+// The elements of one channel's image in an [N, C, spatial...] tensor.
+int64_t pixelsPerChannel(const Ints& xs) {
+  int64_t n = 1;
+  for (size_t d = 2; d < xs.size(); ++d) n *= xs[d];
+  return n;
+}
+// Inputs [first, last) are static f32 values of `channels` elements each (a normalization's parameters).
+bool onePerChannel(const std::vector<const Value*>& in, size_t first, size_t last, int64_t channels) {
+  for (size_t i = first; i < last; ++i)
+    if (i >= in.size() || !isStaticF32(in[i]) || in[i]->shape().numel() != std::optional<int64_t>(channels)) return false;
+  return true;
+}
+
 // One strided copy from input `input` into the output (runtime/ukernels/Copy.h).
 struct CopyPiece {
   size_t input = 0;
@@ -402,12 +415,8 @@ std::unique_ptr<NativeKernel> matchBatchNorm(const Node& n, const std::vector<co
                                              const Ints& ys, std::string* why) {
   if (n.attrInt("training_mode", 0) != 0 || n.numOutputs() > 1) return noNative(why, "BatchNormalization in training mode");
   if (xs.size() < 2 || in.size() != 5) return noNative(why, "BatchNormalization without a channel axis or parameters");
-  for (size_t i = 1; i < 5; ++i)
-    if (!isStaticF32(in[i]) || in[i]->shape().numel() != std::optional<int64_t>(xs[1]))
-      return noNative(why, "BatchNormalization parameters are not one f32 per channel");
-  int64_t inner = 1;
-  for (size_t d = 2; d < xs.size(); ++d) inner *= xs[d];
-  return std::make_unique<BatchNormKernel>(xs[0], xs[1], inner, n.attrFloat("epsilon", 1e-5f),
+  if (!onePerChannel(in, 1, 5, xs[1])) return noNative(why, "BatchNormalization parameters are not one f32 per channel");
+  return std::make_unique<BatchNormKernel>(xs[0], xs[1], pixelsPerChannel(xs), n.attrFloat("epsilon", 1e-5f),
                                            std::vector<const Value*>(in.begin() + 1, in.end()));
 }
 
@@ -475,9 +484,7 @@ std::unique_ptr<NativeKernel> matchReduce(const Node& n, const std::vector<const
 std::unique_ptr<NativeKernel> matchGlobalMaxPool(const Node& n, const std::vector<const Value*>&, const Ints& xs,
                                                  const Ints&, std::string* why) {
   if (xs.size() < 3) return noNative(why, "GlobalMaxPool of rank < 3");
-  int64_t spatial = 1;
-  for (size_t d = 2; d < xs.size(); ++d) spatial *= xs[d];
-  return std::make_unique<ReduceKernel>(n.op(), ukernels::ReduceKind::Max, xs[0] * xs[1], spatial, 1);
+  return std::make_unique<ReduceKernel>(n.op(), ukernels::ReduceKind::Max, xs[0] * xs[1], pixelsPerChannel(xs), 1);
 }
 
 // InstanceNormalization: each (image, channel) plane one row of the normalization microkernel.
@@ -499,12 +506,8 @@ class InstanceNormKernel : public NativeKernel {
 std::unique_ptr<NativeKernel> matchInstanceNorm(const Node& n, const std::vector<const Value*>& in, const Ints& xs,
                                                 const Ints&, std::string* why) {
   if (xs.size() < 3 || in.size() != 3) return noNative(why, "InstanceNormalization of rank < 3 or without parameters");
-  for (size_t i = 1; i < 3; ++i)
-    if (!isStaticF32(in[i]) || in[i]->shape().numel() != std::optional<int64_t>(xs[1]))
-      return noNative(why, "InstanceNormalization scale/B are not one f32 per channel");
-  int64_t plane = 1;
-  for (size_t d = 2; d < xs.size(); ++d) plane *= xs[d];
-  return std::make_unique<InstanceNormKernel>(xs[0] * xs[1], plane, xs[1], n.attrFloat("epsilon", 1e-5f));
+  if (!onePerChannel(in, 1, 3, xs[1])) return noNative(why, "InstanceNormalization scale/B are not one f32 per channel");
+  return std::make_unique<InstanceNormKernel>(xs[0] * xs[1], pixelsPerChannel(xs), xs[1], n.attrFloat("epsilon", 1e-5f));
 }
 
 // LRN across channels: y = x / (bias + alpha / size * (sum of x^2 over the channel window))^beta, the window
@@ -543,10 +546,8 @@ std::unique_ptr<NativeKernel> matchLrn(const Node& n, const std::vector<const Va
                                        std::string* why) {
   const int64_t size = n.attrInt("size", 1);
   if (xs.size() < 2 || size < 1) return noNative(why, "LRN of rank < 2 or a window of no channel");
-  int64_t plane = 1;
-  for (size_t d = 2; d < xs.size(); ++d) plane *= xs[d];
-  return std::make_unique<LrnKernel>(xs[0], xs[1], plane, size, n.attrFloat("alpha", 1e-4f), n.attrFloat("beta", 0.75f),
-                                     n.attrFloat("bias", 1.0f));
+  return std::make_unique<LrnKernel>(xs[0], xs[1], pixelsPerChannel(xs), size, n.attrFloat("alpha", 1e-4f),
+                                     n.attrFloat("beta", 0.75f), n.attrFloat("bias", 1.0f));
 }
 
 // The taps of one axis from `in` to `out` positions (resizeTaps, as the interpreter takes them). Where every
@@ -599,9 +600,7 @@ std::unique_ptr<NativeKernel> matchBatchNormNhwc(const Node& n, const std::vecto
   if (n.attrInt("training_mode", 0) != 0 || n.numOutputs() > 1 || in.size() != 5)
     return noNative(why, "BatchNormalization in training mode or without parameters");
   const Ints xs = x->shape().staticDims();  // [N, H, W, C]
-  for (size_t i = 1; i < 5; ++i)
-    if (!isStaticF32(in[i]) || in[i]->shape().numel() != std::optional<int64_t>(xs[3]))
-      return noNative(why, "BatchNormalization parameters are not one f32 per channel");
+  if (!onePerChannel(in, 1, 5, xs[3])) return noNative(why, "BatchNormalization parameters are not one f32 per channel");
   return std::make_unique<BatchNormKernel>(xs[0] * xs[1] * xs[2], xs[3], 1, n.attrFloat("epsilon", 1e-5f),
                                            std::vector<const Value*>(in.begin() + 1, in.end()));
 }

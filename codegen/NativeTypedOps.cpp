@@ -255,8 +255,10 @@ std::unique_ptr<NativeKernel> matchTypedOp(const Node& node, const std::vector<c
   static const std::map<std::string, NativeMatcher> matchers = [] {
     std::map<std::string, NativeMatcher> m = {
         {"Cast", matchCast}, {"CastLike", matchCast}, {"IsNaN", matchFloatClass}, {"IsInf", matchFloatClass}};
-#define FRICTION_MASK_OP(op, inputs) \
-  m[#op] = [](const Node& n, const std::vector<const Value*>& in, std::string* why) { return matchMask(n, MaskOp::op, in, why); };
+#define FRICTION_MASK_OP(op, inputs)                                                 \
+  m[#op] = [](const Node& n, const std::vector<const Value*>& in, std::string* why) { \
+    return matchMask(n, MaskOp::op, in, why);                                         \
+  };
 #include "codegen/MaskOps.def"
 #undef FRICTION_MASK_OP
     const std::pair<const char*, ArithOp> arithmetic[] = {{"Add", ArithOp::Add}, {"Sub", ArithOp::Sub},
