@@ -141,7 +141,8 @@ void softmaxAcross(SoftmaxKind kind, int64_t outer, int64_t len, int64_t inner, 
 
 namespace {
 // A row's mean and 1 / sqrt(variance + eps) in two passes (mean, then squared deviations), as the interpreter
-// computes them: no cancellation.
+// computes them: no cancellation. (Callers copy them out rather than bind them: clang's OpenMP simd loops
+// cannot capture a structured binding.)
 std::pair<float, float> rowMoments(const float* in, int64_t cols, float eps) {
   double s = 0;
 #pragma omp simd reduction(+ : s)
@@ -159,7 +160,8 @@ void instanceNormRows(int64_t rows, int64_t cols, int64_t channels, const float*
   for (int64_t r = 0; r < rows; ++r) {
     const float* in = x + r * cols;
     float* out = y + r * cols;
-    const auto [m, inv] = rowMoments(in, cols, eps);
+    const std::pair<float, float> moments = rowMoments(in, cols, eps);
+    const float m = moments.first, inv = moments.second;
     const float a = inv * scale[r % channels], b = bias[r % channels];
 #pragma omp simd
     for (int64_t i = 0; i < cols; ++i) out[i] = (in[i] - m) * a + b;
@@ -172,7 +174,8 @@ void layerNormRows(int64_t rows, int64_t cols, const float* x, const float* scal
   for (int64_t r = 0; r < rows; ++r) {
     const float* in = x + r * cols;
     float* out = y + r * cols;
-    const auto [m, inv] = rowMoments(in, cols, eps);
+    const std::pair<float, float> moments = rowMoments(in, cols, eps);
+    const float m = moments.first, inv = moments.second;
     if (bias) {
 #pragma omp simd
       for (int64_t i = 0; i < cols; ++i) out[i] = (in[i] - m) * inv * scale[i] + bias[i];
