@@ -141,9 +141,9 @@ void softmaxAcross(SoftmaxKind kind, int64_t outer, int64_t len, int64_t inner, 
 
 namespace {
 // A row's mean and 1 / sqrt(variance + eps) in two passes (mean, then squared deviations), as the interpreter
-// computes them: no cancellation. (Callers copy them out rather than bind them: clang's OpenMP simd loops
+// computes them: no cancellation. (Returned as a pair and passed on as two floats: clang's OpenMP simd loops
 // cannot capture a structured binding.)
-std::pair<float, float> rowMoments(const float* in, int64_t cols, float eps) {
+FRICTION_INLINE std::pair<float, float> rowMoments(const float* in, int64_t cols, float eps) {
   double s = 0;
 #pragma omp simd reduction(+ : s)
   for (int64_t i = 0; i < cols; ++i) s += in[i];
@@ -152,30 +152,30 @@ std::pair<float, float> rowMoments(const float* in, int64_t cols, float eps) {
   for (int64_t i = 0; i < cols; ++i) v += (in[i] - mean) * (in[i] - mean);
   return {float(mean), float(1.0 / std::sqrt(v / double(cols) + double(eps)))};
 }
+
+// Each of `rows` rows of `cols` normalized by `write(r, in, out, mean, invStd)`, rows over the threads.
+template <typename F>
+void normalizeRows(int64_t rows, int64_t cols, const float* x, float eps, float* y, F&& write) {
+#pragma omp parallel for schedule(static) if (rows * cols > (1 << 15))
+  for (int64_t r = 0; r < rows; ++r) {
+    const std::pair<float, float> moments = rowMoments(x + r * cols, cols, eps);
+    write(r, x + r * cols, y + r * cols, moments.first, moments.second);
+  }
+}
 }  // namespace
 
 void instanceNormRows(int64_t rows, int64_t cols, int64_t channels, const float* x, const float* scale,
                       const float* bias, float eps, float* y) {
-#pragma omp parallel for schedule(static) if (rows * cols > (1 << 15))
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* in = x + r * cols;
-    float* out = y + r * cols;
-    const std::pair<float, float> moments = rowMoments(in, cols, eps);
-    const float m = moments.first, inv = moments.second;
+  normalizeRows(rows, cols, x, eps, y, [&](int64_t r, const float* in, float* out, float m, float inv) {
     const float a = inv * scale[r % channels], b = bias[r % channels];
 #pragma omp simd
     for (int64_t i = 0; i < cols; ++i) out[i] = (in[i] - m) * a + b;
-  }
+  });
 }
 
 void layerNormRows(int64_t rows, int64_t cols, const float* x, const float* scale, const float* bias, float eps,
                    float* y) {
-#pragma omp parallel for schedule(static) if (rows * cols > (1 << 15))
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* in = x + r * cols;
-    float* out = y + r * cols;
-    const std::pair<float, float> moments = rowMoments(in, cols, eps);
-    const float m = moments.first, inv = moments.second;
+  normalizeRows(rows, cols, x, eps, y, [&](int64_t, const float* in, float* out, float m, float inv) {
     if (bias) {
 #pragma omp simd
       for (int64_t i = 0; i < cols; ++i) out[i] = (in[i] - m) * inv * scale[i] + bias[i];
@@ -183,7 +183,7 @@ void layerNormRows(int64_t rows, int64_t cols, const float* x, const float* scal
 #pragma omp simd
       for (int64_t i = 0; i < cols; ++i) out[i] = (in[i] - m) * inv * scale[i];
     }
-  }
+  });
 }
 
 }  // namespace friction::ukernels
