@@ -146,8 +146,9 @@ class GatherElementsKernel : public NativeKernel {
 // last write to a position winning, as in the interpreter's order) or combined with what is there.
 class ScatterElementsKernel : public NativeKernel {
  public:
-  ScatterElementsKernel(AlongAxis along, DType type, std::string reduction)
-      : along_(std::move(along)), type_(type), reduction_(std::move(reduction)) {}
+  enum class Reduction { None, Add, Mul, Max, Min };
+  ScatterElementsKernel(AlongAxis along, DType type, Reduction reduction)
+      : along_(std::move(along)), type_(type), reduction_(reduction) {}
   void run(const std::vector<Tensor>& in, Tensor& out) const override {
     std::memcpy(out.rawData(), in[0].rawData(), out.byteSize());
     withElementType(type_, [&](auto type) {
@@ -157,10 +158,12 @@ class ScatterElementsKernel : public NativeKernel {
       along_.forEach(in[1], [&](int64_t i, int64_t offset) {
         T& d = y[offset];
         const T v = u[i];
-        if (reduction_ == "none") d = v;
+        if (reduction_ == Reduction::None) d = v;
         else if constexpr (!std::is_same_v<T, bool>)
-          d = reduction_ == "add" ? T(d + v) : reduction_ == "mul" ? T(d * v) : reduction_ == "max" ? std::max(d, v)
-                                                                                                     : std::min(d, v);
+          d = reduction_ == Reduction::Add   ? T(d + v)
+              : reduction_ == Reduction::Mul ? T(d * v)
+              : reduction_ == Reduction::Max ? std::max(d, v)
+                                             : std::min(d, v);
       });
     });
   }
@@ -169,7 +172,7 @@ class ScatterElementsKernel : public NativeKernel {
  private:
   AlongAxis along_;
   DType type_;
-  std::string reduction_;
+  Reduction reduction_;
 };
 
 std::unique_ptr<NativeKernel> matchIndexElements(const Node& n, const std::vector<const Value*>& in, std::string* why) {
@@ -181,10 +184,13 @@ std::unique_ptr<NativeKernel> matchIndexElements(const Node& n, const std::vecto
   if (in.size() != 3 || !in[2] || !in[2]->shape().isStatic() || in[2]->shape().staticDims() != along->shape ||
       in[2]->dtype() != type)
     return noNative(why, "ScatterElements updates do not match its indices");
-  if (!hasCType(type) || (reduction != "none" && (type == DType::Bool || (reduction != "add" && reduction != "mul" &&
-                                                                          reduction != "max" && reduction != "min"))))
+  using R = ScatterElementsKernel::Reduction;
+  static const std::map<std::string, R> reductions = {
+      {"none", R::None}, {"add", R::Add}, {"mul", R::Mul}, {"max", R::Max}, {"min", R::Min}};
+  auto it = reductions.find(reduction);
+  if (!hasCType(type) || it == reductions.end() || (it->second != R::None && type == DType::Bool))
     return noNative(why, "ScatterElements on f16/bf16, or reducing bools or by '" + reduction + "'");
-  return std::make_unique<ScatterElementsKernel>(std::move(*along), type, reduction);
+  return std::make_unique<ScatterElementsKernel>(std::move(*along), type, it->second);
 }
 
 // GatherND: for each index tuple (the last axis of the indices, after `batch_dims` leading dims shared with the

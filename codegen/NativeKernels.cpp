@@ -221,22 +221,27 @@ std::unique_ptr<NativeKernel> matchConvTranspose(const Node& node, const std::ve
 class RowKernel : public NativeKernel {
  public:
   RowKernel(std::string op, int64_t rows, int64_t cols, int64_t inner, float eps)
-      : op_(std::move(op)), rows_(rows), cols_(cols), inner_(inner), eps_(eps) {}
+      : op_(std::move(op)), layerNorm_(op_ == "LayerNormalization"),
+        kind_(op_ == "Hardmax"      ? ukernels::SoftmaxKind::Hardmax
+              : op_ == "LogSoftmax" ? ukernels::SoftmaxKind::LogSoftmax
+                                    : ukernels::SoftmaxKind::Softmax),
+        rows_(rows), cols_(cols), inner_(inner), eps_(eps) {}
   void run(const std::vector<Tensor>& in, Tensor& out) const override {
     using K = ukernels::SoftmaxKind;
-    const K kind = op_ == "Hardmax" ? K::Hardmax : op_ == "LogSoftmax" ? K::LogSoftmax : K::Softmax;
-    if (op_ == "LayerNormalization")
+    if (layerNorm_)
       ukernels::layerNormRows(rows_, cols_, in[0].data<float>(), in[1].data<float>(),
                               in.size() > 2 && in[2].defined() ? in[2].data<float>() : nullptr, eps_, out.data<float>());
-    else if (inner_ > 1 || kind == K::Hardmax)
-      ukernels::softmaxAcross(kind, rows_, cols_, inner_, in[0].data<float>(), out.data<float>());
+    else if (inner_ > 1 || kind_ == K::Hardmax)
+      ukernels::softmaxAcross(kind_, rows_, cols_, inner_, in[0].data<float>(), out.data<float>());
     else
-      ukernels::softmaxRows(rows_, cols_, in[0].data<float>(), out.data<float>(), kind == K::LogSoftmax);
+      ukernels::softmaxRows(rows_, cols_, in[0].data<float>(), out.data<float>(), kind_ == K::LogSoftmax);
   }
   std::string describe() const override { return op_ + (inner_ > 1 ? " across rows" : " rows"); }
 
  private:
   std::string op_;
+  bool layerNorm_;
+  ukernels::SoftmaxKind kind_;  // when not layerNorm_
   int64_t rows_, cols_, inner_;
   float eps_;
 };

@@ -214,7 +214,7 @@ std::unique_ptr<NativeKernel> matchArith(const Node& n, ArithOp kind, const std:
 class FloatClassKernel : public NativeKernel {
  public:
   FloatClassKernel(std::string op, DType type, bool negative, bool positive)
-      : op_(std::move(op)), type_(type), negative_(negative), positive_(positive) {}
+      : op_(std::move(op)), isNan_(op_ == "IsNaN"), type_(type), negative_(negative), positive_(positive) {}
   void run(const std::vector<Tensor>& in, Tensor& out) const override {
     withElementType(type_, [&](auto type) {
       using T = decltype(type);
@@ -222,7 +222,7 @@ class FloatClassKernel : public NativeKernel {
         const T* x = in[0].data<T>();
         bool* y = out.data<bool>();
         for (int64_t i = 0; i < out.numel(); ++i)
-          y[i] = op_ == "IsNaN" ? std::isnan(x[i]) : std::isinf(x[i]) && (x[i] > 0 ? positive_ : negative_);
+          y[i] = isNan_ ? std::isnan(x[i]) : std::isinf(x[i]) && (x[i] > 0 ? positive_ : negative_);
       }
     });
   }
@@ -230,6 +230,7 @@ class FloatClassKernel : public NativeKernel {
 
  private:
   std::string op_;
+  bool isNan_;  // else IsInf
   DType type_;
   bool negative_, positive_;
 };
