@@ -65,6 +65,7 @@ const OpRegistry& OpRegistry::instance() {
     registerNnOps(r);
     registerTensorOps(r);
     registerRegionOps(r);
+    registerRecurrentOps(r);
     return r;
   }();
   return registry;

@@ -143,5 +143,6 @@ void registerElementwiseOps(OpRegistry& r);
 void registerNnOps(OpRegistry& r);
 void registerTensorOps(OpRegistry& r);
 void registerRegionOps(OpRegistry& r);
+void registerRecurrentOps(OpRegistry& r);
 
 }  // namespace friction

@@ -16,6 +16,7 @@ const KernelRegistry& KernelRegistry::instance() {
     registerShapeKernels(r);
     registerIndexKernels(r);
     registerRegionKernels(r);
+    registerRecurrentKernels(r);
     return r;
   }();
   return registry;

@@ -35,5 +35,6 @@ void registerReductionKernels(KernelRegistry& r);
 void registerShapeKernels(KernelRegistry& r);
 void registerIndexKernels(KernelRegistry& r);
 void registerRegionKernels(KernelRegistry& r);
+void registerRecurrentKernels(KernelRegistry& r);
 
 }  // namespace friction::interp
