@@ -8,6 +8,7 @@
 #include "ir/FusedRegion.h"
 #include "ir/Patterns.h"
 #include "ir/ops/NnShapes.h"
+#include "ir/ops/Recurrent.h"
 #include "runtime/ukernels/Conv.h"
 #include "runtime/ukernels/ConvTranspose.h"
 #include "runtime/ukernels/Rows.h"
@@ -478,6 +479,7 @@ std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Va
     if (auto k = matchTensorOp(node, outer)) return k;
     if (auto k = matchTypedOp(node, outer)) return k;
     if (auto k = matchIndexOp(node, outer)) return k;
+    if (isRecurrentOp(node.op())) return matchRecurrentOp(node, outer, why);
   }
   if ((!region && !windowOps.count(node.op())) || (region && region->kind() == RegionKind::Reduction))
     return matchRows(node, outer, why);

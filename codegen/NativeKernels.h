@@ -113,6 +113,10 @@ std::unique_ptr<NativeKernel> matchTypedOp(const Node& node, const std::vector<c
 std::unique_ptr<NativeKernel> matchIndexOp(const Node& node, const std::vector<const Value*>& outer,
                                            std::string* why = nullptr);
 
+// The same for the recurrent layers RNN, GRU and LSTM on f32 (NativeRecurrentOps.cpp).
+std::unique_ptr<NativeKernel> matchRecurrentOp(const Node& node, const std::vector<const Value*>& outer,
+                                               std::string* why = nullptr);
+
 // The native kernel of `node`, or nullptr with the reason in `why`. `outer`
 // are the values feeding node's inputs as the caller sees them (for a node in
 // a region body, the region's operands): prepare() packs weights that are
