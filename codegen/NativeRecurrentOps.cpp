@@ -7,11 +7,13 @@
 // sequence_lens keep their state and output zeros, as the interpreter's.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "codegen/NativeKernels.h"
 #include "ir/Error.h"
 #include "ir/ops/Recurrent.h"
+#include "runtime/ukernels/Rows.h"
 #include "runtime/ukernels/Sgemm.h"
 
 namespace friction::codegen {
@@ -46,7 +48,7 @@ class RecurrentKernel : public NativeKernel {
     float* y = output(RecurrentSpec::kY, batch * seq * spec_.directions * hidden);
     std::fill(y, y + batch * seq * spec_.directions * hidden, 0.f);
     std::vector<float> projected(static_cast<size_t>(seq * batch * rows)), recurrent(static_cast<size_t>(batch * rows));
-    std::vector<float> h(static_cast<size_t>(batch * hidden)), c(h.size()), scratch(h.size()), bias(rows);
+    std::vector<float> h(static_cast<size_t>(batch * hidden)), c(h.size()), scratch(h.size()), bias(rows), gates(rows);
     for (int dir = 0; dir < spec_.directions; ++dir) {
       const float* w = given(RecurrentSpec::kW) + dir * rows * dims_.input;
       const float* r = given(RecurrentSpec::kR) + dir * rows * hidden;
@@ -64,16 +66,18 @@ class RecurrentKernel : public NativeKernel {
       loadState(given(RecurrentSpec::kInitialC), dir, c);
       for (int64_t s = 0; s < seq; ++s) {
         const int64_t t = spec_.reversed(dir) ? seq - 1 - s : s;
-        // Every batch row's products, though rows past their length are not updated with them.
-        ukernels::sgemm(false, true, batch, spec_.cell == RecurrentCell::Gru && !spec_.linearBeforeReset ? 2 * hidden : rows,
-                        hidden, 1.f, h.data(), hidden, r, hidden, 0.f, recurrent.data(), rows);
+        // Every batch row's products, though rows past their length are not updated with them; a GRU without
+        // linear_before_reset takes its h columns from gruResetGate.
+        const int64_t columns = spec_.cell == RecurrentCell::Gru && !spec_.linearBeforeReset ? 2 * hidden : rows;
+        ukernels::sgemm(false, true, batch, columns, hidden, 1.f, h.data(), hidden, r, hidden, 0.f, recurrent.data(),
+                        rows);
         if (spec_.cell == RecurrentCell::Gru) gruResetGate(dir, t, lengths, projected, recurrent, r, h, scratch);
         for (int64_t n = 0; n < batch; ++n) {
           if (t >= lengths[size_t(n)]) continue;
           const float* x = projected.data() + dims_.xRow(t, n) * rows;
           const float* rec = recurrent.data() + n * rows;
           float* hn = h.data() + n * hidden;
-          cellStep(dir, x, rec, b ? b + rows : nullptr, p, hn, c.data() + n * hidden);
+          cellStep(dir, x, rec, b ? b + rows : nullptr, p, hn, c.data() + n * hidden, gates.data());
           std::memcpy(y + dims_.yRow(t, dir, n) * hidden, hn, size_t(hidden) * sizeof(float));
         }
       }
@@ -96,6 +100,16 @@ class RecurrentKernel : public NativeKernel {
                   size_t(dims_.hidden) * sizeof(float));
   }
 
+  // v = activation(clip(v)) over n values: Sigmoid and Tanh in the machine's vectors, the others one by one.
+  void activate(const RecurrentActivation& a, float* v, int64_t n) const {
+    const float clip = spec_.clip ? *spec_.clip : std::numeric_limits<float>::infinity();
+    if (a.kind == RecurrentActivationKind::Sigmoid || a.kind == RecurrentActivationKind::Tanh)
+      return ukernels::gateRow(a.kind == RecurrentActivationKind::Sigmoid ? ukernels::GateFunction::Sigmoid
+                                                                           : ukernels::GateFunction::Tanh,
+                               clip, v, n);
+    for (int64_t j = 0; j < n; ++j) v[j] = a(spec_.clipped(v[j]));
+  }
+
   // A GRU without linear_before_reset multiplies R's h rows by r * h, not h: r for every active row first, then
   // (r * h) Rh^T into the h columns of `recurrent`.
   void gruResetGate(int dir, int64_t t, const std::vector<int32_t>& lengths, const std::vector<float>& projected,
@@ -103,52 +117,73 @@ class RecurrentKernel : public NativeKernel {
                     std::vector<float>& resetH) const {
     if (spec_.linearBeforeReset) return;
     const int64_t hidden = dims_.hidden, rows = spec_.gates * hidden;
-    const RecurrentActivation& f = spec_.activation(dir, 0);
-    for (int64_t n = 0; n < dims_.batch; ++n)
-      for (int64_t j = 0; j < hidden; ++j) {
-        const float pre = projected[size_t(dims_.xRow(t, n) * rows + hidden + j)] + recurrent[size_t(n * rows + hidden + j)];
-        resetH[size_t(n * hidden + j)] = t < lengths[size_t(n)] ? f(spec_.clipped(pre)) * h[size_t(n * hidden + j)] : 0.f;
+    for (int64_t n = 0; n < dims_.batch; ++n) {
+      float* reset = resetH.data() + n * hidden;
+      if (t >= lengths[size_t(n)]) {
+        std::fill(reset, reset + hidden, 0.f);
+        continue;
       }
+      const float *x = projected.data() + dims_.xRow(t, n) * rows + hidden, *rec = recurrent.data() + n * rows + hidden;
+      for (int64_t j = 0; j < hidden; ++j) reset[j] = x[j] + rec[j];
+      activate(spec_.activation(dir, 0), reset, hidden);
+      for (int64_t j = 0; j < hidden; ++j) reset[j] *= h[size_t(n * hidden + j)];
+    }
     ukernels::sgemm(false, true, dims_.batch, hidden, hidden, 1.f, resetH.data(), hidden, r + 2 * hidden * hidden, hidden,
                     0.f, recurrent.data() + 2 * hidden, rows);
   }
 
   // One batch row: `x` its input products with the biases, `rec` its recurrent products (a GRU's h columns as
-  // gruResetGate left them), `rb` R's biases; h and c updated in place.
-  void cellStep(int dir, const float* x, const float* rec, const float* rb, const float* p, float* h, float* c) const {
+  // gruResetGate left them), `rb` R's biases; h and c updated in place. Each gate's inputs are summed into
+  // `gates` (gates x hidden floats), then activated a row at a time.
+  void cellStep(int dir, const float* x, const float* rec, const float* rb, const float* p, float* h, float* c,
+                float* gates) const {
     const int64_t hidden = dims_.hidden;
     const RecurrentActivation& f = spec_.activation(dir, 0);
+    float* first = gates;
+    for (int64_t j = 0; j < hidden; ++j) first[j] = x[j] + rec[j];
     switch (spec_.cell) {
       case RecurrentCell::Rnn:
-        for (int64_t j = 0; j < hidden; ++j) h[j] = f(spec_.clipped(x[j] + rec[j]));
+        activate(f, first, hidden);
+        std::copy(first, first + hidden, h);
         return;
-      case RecurrentCell::Gru: {
-        const RecurrentActivation& g = spec_.activation(dir, 1);
-        for (int64_t j = 0; j < hidden; ++j) {
-          const float z = f(spec_.clipped(x[j] + rec[j]));
-          const int64_t k = 2 * hidden + j;
-          float candidate;
-          if (spec_.linearBeforeReset) {
-            const float reset = f(spec_.clipped(x[hidden + j] + rec[hidden + j]));
-            candidate = g(spec_.clipped(x[k] + reset * (rec[k] + (rb ? rb[k] : 0.f))));
-          } else {
-            candidate = g(spec_.clipped(x[k] + rec[k]));
-          }
-          h[j] = (1.f - z) * candidate + z * h[j];
+      case RecurrentCell::Gru: {  // z, r, h
+        float *z = first, *reset = gates + hidden, *candidate = gates + 2 * hidden;
+        const float *xh = x + 2 * hidden, *rh = rec + 2 * hidden;
+        activate(f, z, hidden);
+        if (spec_.linearBeforeReset) {
+          for (int64_t j = 0; j < hidden; ++j) reset[j] = x[hidden + j] + rec[hidden + j];
+          activate(f, reset, hidden);
+          const float* rbh = rb ? rb + 2 * hidden : nullptr;
+          for (int64_t j = 0; j < hidden; ++j) candidate[j] = xh[j] + reset[j] * (rh[j] + (rbh ? rbh[j] : 0.f));
+        } else {
+          for (int64_t j = 0; j < hidden; ++j) candidate[j] = xh[j] + rh[j];
         }
+        activate(spec_.activation(dir, 1), candidate, hidden);
+        for (int64_t j = 0; j < hidden; ++j) h[j] = (1.f - z[j]) * candidate[j] + z[j] * h[j];
         return;
       }
-      case RecurrentCell::Lstm: {
-        const RecurrentActivation &g = spec_.activation(dir, 1), &hAct = spec_.activation(dir, 2);
-        for (int64_t j = 0; j < hidden; ++j) {  // gates i, o, f, c; peepholes i, o, f
-          const float pi = p ? p[j] : 0.f, po = p ? p[hidden + j] : 0.f, pf = p ? p[2 * hidden + j] : 0.f;
-          const float i = f(spec_.clipped(x[j] + rec[j] + pi * c[j]));
-          const float forget = spec_.inputForget ? 1.f - i : f(spec_.clipped(x[2 * hidden + j] + rec[2 * hidden + j] + pf * c[j]));
-          const float cell = forget * c[j] + i * g(spec_.clipped(x[3 * hidden + j] + rec[3 * hidden + j]));
-          const float o = f(spec_.clipped(x[hidden + j] + rec[hidden + j] + po * cell));
-          c[j] = cell;
-          h[j] = o * hAct(cell);
+      case RecurrentCell::Lstm: {  // gates i, o, f, c; peepholes i, o, f
+        float *in = first, *out = gates + hidden, *forget = gates + 2 * hidden, *cell = gates + 3 * hidden;
+        for (int64_t j = 0; j < hidden; ++j) {
+          if (p) in[j] += p[j] * c[j];
+          forget[j] = x[2 * hidden + j] + rec[2 * hidden + j] + (p ? p[2 * hidden + j] * c[j] : 0.f);
+          cell[j] = x[3 * hidden + j] + rec[3 * hidden + j];
         }
+        activate(f, in, hidden);
+        if (spec_.inputForget) {
+          for (int64_t j = 0; j < hidden; ++j) forget[j] = 1.f - in[j];
+        } else {
+          activate(f, forget, hidden);
+        }
+        activate(spec_.activation(dir, 1), cell, hidden);
+        for (int64_t j = 0; j < hidden; ++j) {
+          c[j] = forget[j] * c[j] + in[j] * cell[j];
+          out[j] = x[hidden + j] + rec[hidden + j] + (p ? p[hidden + j] * c[j] : 0.f);
+          cell[j] = c[j];
+        }
+        activate(f, out, hidden);
+        activate(spec_.activation(dir, 2), cell, hidden);
+        for (int64_t j = 0; j < hidden; ++j) h[j] = out[j] * cell[j];
         return;
       }
     }

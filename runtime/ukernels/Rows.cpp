@@ -97,6 +97,21 @@ void softmaxRows(int64_t rows, int64_t cols, const float* x, float* y, bool logS
   });
 }
 
+void gateRow(GateFunction f, float clip, float* v, int64_t n) {
+  withNativeWidth([&]<int W>() FRICTION_LAMBDA_INLINE {
+    using VF = typename Vec<float, W>::V;
+    for (int64_t i = 0; i < n; i += W) {
+      const int64_t lanes = std::min<int64_t>(W, n - i);
+      VF x{};
+      std::memcpy(&x, v + i, size_t(lanes) * sizeof(float));
+      x = x < -clip ? VF{} - clip : x;
+      x = x > clip ? VF{} + clip : x;
+      x = f == GateFunction::Sigmoid ? 1.f / (1.f + expOf<W>(-x)) : tanhOf<W>(x);
+      std::memcpy(v + i, &x, size_t(lanes) * sizeof(float));
+    }
+  });
+}
+
 void softmaxAcross(SoftmaxKind kind, int64_t outer, int64_t len, int64_t inner, const float* x, float* y) {
   if (len == 0) return;
 #pragma omp parallel if (outer * len * inner > (1 << 15))

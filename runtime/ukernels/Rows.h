@@ -27,6 +27,11 @@ void layerNormRows(int64_t rows, int64_t cols, const float* x, const float* scal
 void instanceNormRows(int64_t rows, int64_t cols, int64_t channels, const float* x, const float* scale,
                       const float* bias, float eps, float* y);
 
+// A recurrent layer's gate functions over a row of n values in place, in the machine's vectors: each value
+// first bounded to [-clip, clip] (clip +inf: not bounded), then the logistic sigmoid (expOf) or tanh (tanhOf).
+enum class GateFunction { Sigmoid, Tanh };
+void gateRow(GateFunction f, float clip, float* v, int64_t n);
+
 }  // namespace friction::ukernels
 
 namespace friction::ukernels {

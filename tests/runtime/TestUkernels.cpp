@@ -785,6 +785,36 @@ TEST(Pack, GeluOverTheWholeFloatRange) {
   EXPECT_EQ(high.v[0][0], inf);
 }
 
+// The recurrent layers' gates: sigmoid and tanh in vectors against the double-precision functions over
+// [-30, 30] (both saturated ends, and tanh near 0, where 1 - 2 / (e^2x + 1) would cancel), a row length that
+// leaves a partial vector, NaN kept, and the clip applied before the function.
+TEST(GateRow, SigmoidAndTanhWithinAFewUlpsOfDouble) {
+  const int64_t n = 100003;
+  std::vector<float> x(n);
+  for (int64_t i = 0; i < n; ++i) x[size_t(i)] = -30.f + 60.f * float(i) / float(n - 1);
+  x[7] = 1e-6f, x[8] = -3e-4f, x[9] = std::numeric_limits<float>::quiet_NaN();
+  for (GateFunction f : {GateFunction::Sigmoid, GateFunction::Tanh}) {
+    std::vector<float> y = x;
+    gateRow(f, std::numeric_limits<float>::infinity(), y.data(), n);
+    double worst = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (i == 9) {
+        EXPECT_TRUE(std::isnan(y[size_t(i)]));
+        continue;
+      }
+      const double v = x[size_t(i)], want = f == GateFunction::Sigmoid ? 1 / (1 + std::exp(-v)) : std::tanh(v);
+      worst = std::max(worst, std::abs(y[size_t(i)] - want) / std::max(std::abs(want), 1e-30));
+    }
+    EXPECT_LT(worst, 4e-7) << (f == GateFunction::Sigmoid ? "sigmoid" : "tanh");
+  }
+  std::vector<float> clipped = {-3.f, -0.5f, 0.25f, 3.f};
+  gateRow(GateFunction::Tanh, 1.f, clipped.data(), 4);
+  EXPECT_FLOAT_EQ(clipped[0], std::tanh(-1.f));
+  EXPECT_FLOAT_EQ(clipped[1], std::tanh(-0.5f));
+  EXPECT_FLOAT_EQ(clipped[2], std::tanh(0.25f));
+  EXPECT_FLOAT_EQ(clipped[3], std::tanh(1.f));
+}
+
 TEST(SoftmaxRows, MatchesDoubleExpIncludingMaskedAndUnderflowingEntries) {
   // Row lengths around the vector bodies (4, 8, 16 lanes); masked (-inf) entries, entries 100 below the row max
   // (their exp underflows to 0), and a fully masked row (NaN, as exp(-inf - -inf) is).
