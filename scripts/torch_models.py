@@ -122,6 +122,42 @@ def bert_inputs(vocab, t):
     return make
 
 
+# --- recurrent layers in plain PyTorch ---------------------------------------------------
+
+class LstmTagger(nn.Module):
+    """A sequence tagger: token embeddings, a stacked bidirectional LSTM (batch first), a classifier per token."""
+    def __init__(self, vocab, dim, hidden, layers, classes):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.lstm = nn.LSTM(dim, hidden, num_layers=layers, bidirectional=True, batch_first=True)
+        self.classifier = nn.Linear(2 * hidden, classes)
+
+    def forward(self, input_ids):
+        return self.classifier(self.lstm(self.embed(input_ids))[0])
+
+
+class GruSpeech(nn.Module):
+    """A keyword spotter: a 1-D conv front end over feature frames, a GRU (sequence first) and, from its last
+    state, the classes; then a ReLU RNN over the GRU's outputs, whose last state adds to the logits."""
+    def __init__(self, features, channels, hidden, classes):
+        super().__init__()
+        self.frontend = nn.Sequential(nn.Conv1d(features, channels, 3, padding=1), nn.BatchNorm1d(channels), nn.ReLU())
+        self.gru = nn.GRU(channels, hidden)
+        self.rnn = nn.RNN(hidden, hidden, nonlinearity="relu", bidirectional=True)
+        self.classifier = nn.Linear(hidden, classes)
+        self.rnn_classifier = nn.Linear(2 * hidden, classes)
+
+    def forward(self, frames):
+        x = self.frontend(frames).permute(2, 0, 1)  # [time, batch, channels]
+        seq, last = self.gru(x)
+        _, h = self.rnn(seq)
+        return self.classifier(last[0]) + self.rnn_classifier(torch.cat([h[0], h[1]], dim=1))
+
+
+def frames(features, t):
+    return lambda n, gen: {"frames": torch.randn(n, features, t, generator=gen)}
+
+
 # --- reduced torchvision configurations ------------------------------------------------
 
 def slim_resnet(block, layers, divisor=8, **kwargs):
@@ -224,6 +260,8 @@ def reduced():
                image(32))
     yield Case("gpt", GptDecoder(vocab=101, ctx=16, dim=32, heads=2, layers=2), tokens(101, 16))
     yield Case("bert", BertEncoder(vocab=101, ctx=16, dim=32, heads=2, layers=2), bert_inputs(101, 16))
+    yield Case("lstm_tagger", LstmTagger(vocab=101, dim=16, hidden=12, layers=2, classes=5), tokens(101, 10))
+    yield Case("gru_speech", GruSpeech(features=8, channels=16, hidden=12, classes=6), frames(8, 20))
 
 
 FULL_IMAGE_MODELS = ["resnet18", "resnet50", "resnext50_32x4d", "wide_resnet50_2", "mobilenet_v2", "mobilenet_v3_small",
@@ -233,6 +271,15 @@ FULL_IMAGE_MODELS = ["resnet18", "resnet50", "resnext50_32x4d", "wide_resnet50_2
 
 
 FULL_NAMES = FULL_IMAGE_MODELS + ["gpt2_small", "bert_base"]
+
+# Recurrent models at working sizes, by name only (not among the families): a tagger over 64 tokens, a keyword
+# spotter over 100 frames of 40 features.
+RECURRENT_FULL = {
+    "lstm_tagger": lambda: Case("lstm_tagger", LstmTagger(vocab=10000, dim=256, hidden=256, layers=2, classes=20),
+                                tokens(10000, 64)),
+    "gru_speech": lambda: Case("gru_speech", GruSpeech(features=40, channels=128, hidden=256, classes=12),
+                               frames(40, 100)),
+}
 
 
 class SegmentationLogits(nn.Module):
@@ -311,7 +358,9 @@ def full(names=None):
         if not names or name in names:
             yield Case(name, torchvision.models.get_model(name, weights=None), image(224))
     for name in names or []:
-        if name not in FULL_NAMES:
+        if name in RECURRENT_FULL:
+            yield RECURRENT_FULL[name]()
+        elif name not in FULL_NAMES:
             yield torchvision_case(name)
     if not names or "gpt2_small" in names:
         yield Case("gpt2_small", GptDecoder(vocab=50257, ctx=128, dim=768, heads=12, layers=12), tokens(50257, 128))

@@ -445,6 +445,42 @@ Value* imageOps(Generator& g, Value* x) {
   }
 }
 
+// A recurrent layer (RNN, GRU or LSTM) over x viewed as [seq, batch, input] (or [batch, seq, input], layout 1):
+// any direction, with or without biases, initial states, peepholes and sequence lengths; its Y or its Y_h.
+Value* recurrent(Generator& g, Value* x) {
+  Ints s = dims(x);
+  if (s.size() < 3) return nullptr;
+  int64_t input = 1;
+  for (size_t d = 2; d < s.size(); ++d) input *= s[d];
+  if (input > 64) return nullptr;
+  if (s.size() > 3) x = g.op("Reshape", {x, g.ints({s[0], s[1], input})});
+  const std::string& op = g.pick(std::vector<std::string>{"RNN", "GRU", "LSTM"});
+  const std::string& direction = g.pick(std::vector<std::string>{"forward", "reverse", "bidirectional"});
+  const int64_t layout = int64_t(g.coin(0.3)), seq = s[size_t(layout)], batch = s[size_t(1 - layout)];
+  const int64_t dirs = direction == "bidirectional" ? 2 : 1, hidden = g.uniform(1, 6);
+  const int64_t rows = (op == "LSTM" ? 4 : op == "GRU" ? 3 : 1) * hidden;
+  const Ints state = layout ? Ints{batch, dirs, hidden} : Ints{dirs, batch, hidden};
+  std::vector<Value*> in = {x, g.constant({dirs, rows, input}, -0.5f, 0.5f),
+                            g.constant({dirs, rows, hidden}, -0.5f, 0.5f),
+                            g.coin(0.7) ? g.constant({dirs, 2 * rows}) : nullptr, nullptr,
+                            g.coin() ? g.constant(state) : nullptr};
+  if (g.coin(0.3)) {
+    std::vector<int32_t> lengths;
+    for (int64_t n = 0; n < batch; ++n) lengths.push_back(int32_t(g.uniform(0, seq)));
+    in[4] = g.b_.constant(Tensor::fromVector<int32_t>(DType::I32, {batch}, lengths));
+  }
+  if (op == "LSTM") {
+    in.push_back(g.coin() ? g.constant(state) : nullptr);
+    in.push_back(g.coin(0.3) ? g.constant({dirs, 3 * hidden}) : nullptr);
+  }
+  while (!in.back()) in.pop_back();
+  std::map<std::string, Attribute> attrs = {{"direction", direction}, {"hidden_size", hidden}, {"layout", layout}};
+  if (op == "GRU") attrs["linear_before_reset"] = int64_t(g.coin());
+  if (g.coin(0.2)) attrs["clip"] = 1.f;
+  auto outs = g.b_.opN(op, in, op == "LSTM" ? 3 : 2, attrs);
+  return g.coin() ? outs[0] : outs[1];
+}
+
 const std::vector<std::pair<std::string, Family>>& families() {
   static const std::vector<std::pair<std::string, Family>> f = {
       {"activation", activation}, {"binary", binary},   {"conv", conv},     {"pool", pool},
@@ -453,14 +489,14 @@ const std::vector<std::pair<std::string, Family>>& families() {
       {"pad", pad},               {"gather", gather},   {"expand", expand},
       {"prelu", prelu},           {"mask", mask},       {"split", split},   {"einsum", einsum},
       {"shuffle", shuffle},       {"convtranspose", convTranspose}, {"resize", resize},
-      {"window1d3d", window1d3d}, {"scan_index", scanAndIndex}, {"image_ops", imageOps}};
+      {"window1d3d", window1d3d}, {"scan_index", scanAndIndex}, {"image_ops", imageOps}, {"recurrent", recurrent}};
   return f;
 }
 
 // Conv and its epilogue patterns are drawn more often: they are what the passes rewrite most; the two families of
 // node-test ops pick among many ops each.
 const std::vector<int>& weights() {
-  static const std::vector<int> w = {4, 4, 4, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2};
+  static const std::vector<int> w = {4, 4, 4, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 1};
   return w;
 }
 

@@ -32,4 +32,4 @@ INSTANTIATE_TEST_SUITE_P(Architectures, TorchExport,
                                            "mobilenet_v3_small", "mobilenet_v3_large", "efficientnet",
                                            "efficientnet_v2", "regnet_x", "regnet_y", "shufflenet_v2", "squeezenet",
                                            "inception", "densenet", "mnasnet", "convnext", "vit", "maxvit", "gpt",
-                                           "bert"));
+                                           "bert", "lstm_tagger", "gru_speech"));

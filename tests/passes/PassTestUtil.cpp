@@ -46,6 +46,8 @@ const std::vector<std::string> kNumericsModels = {
     "torch/swin",
     "torch/convnext",
     "torch/inception",
+    "torch/lstm_tagger",
+    "torch/gru_speech",
 };
 
 ModelBuilder modelBuilder(const std::string& spec) {
