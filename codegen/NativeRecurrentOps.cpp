@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "codegen/NativeKernels.h"
+
+#include <omp.h>
 #include "ir/Error.h"
 #include "ir/ops/Recurrent.h"
 #include "runtime/ukernels/Rows.h"
@@ -47,13 +49,11 @@ class RecurrentKernel : public NativeKernel {
     };
     float* y = output(RecurrentSpec::kY, batch * seq * spec_.directions * hidden);
     std::fill(y, y + batch * seq * spec_.directions * hidden, 0.f);
-    std::vector<float> projected(static_cast<size_t>(seq * batch * rows)), recurrent(static_cast<size_t>(batch * rows));
-    std::vector<float> h(static_cast<size_t>(batch * hidden)), c(h.size()), scratch(h.size()), bias(rows), gates(rows);
+    std::vector<float> projected(static_cast<size_t>(seq * batch * rows)), bias(static_cast<size_t>(rows));
+    std::vector<float> h(static_cast<size_t>(batch * hidden)), c(h.size());
     for (int dir = 0; dir < spec_.directions; ++dir) {
       const float* w = given(RecurrentSpec::kW) + dir * rows * dims_.input;
-      const float* r = given(RecurrentSpec::kR) + dir * rows * hidden;
       const float* b = given(RecurrentSpec::kB) ? given(RecurrentSpec::kB) + dir * 2 * rows : nullptr;
-      const float* p = given(RecurrentSpec::kP) ? given(RecurrentSpec::kP) + dir * 3 * hidden : nullptr;
       // Both biases go into the input products, but a linear_before_reset GRU's Rbh, which r scales.
       const int64_t recurrentBiasRows = spec_.linearBeforeReset ? 2 * hidden : rows;
       for (int64_t k = 0; k < rows; ++k) bias[size_t(k)] = b ? b[k] + (k < recurrentBiasRows ? b[rows + k] : 0.f) : 0.f;
@@ -64,23 +64,9 @@ class RecurrentKernel : public NativeKernel {
                       dims_.input, 0.f, projected.data(), rows, &withBias);
       loadState(given(RecurrentSpec::kInitialH), dir, h);
       loadState(given(RecurrentSpec::kInitialC), dir, c);
-      for (int64_t s = 0; s < seq; ++s) {
-        const int64_t t = spec_.reversed(dir) ? seq - 1 - s : s;
-        // Every batch row's products, though rows past their length are not updated with them; a GRU without
-        // linear_before_reset takes its h columns from gruResetGate.
-        const int64_t columns = spec_.cell == RecurrentCell::Gru && !spec_.linearBeforeReset ? 2 * hidden : rows;
-        ukernels::sgemm(false, true, batch, columns, hidden, 1.f, h.data(), hidden, r, hidden, 0.f, recurrent.data(),
-                        rows);
-        if (spec_.cell == RecurrentCell::Gru) gruResetGate(dir, t, lengths, projected, recurrent, r, h, scratch);
-        for (int64_t n = 0; n < batch; ++n) {
-          if (t >= lengths[size_t(n)]) continue;
-          const float* x = projected.data() + dims_.xRow(t, n) * rows;
-          const float* rec = recurrent.data() + n * rows;
-          float* hn = h.data() + n * hidden;
-          cellStep(dir, x, rec, b ? b + rows : nullptr, p, hn, c.data() + n * hidden, gates.data());
-          std::memcpy(y + dims_.yRow(t, dir, n) * hidden, hn, size_t(hidden) * sizeof(float));
-        }
-      }
+      const Weights weights{given(RecurrentSpec::kR) + dir * rows * hidden, b ? b + rows : nullptr,
+                            given(RecurrentSpec::kP) ? given(RecurrentSpec::kP) + dir * 3 * hidden : nullptr};
+      recur(dir, weights, lengths, projected, h, c, y);
       storeState(h, dir, output(RecurrentSpec::kYh, batch * spec_.directions * hidden));
       if (spec_.cell == RecurrentCell::Lstm) storeState(c, dir, output(RecurrentSpec::kYc, batch * spec_.directions * hidden));
     }
@@ -110,80 +96,133 @@ class RecurrentKernel : public NativeKernel {
     for (int64_t j = 0; j < n; ++j) v[j] = a(spec_.clipped(v[j]));
   }
 
-  // A GRU without linear_before_reset multiplies R's h rows by r * h, not h: r for every active row first, then
-  // (r * h) Rh^T into the h columns of `recurrent`.
-  void gruResetGate(int dir, int64_t t, const std::vector<int32_t>& lengths, const std::vector<float>& projected,
-                    std::vector<float>& recurrent, const float* r, const std::vector<float>& h,
-                    std::vector<float>& resetH) const {
-    if (spec_.linearBeforeReset) return;
-    const int64_t hidden = dims_.hidden, rows = spec_.gates * hidden;
-    for (int64_t n = 0; n < dims_.batch; ++n) {
-      float* reset = resetH.data() + n * hidden;
-      if (t >= lengths[size_t(n)]) {
-        std::fill(reset, reset + hidden, 0.f);
-        continue;
+  struct Weights {
+    const float *r, *rb, *p;  // R, R's biases (nullptr when absent), peepholes (nullptr when absent)
+  };
+
+  // One direction's recurrence over the sequence, from the states in h and c to the last ones. The threads
+  // share out the hidden units -- each computes its units' columns of every gate (its own SGEMMs by R's rows)
+  // and their cell arithmetic -- in one parallel region for the whole sequence, so a step costs a barrier
+  // (two for a GRU whose reset gate scales h before Rh), not a fork and join. h is double-buffered: every
+  // thread reads all of the last step's h while writing its own units of the next.
+  void recur(int dir, const Weights& wt, const std::vector<int32_t>& lengths, const std::vector<float>& projected,
+             std::vector<float>& h, std::vector<float>& c, float* y) const {
+    const int64_t seq = dims_.seq, batch = dims_.batch, hidden = dims_.hidden, rows = spec_.gates * hidden;
+    const bool resetFirst = spec_.cell == RecurrentCell::Gru && !spec_.linearBeforeReset;
+    std::vector<float> next(h.size()), recurrent(static_cast<size_t>(batch * rows)), resetH(h.size());
+    const int threads = int(std::clamp<int64_t>(hidden / 32, 1, omp_get_max_threads()));
+#pragma omp parallel num_threads(threads)
+    {
+      // This thread's units [j0, j1), in whole vectors of 16.
+      const int64_t share = (hidden + omp_get_num_threads() - 1) / omp_get_num_threads();
+      const int64_t per = threads > 1 ? (share + 15) / 16 * 16 : hidden;
+      const int64_t j0 = std::min(hidden, omp_get_thread_num() * per), units = std::min(hidden, j0 + per) - j0;
+      std::vector<float> gates(static_cast<size_t>(rows));
+      float *last = h.data(), *now = next.data();
+      // C[:, columns of gate g for my units] = A x R's rows of them, transposed.
+      auto product = [&](int g, const float* a) {
+        if (units > 0)
+          ukernels::sgemm(false, true, batch, units, hidden, 1.f, a, hidden, wt.r + (g * hidden + j0) * hidden, hidden,
+                          0.f, recurrent.data() + g * hidden + j0, rows, nullptr, 1);
+      };
+      for (int64_t s = 0; s < seq; ++s) {
+        const int64_t t = spec_.reversed(dir) ? seq - 1 - s : s;
+        for (int g = 0; g < spec_.gates - (resetFirst ? 1 : 0); ++g) product(g, last);
+        if (resetFirst) {
+          resetGate(dir, t, lengths, projected, recurrent, last, resetH, j0, units);
+#pragma omp barrier
+          product(2, resetH.data());
+        }
+        for (int64_t n = 0; n < batch && units > 0; ++n) {
+          float* mine = now + n * hidden + j0;
+          std::copy_n(last + n * hidden + j0, units, mine);
+          if (t >= lengths[size_t(n)]) continue;  // the state as it was; Y stays zero
+          const float* x = projected.data() + dims_.xRow(t, n) * rows + j0;
+          cellStep(dir, x, recurrent.data() + n * rows + j0, wt.rb ? wt.rb + j0 : nullptr, wt.p ? wt.p + j0 : nullptr,
+                   mine, c.data() + n * hidden + j0, units, gates.data());
+          std::copy_n(mine, units, y + dims_.yRow(t, dir, n) * hidden + j0);
+        }
+#pragma omp barrier
+        std::swap(last, now);
       }
-      const float *x = projected.data() + dims_.xRow(t, n) * rows + hidden, *rec = recurrent.data() + n * rows + hidden;
-      for (int64_t j = 0; j < hidden; ++j) reset[j] = x[j] + rec[j];
-      activate(spec_.activation(dir, 0), reset, hidden);
-      for (int64_t j = 0; j < hidden; ++j) reset[j] *= h[size_t(n * hidden + j)];
+#pragma omp single
+      if (last != h.data()) h.swap(next);
     }
-    ukernels::sgemm(false, true, dims_.batch, hidden, hidden, 1.f, resetH.data(), hidden, r + 2 * hidden * hidden, hidden,
-                    0.f, recurrent.data() + 2 * hidden, rows);
   }
 
-  // One batch row: `x` its input products with the biases, `rec` its recurrent products (a GRU's h columns as
-  // gruResetGate left them), `rb` R's biases; h and c updated in place. Each gate's inputs are summed into
-  // `gates` (gates x hidden floats), then activated a row at a time.
+  // A GRU without linear_before_reset multiplies R's h rows by r * h, not h: r * h of this thread's units for
+  // every active row (zeros for the others), before the product by Rh.
+  void resetGate(int dir, int64_t t, const std::vector<int32_t>& lengths, const std::vector<float>& projected,
+                 const std::vector<float>& recurrent, const float* h, std::vector<float>& resetH, int64_t j0,
+                 int64_t units) const {
+    const int64_t hidden = dims_.hidden, rows = spec_.gates * hidden;
+    for (int64_t n = 0; n < dims_.batch && units > 0; ++n) {
+      float* reset = resetH.data() + n * hidden + j0;
+      if (t >= lengths[size_t(n)]) {
+        std::fill(reset, reset + units, 0.f);
+        continue;
+      }
+      const float* x = projected.data() + dims_.xRow(t, n) * rows + hidden + j0;
+      const float* rec = recurrent.data() + n * rows + hidden + j0;
+      for (int64_t j = 0; j < units; ++j) reset[j] = x[j] + rec[j];
+      activate(spec_.activation(dir, 0), reset, units);
+      for (int64_t j = 0; j < units; ++j) reset[j] *= h[n * hidden + j0 + j];
+    }
+  }
+
+  // `units` hidden units of one batch row: `x` their input products with the biases, `rec` their recurrent
+  // products (a GRU's h columns as resetGate made them), `rb` R's biases, `p` the peepholes, each gate `hidden`
+  // further on; h and c updated in place. Each gate's inputs are summed into `gates` (gates x hidden floats),
+  // then activated a run at a time.
   void cellStep(int dir, const float* x, const float* rec, const float* rb, const float* p, float* h, float* c,
-                float* gates) const {
+                int64_t units, float* gates) const {
     const int64_t hidden = dims_.hidden;
     const RecurrentActivation& f = spec_.activation(dir, 0);
     float* first = gates;
-    for (int64_t j = 0; j < hidden; ++j) first[j] = x[j] + rec[j];
+    for (int64_t j = 0; j < units; ++j) first[j] = x[j] + rec[j];
     switch (spec_.cell) {
       case RecurrentCell::Rnn:
-        activate(f, first, hidden);
-        std::copy(first, first + hidden, h);
+        activate(f, first, units);
+        std::copy(first, first + units, h);
         return;
       case RecurrentCell::Gru: {  // z, r, h
         float *z = first, *reset = gates + hidden, *candidate = gates + 2 * hidden;
         const float *xh = x + 2 * hidden, *rh = rec + 2 * hidden;
-        activate(f, z, hidden);
+        activate(f, z, units);
         if (spec_.linearBeforeReset) {
-          for (int64_t j = 0; j < hidden; ++j) reset[j] = x[hidden + j] + rec[hidden + j];
-          activate(f, reset, hidden);
+          for (int64_t j = 0; j < units; ++j) reset[j] = x[hidden + j] + rec[hidden + j];
+          activate(f, reset, units);
           const float* rbh = rb ? rb + 2 * hidden : nullptr;
-          for (int64_t j = 0; j < hidden; ++j) candidate[j] = xh[j] + reset[j] * (rh[j] + (rbh ? rbh[j] : 0.f));
+          for (int64_t j = 0; j < units; ++j) candidate[j] = xh[j] + reset[j] * (rh[j] + (rbh ? rbh[j] : 0.f));
         } else {
-          for (int64_t j = 0; j < hidden; ++j) candidate[j] = xh[j] + rh[j];
+          for (int64_t j = 0; j < units; ++j) candidate[j] = xh[j] + rh[j];
         }
-        activate(spec_.activation(dir, 1), candidate, hidden);
-        for (int64_t j = 0; j < hidden; ++j) h[j] = (1.f - z[j]) * candidate[j] + z[j] * h[j];
+        activate(spec_.activation(dir, 1), candidate, units);
+        for (int64_t j = 0; j < units; ++j) h[j] = (1.f - z[j]) * candidate[j] + z[j] * h[j];
         return;
       }
       case RecurrentCell::Lstm: {  // gates i, o, f, c; peepholes i, o, f
         float *in = first, *out = gates + hidden, *forget = gates + 2 * hidden, *cell = gates + 3 * hidden;
-        for (int64_t j = 0; j < hidden; ++j) {
+        for (int64_t j = 0; j < units; ++j) {
           if (p) in[j] += p[j] * c[j];
           forget[j] = x[2 * hidden + j] + rec[2 * hidden + j] + (p ? p[2 * hidden + j] * c[j] : 0.f);
           cell[j] = x[3 * hidden + j] + rec[3 * hidden + j];
         }
-        activate(f, in, hidden);
+        activate(f, in, units);
         if (spec_.inputForget) {
-          for (int64_t j = 0; j < hidden; ++j) forget[j] = 1.f - in[j];
+          for (int64_t j = 0; j < units; ++j) forget[j] = 1.f - in[j];
         } else {
-          activate(f, forget, hidden);
+          activate(f, forget, units);
         }
-        activate(spec_.activation(dir, 1), cell, hidden);
-        for (int64_t j = 0; j < hidden; ++j) {
+        activate(spec_.activation(dir, 1), cell, units);
+        for (int64_t j = 0; j < units; ++j) {
           c[j] = forget[j] * c[j] + in[j] * cell[j];
           out[j] = x[hidden + j] + rec[hidden + j] + (p ? p[hidden + j] * c[j] : 0.f);
           cell[j] = c[j];
         }
-        activate(f, out, hidden);
-        activate(spec_.activation(dir, 2), cell, hidden);
-        for (int64_t j = 0; j < hidden; ++j) h[j] = out[j] * cell[j];
+        activate(f, out, units);
+        activate(spec_.activation(dir, 2), cell, units);
+        for (int64_t j = 0; j < units; ++j) h[j] = out[j] * cell[j];
         return;
       }
     }

@@ -100,14 +100,23 @@ void softmaxRows(int64_t rows, int64_t cols, const float* x, float* y, bool logS
 void gateRow(GateFunction f, float clip, float* v, int64_t n) {
   withNativeWidth([&]<int W>() FRICTION_LAMBDA_INLINE {
     using VF = typename Vec<float, W>::V;
-    for (int64_t i = 0; i < n; i += W) {
-      const int64_t lanes = std::min<int64_t>(W, n - i);
-      VF x{};
-      std::memcpy(&x, v + i, size_t(lanes) * sizeof(float));
+    auto gate = [&](VF x) FRICTION_LAMBDA_INLINE {
       x = x < -clip ? VF{} - clip : x;
       x = x > clip ? VF{} + clip : x;
-      x = f == GateFunction::Sigmoid ? 1.f / (1.f + expOf<W>(-x)) : tanhOf<W>(x);
-      std::memcpy(v + i, &x, size_t(lanes) * sizeof(float));
+      return f == GateFunction::Sigmoid ? 1.f / (1.f + expOf<W>(-x)) : tanhOf<W>(x);
+    };
+    int64_t i = 0;
+    for (; i + W <= n; i += W) {  // whole vectors: loads and stores of a constant size
+      VF x;
+      std::memcpy(&x, v + i, sizeof x);
+      x = gate(x);
+      std::memcpy(v + i, &x, sizeof x);
+    }
+    if (i < n) {
+      VF x{};
+      std::memcpy(&x, v + i, size_t(n - i) * sizeof(float));
+      x = gate(x);
+      std::memcpy(v + i, &x, size_t(n - i) * sizeof(float));
     }
   });
 }
