@@ -23,8 +23,18 @@ namespace {
 
 class RecurrentKernel : public NativeKernel {
  public:
-  RecurrentKernel(const Node& node, RecurrentSpec spec, RecurrentDims dims)
-      : op_(node.op()), who_(node.describe()), spec_(std::move(spec)), dims_(dims) {}
+  RecurrentKernel(const Node& node, RecurrentSpec spec, RecurrentDims dims, const Value* r)
+      : op_(node.op()), who_(node.describe()), spec_(std::move(spec)), dims_(dims), r_(r) {}
+  ~RecurrentKernel() override {
+    if (!arranged_.empty()) ukernels::unregisterConstant(arranged_.data());
+  }
+  // A constant R arranged for the team the machine gives, and registered, so the SGEMM packs it once.
+  void prepare() override {
+    if (!r_->isConstant() || !arranged_.empty()) return;
+    arrangedTeam_ = teamSize();
+    arranged_ = arrange(r_->constant().data<float>(), arrangedTeam_);
+    ukernels::registerConstant(arranged_.data(), arranged_.size() * sizeof(float));
+  }
 
   void run(const std::vector<Tensor>& in, Tensor& out) const override {
     std::vector<Tensor> outs = {out};
@@ -49,6 +59,11 @@ class RecurrentKernel : public NativeKernel {
     };
     float* y = output(RecurrentSpec::kY, batch * seq * spec_.directions * hidden);
     std::fill(y, y + batch * seq * spec_.directions * hidden, 0.f);
+    // R's rows as the team reads them: arranged at build for a constant R, else now.
+    const int team = teamSize();
+    std::vector<float> arrangedNow;
+    if (arranged_.empty() || arrangedTeam_ != team) arrangedNow = arrange(given(RecurrentSpec::kR), team);
+    const float* byThread = arrangedNow.empty() ? arranged_.data() : arrangedNow.data();
     std::vector<float> projected(static_cast<size_t>(seq * batch * rows)), bias(static_cast<size_t>(rows));
     std::vector<float> h(static_cast<size_t>(batch * hidden)), c(h.size());
     for (int dir = 0; dir < spec_.directions; ++dir) {
@@ -64,9 +79,9 @@ class RecurrentKernel : public NativeKernel {
                       dims_.input, 0.f, projected.data(), rows, &withBias);
       loadState(given(RecurrentSpec::kInitialH), dir, h);
       loadState(given(RecurrentSpec::kInitialC), dir, c);
-      const Weights weights{given(RecurrentSpec::kR) + dir * rows * hidden, b ? b + rows : nullptr,
+      const Weights weights{byThread + dir * rows * hidden, b ? b + rows : nullptr,
                             given(RecurrentSpec::kP) ? given(RecurrentSpec::kP) + dir * 3 * hidden : nullptr};
-      recur(dir, weights, lengths, projected, h, c, y);
+      recur(dir, team, weights, lengths, projected, h, c, y);
       storeState(h, dir, output(RecurrentSpec::kYh, batch * spec_.directions * hidden));
       if (spec_.cell == RecurrentCell::Lstm) storeState(c, dir, output(RecurrentSpec::kYc, batch * spec_.directions * hidden));
     }
@@ -97,50 +112,81 @@ class RecurrentKernel : public NativeKernel {
   }
 
   struct Weights {
-    const float *r, *rb, *p;  // R, R's biases (nullptr when absent), peepholes (nullptr when absent)
+    const float *r, *rb, *p;  // R's rows arranged by share, R's biases and the peepholes (nullptr when absent)
   };
 
-  // One direction's recurrence over the sequence, from the states in h and c to the last ones. The threads
-  // share out the hidden units -- each computes its units' columns of every gate (its own SGEMMs by R's rows)
-  // and their cell arithmetic -- in one parallel region for the whole sequence, so a step costs a barrier
-  // (two for a GRU whose reset gate scales h before Rh), not a fork and join. h is double-buffered: every
-  // thread reads all of the last step's h while writing its own units of the next.
-  void recur(int dir, const Weights& wt, const std::vector<int32_t>& lengths, const std::vector<float>& projected,
-             std::vector<float>& h, std::vector<float>& c, float* y) const {
+  // The hidden units [j0, j0 + units) of share `share` of `team`, in whole vectors of 16.
+  struct Share {
+    int64_t j0, units;
+  };
+  Share shareOf(int share, int team) const {
+    const int64_t hidden = dims_.hidden, per = team > 1 ? ((hidden + team - 1) / team + 15) / 16 * 16 : hidden;
+    const int64_t j0 = std::min(hidden, share * per);
+    return {j0, std::min(hidden, j0 + per) - j0};
+  }
+  // Shares of the hidden units: one per 32 units, at most one per thread.
+  int teamSize() const { return int(std::clamp<int64_t>(dims_.hidden / 32, 1, omp_get_max_threads())); }
+
+  // R's rows grouped by share: for each direction and share, each gate's rows of the share's units, so that a
+  // share's recurrent products are one SGEMM a step.
+  std::vector<float> arrange(const float* r, int team) const {
+    const int64_t hidden = dims_.hidden, rows = spec_.gates * hidden;
+    std::vector<float> out(static_cast<size_t>(spec_.directions * rows * hidden));
+    float* to = out.data();
+    for (int dir = 0; dir < spec_.directions; ++dir)
+      for (int share = 0; share < team; ++share) {
+        const Share sh = shareOf(share, team);
+        for (int g = 0; g < spec_.gates; ++g, to += sh.units * hidden)
+          std::copy_n(r + (dir * rows + g * hidden + sh.j0) * hidden, sh.units * hidden, to);
+      }
+    return out;
+  }
+
+  // One direction's recurrence over the sequence, from the states in h and c to the last ones. The hidden units
+  // are shared out among the threads (`team` shares, share k to thread k mod the team): each share's
+  // recurrent products are one SGEMM of h by its rows of R (`arrange`), then its units' cell arithmetic; all in
+  // one parallel region for the whole sequence, so a step costs a barrier (two for a GRU whose reset gate
+  // scales h before Rh), not a fork and join. h is double-buffered: every thread reads all of the last step's
+  // h while writing its own units of the next.
+  void recur(int dir, int team, const Weights& wt, const std::vector<int32_t>& lengths,
+             const std::vector<float>& projected, std::vector<float>& h, std::vector<float>& c, float* y) const {
     const int64_t seq = dims_.seq, batch = dims_.batch, hidden = dims_.hidden, rows = spec_.gates * hidden;
+    const int gates = spec_.gates;
     const bool resetFirst = spec_.cell == RecurrentCell::Gru && !spec_.linearBeforeReset;
+    // A share's products: rows of gates x units, at batch x gates x j0.
     std::vector<float> next(h.size()), recurrent(static_cast<size_t>(batch * rows)), resetH(h.size());
-    const int threads = int(std::clamp<int64_t>(hidden / 32, 1, omp_get_max_threads()));
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(team)
     {
-      // This thread's units [j0, j1), in whole vectors of 16.
-      const int64_t share = (hidden + omp_get_num_threads() - 1) / omp_get_num_threads();
-      const int64_t per = threads > 1 ? (share + 15) / 16 * 16 : hidden;
-      const int64_t j0 = std::min(hidden, omp_get_thread_num() * per), units = std::min(hidden, j0 + per) - j0;
-      std::vector<float> gates(static_cast<size_t>(rows));
+      std::vector<float> scratch(static_cast<size_t>(rows));
       float *last = h.data(), *now = next.data();
-      // C[:, columns of gate g for my units] = A x R's rows of them, transposed.
-      auto product = [&](int g, const float* a) {
-        if (units > 0)
-          ukernels::sgemm(false, true, batch, units, hidden, 1.f, a, hidden, wt.r + (g * hidden + j0) * hidden, hidden,
-                          0.f, recurrent.data() + g * hidden + j0, rows, nullptr, 1);
+      const int first = omp_get_thread_num(), stride = omp_get_num_threads();
+      // C[:, gates g0.. of the share] = A x the share's rows of R for them, transposed.
+      auto product = [&](const Share& sh, int g0, int count, const float* a) {
+        if (sh.units > 0)
+          ukernels::sgemm(false, true, batch, count * sh.units, hidden, 1.f, a, hidden,
+                          wt.r + (gates * sh.j0 + g0 * sh.units) * hidden, hidden, 0.f,
+                          recurrent.data() + batch * gates * sh.j0 + g0 * sh.units, gates * sh.units, nullptr, 1);
       };
       for (int64_t s = 0; s < seq; ++s) {
         const int64_t t = spec_.reversed(dir) ? seq - 1 - s : s;
-        for (int g = 0; g < spec_.gates - (resetFirst ? 1 : 0); ++g) product(g, last);
+        for (int k = first; k < team; k += stride) product(shareOf(k, team), 0, gates - (resetFirst ? 1 : 0), last);
         if (resetFirst) {
-          resetGate(dir, t, lengths, projected, recurrent, last, resetH, j0, units);
+          for (int k = first; k < team; k += stride) resetGate(dir, t, lengths, projected, recurrent, last, resetH, shareOf(k, team));
 #pragma omp barrier
-          product(2, resetH.data());
+          for (int k = first; k < team; k += stride) product(shareOf(k, team), 2, 1, resetH.data());
         }
-        for (int64_t n = 0; n < batch && units > 0; ++n) {
-          float* mine = now + n * hidden + j0;
-          std::copy_n(last + n * hidden + j0, units, mine);
-          if (t >= lengths[size_t(n)]) continue;  // the state as it was; Y stays zero
-          const float* x = projected.data() + dims_.xRow(t, n) * rows + j0;
-          cellStep(dir, x, recurrent.data() + n * rows + j0, wt.rb ? wt.rb + j0 : nullptr, wt.p ? wt.p + j0 : nullptr,
-                   mine, c.data() + n * hidden + j0, units, gates.data());
-          std::copy_n(mine, units, y + dims_.yRow(t, dir, n) * hidden + j0);
+        for (int k = first; k < team; k += stride) {
+          const Share sh = shareOf(k, team);
+          for (int64_t n = 0; n < batch && sh.units > 0; ++n) {
+            float* mine = now + n * hidden + sh.j0;
+            std::copy_n(last + n * hidden + sh.j0, sh.units, mine);
+            if (t >= lengths[size_t(n)]) continue;  // the state as it was; Y stays zero
+            const float* x = projected.data() + dims_.xRow(t, n) * rows + sh.j0;
+            const float* rec = recurrent.data() + (batch * sh.j0 + n * sh.units) * gates;
+            cellStep(dir, x, rec, sh.units, wt.rb ? wt.rb + sh.j0 : nullptr, wt.p ? wt.p + sh.j0 : nullptr, mine,
+                     c.data() + n * hidden + sh.j0, sh.units, scratch.data());
+            std::copy_n(mine, sh.units, y + dims_.yRow(t, dir, n) * hidden + sh.j0);
+          }
         }
 #pragma omp barrier
         std::swap(last, now);
@@ -150,32 +196,32 @@ class RecurrentKernel : public NativeKernel {
     }
   }
 
-  // A GRU without linear_before_reset multiplies R's h rows by r * h, not h: r * h of this thread's units for
-  // every active row (zeros for the others), before the product by Rh.
+  // A GRU without linear_before_reset multiplies R's h rows by r * h, not h: r * h of a share's units for every
+  // active row (zeros for the others), before the product by Rh.
   void resetGate(int dir, int64_t t, const std::vector<int32_t>& lengths, const std::vector<float>& projected,
-                 const std::vector<float>& recurrent, const float* h, std::vector<float>& resetH, int64_t j0,
-                 int64_t units) const {
+                 const std::vector<float>& recurrent, const float* h, std::vector<float>& resetH,
+                 const Share& sh) const {
     const int64_t hidden = dims_.hidden, rows = spec_.gates * hidden;
-    for (int64_t n = 0; n < dims_.batch && units > 0; ++n) {
-      float* reset = resetH.data() + n * hidden + j0;
+    for (int64_t n = 0; n < dims_.batch && sh.units > 0; ++n) {
+      float* reset = resetH.data() + n * hidden + sh.j0;
       if (t >= lengths[size_t(n)]) {
-        std::fill(reset, reset + units, 0.f);
+        std::fill(reset, reset + sh.units, 0.f);
         continue;
       }
-      const float* x = projected.data() + dims_.xRow(t, n) * rows + hidden + j0;
-      const float* rec = recurrent.data() + n * rows + hidden + j0;
-      for (int64_t j = 0; j < units; ++j) reset[j] = x[j] + rec[j];
-      activate(spec_.activation(dir, 0), reset, units);
-      for (int64_t j = 0; j < units; ++j) reset[j] *= h[n * hidden + j0 + j];
+      const float* x = projected.data() + dims_.xRow(t, n) * rows + hidden + sh.j0;
+      const float* rec = recurrent.data() + (dims_.batch * sh.j0 + n * sh.units) * spec_.gates + sh.units;
+      for (int64_t j = 0; j < sh.units; ++j) reset[j] = x[j] + rec[j];
+      activate(spec_.activation(dir, 0), reset, sh.units);
+      for (int64_t j = 0; j < sh.units; ++j) reset[j] *= h[n * hidden + sh.j0 + j];
     }
   }
 
-  // `units` hidden units of one batch row: `x` their input products with the biases, `rec` their recurrent
-  // products (a GRU's h columns as resetGate made them), `rb` R's biases, `p` the peepholes, each gate `hidden`
-  // further on; h and c updated in place. Each gate's inputs are summed into `gates` (gates x hidden floats),
-  // then activated a run at a time.
-  void cellStep(int dir, const float* x, const float* rec, const float* rb, const float* p, float* h, float* c,
-                int64_t units, float* gates) const {
+  // `units` hidden units of one batch row: `x` their input products with the biases, `rb` R's biases and `p`
+  // the peepholes, each gate `hidden` further on; `rec` their recurrent products (a GRU's h columns as
+  // resetGate made them), each gate `recStride` further on; h and c updated in place. Each gate's inputs are
+  // summed into `gates` (gates x hidden floats), then activated a run at a time.
+  void cellStep(int dir, const float* x, const float* rec, int64_t recStride, const float* rb, const float* p,
+                float* h, float* c, int64_t units, float* gates) const {
     const int64_t hidden = dims_.hidden;
     const RecurrentActivation& f = spec_.activation(dir, 0);
     float* first = gates;
@@ -187,10 +233,10 @@ class RecurrentKernel : public NativeKernel {
         return;
       case RecurrentCell::Gru: {  // z, r, h
         float *z = first, *reset = gates + hidden, *candidate = gates + 2 * hidden;
-        const float *xh = x + 2 * hidden, *rh = rec + 2 * hidden;
+        const float *xh = x + 2 * hidden, *rh = rec + 2 * recStride;
         activate(f, z, units);
         if (spec_.linearBeforeReset) {
-          for (int64_t j = 0; j < units; ++j) reset[j] = x[hidden + j] + rec[hidden + j];
+          for (int64_t j = 0; j < units; ++j) reset[j] = x[hidden + j] + rec[recStride + j];
           activate(f, reset, units);
           const float* rbh = rb ? rb + 2 * hidden : nullptr;
           for (int64_t j = 0; j < units; ++j) candidate[j] = xh[j] + reset[j] * (rh[j] + (rbh ? rbh[j] : 0.f));
@@ -205,8 +251,8 @@ class RecurrentKernel : public NativeKernel {
         float *in = first, *out = gates + hidden, *forget = gates + 2 * hidden, *cell = gates + 3 * hidden;
         for (int64_t j = 0; j < units; ++j) {
           if (p) in[j] += p[j] * c[j];
-          forget[j] = x[2 * hidden + j] + rec[2 * hidden + j] + (p ? p[2 * hidden + j] * c[j] : 0.f);
-          cell[j] = x[3 * hidden + j] + rec[3 * hidden + j];
+          forget[j] = x[2 * hidden + j] + rec[2 * recStride + j] + (p ? p[2 * hidden + j] * c[j] : 0.f);
+          cell[j] = x[3 * hidden + j] + rec[3 * recStride + j];
         }
         activate(f, in, units);
         if (spec_.inputForget) {
@@ -217,7 +263,7 @@ class RecurrentKernel : public NativeKernel {
         activate(spec_.activation(dir, 1), cell, units);
         for (int64_t j = 0; j < units; ++j) {
           c[j] = forget[j] * c[j] + in[j] * cell[j];
-          out[j] = x[hidden + j] + rec[hidden + j] + (p ? p[hidden + j] * c[j] : 0.f);
+          out[j] = x[hidden + j] + rec[recStride + j] + (p ? p[hidden + j] * c[j] : 0.f);
           cell[j] = c[j];
         }
         activate(f, out, units);
@@ -231,6 +277,9 @@ class RecurrentKernel : public NativeKernel {
   std::string op_, who_;
   RecurrentSpec spec_;
   RecurrentDims dims_;
+  const Value* r_;
+  std::vector<float> arranged_;  // R arranged for a team of arrangedTeam_ (prepare), registered
+  int arrangedTeam_ = 0;
 };
 
 }  // namespace
@@ -253,7 +302,7 @@ std::unique_ptr<NativeKernel> matchRecurrentOp(const Node& node, const std::vect
   try {
     RecurrentSpec spec = recurrentSpec(node);
     const RecurrentDims d = recurrentDims(node, spec, shapes);
-    return std::make_unique<RecurrentKernel>(node, std::move(spec), d);
+    return std::make_unique<RecurrentKernel>(node, std::move(spec), d, outer[RecurrentSpec::kR]);
   } catch (const Error& e) {
     return noNative(why, e.what());
   }

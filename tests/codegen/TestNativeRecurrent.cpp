@@ -8,6 +8,8 @@
 // lengths as errors naming the node.
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
 #include <cmath>
 
 #include "codegen/CpuBackend.h"
@@ -80,9 +82,18 @@ void expectNativeMatchesInterp(const Layer& layer, double rtol = 1e-5) {
   auto model = codegen::compileCpuModel(*g, source, "native only");
   EXPECT_EQ(model->interpNodes(), 0) << model->description();
   std::vector<Tensor> in = {randomTensor(layer.xShape(), 7)};
-  auto got = model->run(in), want = interp::run(*g, in);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) expectClose(got[i], want[i], rtol, layer.name() + " output " + std::to_string(i));
+  const auto want = interp::run(*g, in);
+  // R is arranged at build for the threads there are; a run on fewer threads arranges it anew.
+  const int threads = omp_get_max_threads();
+  for (int runThreads : {threads, 1}) {
+    omp_set_num_threads(runThreads);
+    auto got = model->run(in);
+    omp_set_num_threads(threads);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      expectClose(got[i], want[i], rtol, layer.name() + " output " + std::to_string(i) + " on " +
+                                             std::to_string(runThreads) + " threads");
+  }
 }
 
 TEST(RecurrentLayers, NativeKernelMatchesTheInterpreterInEveryConfiguration) {
