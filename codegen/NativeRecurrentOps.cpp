@@ -1,18 +1,19 @@
 // Native kernels of the recurrent layers RNN, GRU and LSTM on f32, as
 // onnxruntime and oneDNN run them: the input products of every sequence
 // element at once (one SGEMM of [seq * batch, input] by W's transpose, the
-// biases in its epilogue), then per element one SGEMM of the batch's states
-// by R's transpose and the gates' arithmetic row by row. Constant W and R are
-// packed once (Sgemm.h's registered constants). Batch rows past their
-// sequence_lens keep their state and output zeros, as the interpreter's.
+// biases in its epilogue), then the recurrence, its hidden units shared out
+// among the threads: per element, each share's SGEMM of the batch's states by
+// its rows of R's transpose, then its gates' arithmetic in vectors. Constant W
+// and R are packed once (Sgemm.h's registered constants). Batch rows past
+// their sequence_lens keep their state and output zeros, as the interpreter's.
+#include <omp.h>
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
 #include <vector>
 
 #include "codegen/NativeKernels.h"
-
-#include <omp.h>
 #include "ir/Error.h"
 #include "ir/ops/Recurrent.h"
 #include "runtime/ukernels/Rows.h"
@@ -87,7 +88,7 @@ class RecurrentKernel : public NativeKernel {
     }
   }
 
-  std::string describe() const override { return op_ + " (input GEMM, then a GEMM per step)"; }
+  std::string describe() const override { return op_ + " (input GEMM, then a GEMM per step and share)"; }
 
  private:
   void loadState(const float* initial, int dir, std::vector<float>& state) const {
@@ -171,7 +172,8 @@ class RecurrentKernel : public NativeKernel {
         const int64_t t = spec_.reversed(dir) ? seq - 1 - s : s;
         for (int k = first; k < team; k += stride) product(shareOf(k, team), 0, gates - (resetFirst ? 1 : 0), last);
         if (resetFirst) {
-          for (int k = first; k < team; k += stride) resetGate(dir, t, lengths, projected, recurrent, last, resetH, shareOf(k, team));
+          for (int k = first; k < team; k += stride)
+            resetGate(dir, t, lengths, projected, recurrent, last, resetH, shareOf(k, team));
 #pragma omp barrier
           for (int k = first; k < team; k += stride) product(shareOf(k, team), 2, 1, resetH.data());
         }

@@ -26,6 +26,7 @@ namespace fs = std::filesystem;
 namespace friction {
 namespace {
 
+using test::errorOf;
 using test::expectClose;
 
 struct TempDir {
@@ -58,15 +59,6 @@ std::string compileTo(const Graph& g, const fs::path& out, const std::string& sp
   EXPECT_GT(r.bytes, 0);
   EXPECT_EQ(r.failedKernels, 0);
   return out.string();
-}
-
-std::string errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 class AotZoo : public ::testing::TestWithParam<std::string> {

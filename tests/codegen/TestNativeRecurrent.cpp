@@ -22,6 +22,7 @@
 namespace friction {
 namespace {
 
+using test::errorOf;
 using test::expectClose;
 using test::randomTensor;
 using Ints = std::vector<int64_t>;
@@ -220,15 +221,6 @@ TEST(RecurrentLayers, AlphasAndBetasGoToTheActivationsThatTakeThem) {
     EXPECT_FLOAT_EQ(y[0].data<float>()[0], forward >= 0 ? forward : 0.1f * forward) << "x = " << v;
     EXPECT_FLOAT_EQ(y[0].data<float>()[1], std::clamp(0.3f * backward + 0.6f, 0.f, 1.f)) << "x = " << v;
   }
-}
-
-std::string errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(RecurrentLayers, BadAttributesAndLengthsAreErrorsNamingTheNode) {

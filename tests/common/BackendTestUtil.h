@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "codegen/mlir/Codegen.h"
+#include "ir/Error.h"
 #include "ir/Tensor.h"
 
 namespace friction::test {
@@ -66,6 +68,16 @@ inline std::string stageModule(const std::vector<codegen::StageDump>& stages, co
     if (s.stage == name) return s.module;
   ADD_FAILURE() << "no stage " << name;
   return "";
+}
+
+// The message of the friction::Error that f throws, or "(no error)".
+inline std::string errorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 // Occurrences of `what` in `text`.
