@@ -338,6 +338,10 @@ void splitSizes(Graph& g, Node& n) { attrToInput(g, n, "split", 1, intsTensor); 
 
 constexpr int64_t kAll = 1000;  // no upper bound
 
+// The recurrent layers before opset 7: output_sequence only said whether Y was wanted, which the node's
+// outputs say too.
+void dropOutputSequence(Graph&, Node& n) { n.removeAttr("output_sequence"); }
+
 // Every opset difference of a supported op, and every newer op written with supported ones. An adapter
 // applies to nodes of models whose opset is in [from, before); a null `fn` is a change friction's op
 // already covers (listed so that tests can check every change of the onnx package's schemas is reviewed).
@@ -357,6 +361,9 @@ const OpsetAdapter kAdapters[] = {
     {"Softmax", 1, 13, adaptCoercedSoftmax, "the input coerced to 2-D at axis: Flatten, Softmax, Reshape"},
     {"LogSoftmax", 1, 13, adaptCoercedSoftmax, "the input coerced to 2-D at axis: Flatten, LogSoftmax, Reshape"},
     {"Hardmax", 1, 13, adaptCoercedSoftmax, "the input coerced to 2-D at axis: Flatten, Hardmax, Reshape"},
+    {"RNN", 1, 7, dropOutputSequence, "output_sequence dropped: Y is computed when the node has it"},
+    {"GRU", 1, 7, dropOutputSequence, "output_sequence dropped: Y is computed when the node has it"},
+    {"LSTM", 1, 7, dropOutputSequence, "output_sequence dropped: Y is computed when the node has it"},
     {"Pad", 18, kAll, nullptr, "axes input: supported by Pad"},
     {"LpPool", 18, kAll, nullptr, "ceil_mode and dilations: supported by the pools"},
     {"AveragePool", 19, kAll, nullptr, "dilations: supported by the pools"},

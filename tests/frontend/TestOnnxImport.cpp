@@ -2,6 +2,7 @@
 // bad files (each names the file, node or field and never crashes).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -76,6 +77,14 @@ onnx::AttributeProto& addAttr(onnx::NodeProto& n, const std::string& name, float
   return *a;
 }
 
+onnx::AttributeProto& addAttr(onnx::NodeProto& n, const std::string& name, int64_t v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+  return *a;
+}
+
 // Expects an Error whose message contains every one of `parts`.
 template <typename F>
 void expectError(F&& f, std::initializer_list<std::string> parts) {
@@ -125,6 +134,25 @@ TEST(OnnxImport, ClipAttributesOfOpset6BecomeInputs) {
   EXPECT_FALSE(clip.hasAttr("min"));
   Tensor out = interp::run(*g, {Tensor::fromVector<float>(DType::F32, {4}, {-3, -0.5f, 0.25f, 2})})[0];
   EXPECT_EQ(out.toDoubleVector(), (std::vector<double>{-1, -0.5, 0.25, 0.5}));
+}
+
+// An opset-6 RNN names output_sequence (gone in opset 7, whose Y is there when the node has it): imported
+// without it, and computed.
+TEST(OnnxImport, RecurrentLayersOfOpset6LoseOutputSequence) {
+  ModelMaker mm(6);
+  mm.input("x", {2, 1, 1});
+  mm.initializer("w", {1, 1, 1}, {2.f});
+  mm.initializer("r", {1, 1, 1}, {0.5f});
+  auto& n = mm.node("RNN", {"x", "w", "r"}, {"y"});
+  addAttr(n, "output_sequence", int64_t(1));
+  addAttr(n, "hidden_size", int64_t(1));
+  mm.output("y", {2, 1, 1, 1});
+  auto g = mm.import();
+  EXPECT_FALSE(g->nodes()[0]->hasAttr("output_sequence"));
+  Tensor y = interp::run(*g, {Tensor::fromVector<float>(DType::F32, {2, 1, 1}, {0.25f, -1.f})})[0];
+  const float h0 = std::tanh(0.5f), h1 = std::tanh(-2.f + 0.5f * h0);
+  EXPECT_FLOAT_EQ(y.data<float>()[0], h0);
+  EXPECT_FLOAT_EQ(y.data<float>()[1], h1);
 }
 
 TEST(OnnxImport, Softmax11OnMiddleAxisKeepsCoercedSemantics) {
