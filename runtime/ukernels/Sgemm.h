@@ -9,7 +9,7 @@
 // in vector registers. The instruction set is the machine's
 // (the direct kernels' rule, Multiversion.h), the tile picked per call from N:
 // AVX-512 (12 x 32, or 6 x 64 where N is a multiple of 64 or near one; 24 x 16
-// up to 16 columns, 8 x 48 for 33-48), AVX2+FMA
+// up to 16 columns, 8 x 48 for 33-48 and for 8 or 16 rows), AVX2+FMA
 // (6 x 16), or portable 128-bit vectors (4 x 8). Blocks of C are spread over
 // OpenMP threads.
 #pragma once

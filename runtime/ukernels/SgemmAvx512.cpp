@@ -20,7 +20,9 @@ void sgemmAvx512(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
   if (N <= 16)
     return sgemmBlocked<v16f, 24, 1>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, e, threads, source,
                                      indirect);
-  if (N > 32 && N <= 48)
+  // 8 or 16 rows (a recurrent layer's batch by R, a batch-8 MLP): whole 8-row tiles read A in place, where
+  // 6 x 64 ran 6-row tiles and a 2- or 4-row one whose rows were packed first.
+  if ((N > 32 && N <= 48) || ((M == 8 || M == 16) && N > 48))
     return sgemmBlocked<v16f, 8, 3>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, e, threads, source, indirect);
   // 6 x 64 where it computes at most ~3% more columns than 12 x 32 (N = 64k, 1000): per step of k four loads
   // of B and six broadcasts feed 24 FMAs, against two and twelve. On an AVX-512 EPYC (Zen 4) a driver ran
