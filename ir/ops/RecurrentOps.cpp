@@ -94,11 +94,10 @@ void inferRecurrent(InferContext& ctx) {
   const Shape state = spec.batchMajor ? Shape{batch, dirs, hidden} : Shape{dirs, batch, hidden};
   for (size_t i : {RecurrentSpec::kInitialH, RecurrentSpec::kInitialC}) {
     const Shape* s = optionalInput(i);
-    if (!s) continue;
-    ctx.check(spec.cell == RecurrentCell::Lstm || i == RecurrentSpec::kInitialH, "takes no initial_c");
-    ctx.check(s->rank() == 3, std::string(i == RecurrentSpec::kInitialH ? "initial_h" : "initial_c") +
-                                  " must be 3-D " + state.str() + ", got " + s->str());
-    for (size_t d = 0; d < 3; ++d) expect(*s, d, state[d], i == RecurrentSpec::kInitialH ? "initial_h" : "initial_c");
+    if (!s) continue;  // initial_c only exists for LSTM: the schemas of RNN and GRU take 6 inputs
+    const char* name = i == RecurrentSpec::kInitialH ? "initial_h" : "initial_c";
+    ctx.check(s->rank() == 3, std::string(name) + " must be 3-D " + state.str() + ", got " + s->str());
+    for (size_t d = 0; d < 3; ++d) expect(*s, d, state[d], name);
   }
   if (const Shape* p = optionalInput(RecurrentSpec::kP)) {
     ctx.check(p->rank() == 2, "P must be 2-D [directions, 3*hidden], got " + p->str());
