@@ -114,6 +114,17 @@ Node* Graph::addNode(std::string op, std::vector<Value*> inputs, std::vector<std
   return nodes_.back().get();
 }
 
+Node* Graph::addNodeTakingLastOutput(Node& from, std::string op, std::vector<Value*> inputs,
+                                     std::map<std::string, Attribute> attrs, std::string nodeName) {
+  FRICTION_CHECK(from.outputs_.size() > 1, from.describe() + ": a node keeps at least one output");
+  Node* node = addNode(std::move(op), std::move(inputs), {}, std::move(attrs), std::move(nodeName));
+  Value* v = from.outputs_.back();
+  from.outputs_.pop_back();
+  v->setProducer(node, 0);
+  node->outputs_.push_back(v);
+  return node;
+}
+
 Value* Graph::findValue(const std::string& name) const {
   auto it = byName_.find(name);
   return it == byName_.end() ? nullptr : it->second;

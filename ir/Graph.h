@@ -136,6 +136,10 @@ class Graph {
   // Creates a node whose outputs are new values (typed later by shape inference).
   Node* addNode(std::string op, std::vector<Value*> inputs, std::vector<std::string> outputNames,
                 std::map<std::string, Attribute> attrs = {}, std::string nodeName = "");
+  // Splits a multi-output node in a rewrite: `from`'s last output (its name, type and users stay) becomes the
+  // one output of a new node `op` over `inputs`, and `from` no longer has it.
+  Node* addNodeTakingLastOutput(Node& from, std::string op, std::vector<Value*> inputs,
+                                std::map<std::string, Attribute> attrs = {}, std::string nodeName = "");
 
   Value* findValue(const std::string& name) const;
   // Renames `v`; the name must be free.

@@ -70,6 +70,22 @@ TEST(UseIndex, RewiringKeepsTheIndexCurrent) {
   EXPECT_EQ(u.users(x).size(), 1u);
 }
 
+TEST(Graph, ANewNodeTakesAMultiOutputNodesLastOutput) {
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F32, {6}});
+  std::vector<Value*> parts = b.opN("Split", {x, b.constant(Tensor::vectorI64({2, 4}))}, 2);
+  Value* user = b.op("Neg", {parts[1]});
+  Node* split = parts[0]->producer();
+  Node* abs = g.addNodeTakingLastOutput(*split, "Abs", {x});
+  ASSERT_EQ(split->numOutputs(), 1u);
+  EXPECT_EQ(parts[1]->producer(), abs);  // the value, its name and its users stay
+  EXPECT_EQ(parts[1]->producerIndex(), 0);
+  EXPECT_EQ(abs->output(0), parts[1]);
+  EXPECT_EQ(user->producer()->input(0), parts[1]);
+  EXPECT_THROW(g.addNodeTakingLastOutput(*split, "Abs", {x}), Error);  // a node keeps one output
+}
+
 TEST(FusedRegion, KindsRoundTripAndUnknownKindsAreErrors) {
   for (RegionKind k : {RegionKind::Generic, RegionKind::Epilogue, RegionKind::Elementwise, RegionKind::Reduction,
                        RegionKind::Pattern, RegionKind::Nhwc})
