@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "codegen/ProgramBuilder.h"
+#include "runtime/Inputs.h"
 #include "runtime/ukernels/Sgemm.h"
 
 namespace friction::codegen {
@@ -51,9 +52,10 @@ std::string compileTable(const std::vector<KernelCompileStat>& kernels) {
 
 class CpuModel : public CompiledModel {
  public:
-  CpuModel(std::unique_ptr<Program> p, ProgramStats stats, std::string description,
+  CpuModel(const Graph& graph, std::unique_ptr<Program> p, ProgramStats stats, std::string description,
            int profileSlowest = kSlowestStepsNamed)
-      : program_(std::move(p)),
+      : graph_(graph),
+        program_(std::move(p)),
         stats_(std::move(stats)),
         description_(std::move(description)),
         profileSlowest_(profileSlowest) {
@@ -68,6 +70,7 @@ class CpuModel : public CompiledModel {
     });
   }
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) override {
+    checkInputs(graph_, inputs);  // the kernels read the inputs at their compiled shapes
     std::vector<Tensor> out = program_->run(inputs);
     if (++runs_ == 1 && program_->profiling) {
       // The first run is not like the others: it packs constant weights and faults the buffers in (a
@@ -96,6 +99,7 @@ class CpuModel : public CompiledModel {
   bool leavesCoresBusy() const override { return false; }
 
  private:
+  const Graph& graph_;
   std::unique_ptr<Program> program_;
   ProgramStats stats_;
   std::string description_;
@@ -130,7 +134,7 @@ class CpuBackend : public Backend {
                   stats.phases.buildMs, stats.phases.lowerMs, stats.phases.jitMs);
     d += "; " + source_->describe() + buf;
     if (!builder.lastError().empty()) d += "; last codegen error: " + builder.lastError().substr(0, 300);
-    return std::make_unique<CpuModel>(std::move(program), std::move(stats), std::move(d), options_.profileSlowest);
+    return std::make_unique<CpuModel>(graph, std::move(program), std::move(stats), std::move(d), options_.profileSlowest);
   }
 
  private:
@@ -161,7 +165,7 @@ std::unique_ptr<CompiledModel> compileCpuModel(const Graph& graph, KernelSource&
   std::snprintf(buf, sizeof buf, "; program built in %.0f ms (kernel lookup %.1f ms, no MLIR/LLVM)", ms, stats.compileMs);
   d += buf;
   if (!builder.lastError().empty()) d += "; last kernel error: " + builder.lastError().substr(0, 300);
-  return std::make_unique<CpuModel>(std::move(program), std::move(stats), std::move(d));
+  return std::make_unique<CpuModel>(graph, std::move(program), std::move(stats), std::move(d));
 }
 
 const CpuStats* cpuStats(const CompiledModel& model) {

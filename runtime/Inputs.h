@@ -12,4 +12,8 @@ namespace friction {
 // are still symbolic, naming the input.
 std::vector<Tensor> seededInputs(const Graph& graph, uint64_t seed);
 
+// Checks run-time inputs against the graph's (count, dtype, shape; each symbolic dim bound to one extent): the
+// one-line error every executor of friction's own gives for a wrong input, before a kernel reads it.
+void checkInputs(const Graph& graph, const std::vector<Tensor>& inputs);
+
 }  // namespace friction

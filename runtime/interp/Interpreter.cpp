@@ -4,47 +4,14 @@
 #include <unordered_map>
 
 #include "ir/Error.h"
+#include "runtime/Inputs.h"
 #include "runtime/interp/KernelRegistry.h"
 
 namespace friction::interp {
-namespace {
-
-// Checks a runtime tensor against a declared type, binding symbolic dims consistently.
-void checkInput(const Value& decl, const Tensor& t, std::map<std::string, int64_t>& bindings) {
-  FRICTION_CHECK(t.defined(), "input '" + decl.name() + "' is missing");
-  FRICTION_CHECK(t.dtype() == decl.dtype(), "input '" + decl.name() + "' has dtype " +
-                                                std::string(dtypeName(t.dtype())) + ", model expects " +
-                                                std::string(dtypeName(decl.dtype())));
-  const Shape& s = decl.shape();
-  if (!s.hasRank()) return;
-  FRICTION_CHECK(t.rank() == s.rank(), "input '" + decl.name() + "' has shape " + t.type().shape.str() +
-                                           ", model expects " + s.str());
-  for (size_t i = 0; i < s.rank(); ++i) {
-    const Dim& d = s[i];
-    if (d.isStatic()) {
-      FRICTION_CHECK(t.shape()[i] == d.value, "input '" + decl.name() + "' has shape " + t.type().shape.str() +
-                                                  ", model expects " + s.str());
-    } else if (!d.isUnknown()) {
-      auto [it, fresh] = bindings.emplace(d.symbol, t.shape()[i]);
-      FRICTION_CHECK(fresh || it->second == t.shape()[i],
-                     "input '" + decl.name() + "': dim '" + d.symbol + "' is " + std::to_string(t.shape()[i]) +
-                         " here but " + std::to_string(it->second) + " in another input");
-    }
-  }
-}
-
-}  // namespace
-
 std::vector<Tensor> run(const Graph& graph, const std::vector<Tensor>& inputs) {
-  FRICTION_CHECK(inputs.size() == graph.inputs().size(),
-                 "model takes " + std::to_string(graph.inputs().size()) + " inputs, got " +
-                     std::to_string(inputs.size()));
+  checkInputs(graph, inputs);
   std::unordered_map<const Value*, Tensor> env;
-  std::map<std::string, int64_t> bindings;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    checkInput(*graph.inputs()[i], inputs[i], bindings);
-    env[graph.inputs()[i]] = inputs[i];
-  }
+  for (size_t i = 0; i < inputs.size(); ++i) env[graph.inputs()[i]] = inputs[i];
   for (Value* v : graph.initializers())
     if (!env.count(v)) env[v] = v->constant();
 

@@ -98,6 +98,19 @@ TEST_F(CpuBackendTest, UnaryOpsMatchInterp) {  // Identity is a view, every othe
   }
 }
 
+// The kernels read their inputs at the compiled shapes: a wrong one is the interpreter's one-line error, before
+// any kernel runs (a conformance case whose data disagreed with its model once ran on cpu unchecked).
+TEST_F(CpuBackendTest, WrongInputsAreErrorsNamingTheInput) {
+  Graph g;
+  GraphBuilder b(g);
+  b.output(b.op("Relu", {b.input("x", {DType::F32, {2, 3}})}));
+  auto model = createBackend("cpu")->compile(g);
+  auto errorOf = [&](std::vector<Tensor> in) { return test::errorOf([&] { model->run(in); }); };
+  EXPECT_EQ(errorOf({Tensor(DType::F32, {3, 2})}), "input 'x' has shape [3,2], model expects [2,3]");
+  EXPECT_EQ(errorOf({Tensor(DType::F64, {2, 3})}), "input 'x' has dtype f64, model expects f32");
+  EXPECT_EQ(errorOf({}), "model takes 1 inputs, got 0");
+}
+
 // The passes fuse every op with the Activation trait into epilogues; the
 // code generator must compile each (a new activation needs a ScalarOps.def
 // entry and an emit function, nothing in the passes).
