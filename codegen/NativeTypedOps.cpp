@@ -23,18 +23,38 @@ namespace {
 
 using Ints = std::vector<int64_t>;
 
+bool isHalf(DType t) { return t == DType::F16 || t == DType::BF16; }
+
 // Cast with Tensor::castTo's semantics: floats to integers truncate and
-// saturate, to bool compare with zero, integers wrap.
+// saturate, to bool compare with zero, integers wrap; f16 and bf16 go
+// through float (rounded to nearest even).
 class CastKernel : public NativeKernel {
  public:
   CastKernel(DType from, DType to) : from_(from), to_(to) {}
   void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    if (!isHalf(from_)) return cast(from_, in[0].rawData(), out);
+    std::vector<float> wide(static_cast<size_t>(out.numel()));  // widened to float, then cast
+    const uint16_t* h = in[0].data<uint16_t>();
+    for (size_t i = 0; i < wide.size(); ++i) wide[i] = from_ == DType::F16 ? halfToFloat(h[i]) : bf16ToFloat(h[i]);
+    cast(DType::F32, wide.data(), out);
+  }
+  std::string describe() const override {
+    return "Cast " + std::string(dtypeName(from_)) + " to " + std::string(dtypeName(to_));
+  }
+
+ private:
+  void cast(DType from, const void* src, Tensor& out) const {
     const int64_t n = out.numel();
-    withElementType(from_, [&](auto fromType) {
+    withElementType(from, [&](auto fromType) {
+      using From = decltype(fromType);
+      const From* x = static_cast<const From*>(src);
+      if (isHalf(to_)) {
+        uint16_t* y = out.data<uint16_t>();
+        for (int64_t i = 0; i < n; ++i) y[i] = to_ == DType::F16 ? floatToHalf(float(x[i])) : floatToBf16(float(x[i]));
+        return;
+      }
       withElementType(to_, [&](auto toType) {
-        using From = decltype(fromType);
         using To = decltype(toType);
-        const From* x = in[0].data<From>();
         To* y = out.data<To>();
         for (int64_t i = 0; i < n; ++i) {
           if constexpr (std::is_same_v<To, bool>)
@@ -47,11 +67,7 @@ class CastKernel : public NativeKernel {
       });
     });
   }
-  std::string describe() const override {
-    return "Cast " + std::string(dtypeName(from_)) + " to " + std::string(dtypeName(to_));
-  }
 
- private:
   DType from_, to_;
 };
 
@@ -238,7 +254,6 @@ class FloatClassKernel : public NativeKernel {
 std::unique_ptr<NativeKernel> matchCast(const Node& n, const std::vector<const Value*>& in, std::string* why) {
   const Value *x = in[0], *y = n.output(0);
   if (!x->shape().isStatic() || !y->shape().isStatic()) return noNative(why, n.op() + " of a dynamic shape");
-  if (!hasCType(x->dtype()) || !hasCType(y->dtype())) return noNative(why, n.op() + " from or to f16/bf16");
   return std::make_unique<CastKernel>(x->dtype(), y->dtype());
 }
 
