@@ -7,10 +7,34 @@
 #include <set>
 #include <limits>
 
+#include "frontend/onnx/AdapterUtil.h"
 #include "ir/Error.h"
 #include "ir/OpRegistry.h"
 
 namespace friction::onnxio {
+
+Value* addInferred(Graph& g, const Node& n, const std::string& op, std::vector<Value*> in,
+                   std::map<std::string, Attribute> attrs) {
+  Node* m = g.addNode(op, std::move(in), {g.freshName(n.name() + "_" + op)}, std::move(attrs),
+                      g.freshName(n.name() + "_" + op));
+  inferNode(*m);
+  return m->output(0);
+}
+
+void becomes(Node& n, const std::string& op, std::vector<Value*> in, std::map<std::string, Attribute> attrs) {
+  n.setOp(op);
+  std::vector<std::string> names;
+  for (const auto& [name, value] : n.attrs()) names.push_back(name);
+  for (const auto& name : names) n.removeAttr(name);
+  for (auto& [k, v] : attrs) n.setAttr(k, std::move(v));
+  n.setInputs(std::move(in));
+}
+
+int64_t knownRank(const Node& n) {
+  FRICTION_CHECK(n.input(0)->shape().hasRank(), n.describe() + ": the input's rank must be known");
+  return int64_t(n.input(0)->shape().rank());
+}
+
 namespace {
 
 // Moves attribute `attr` (when present) into input slot `slot` as a constant.
@@ -83,28 +107,9 @@ void adaptResize10(Graph& g, Node& n) {
   if (mode == "nearest") n.setAttr("nearest_mode", std::string("floor"));
 }
 
-// Adds `op` over `in` before `n` is rewritten (the import sorts the nodes afterwards), inferred; its output.
-Value* addInferred(Graph& g, const Node& n, const std::string& op, std::vector<Value*> in,
-                   std::map<std::string, Attribute> attrs = {}) {
-  Node* m = g.addNode(op, std::move(in), {g.freshName(n.name() + "_" + op)}, std::move(attrs),
-                      g.freshName(n.name() + "_" + op));
-  inferNode(*m);
-  return m->output(0);
-}
-
 // filledLike as an initializer named after `n` and `what`.
 Value* constantLike(Graph& g, const Node& n, double v, const std::string& what, int64_t count = -1) {
   return g.addInitializer(g.freshName(n.name() + "_" + what), filledLike(n, v, count));
-}
-
-// Rewrites `n` in place as `op` over `in` (its output value, and so its users, stay).
-void becomes(Node& n, const std::string& op, std::vector<Value*> in, std::map<std::string, Attribute> attrs = {}) {
-  n.setOp(op);
-  std::vector<std::string> names;
-  for (const auto& [name, value] : n.attrs()) names.push_back(name);
-  for (const auto& name : names) n.removeAttr(name);
-  for (auto& [k, v] : attrs) n.setAttr(k, std::move(v));
-  n.setInputs(std::move(in));
 }
 
 // Pre-13 Softmax coerces the input to 2-D at `axis`; the same result is
@@ -147,12 +152,6 @@ std::vector<int64_t> constantInts(const Node& n, size_t slot, const std::string&
   return t->toInt64Vector();
 }
 
-// The rank of `n`'s input 0, which a rewrite needs; an Error otherwise.
-int64_t knownRank(const Node& n) {
-  FRICTION_CHECK(n.input(0)->shape().hasRank(), n.describe() + ": the input's rank must be known");
-  return int64_t(n.input(0)->shape().rank());
-}
-
 // `axis` of a rank-`rank` tensor in [0, rank); an Error naming `n` otherwise.
 int64_t checkedAxis(const Node& n, int64_t axis, int64_t rank) {
   FRICTION_CHECK(axis >= -rank && axis < rank, n.describe() + ": axis " + std::to_string(axis) + " is out of range for rank " +
@@ -193,20 +192,46 @@ void splitNumOutputs(Graph& g, Node& n) {
   n.setInput(1, g.addInitializer(g.freshName(n.name() + "_split"), Tensor::vectorI64(sizes)));
 }
 
-// Resize-18: `axes` names the dims roi/scales/sizes cover (the others keep their size); antialiasing only
-// changes linear and cubic downscaling; keep_aspect_ratio_policy other than stretch is not supported.
+// Resize-18's keep_aspect_ratio_policy not_larger / not_smaller: one scale for every resized axis (`axes`, or all),
+// the smallest / largest of sizes over the input's extents, each output extent that scale times the input's
+// rounded half up. Written as both: sizes for the extents, scales for the coordinate mapping (the IR's Resize
+// takes the two together for this).
+void keepAspectRatio(Graph& g, Node& n, const std::vector<int64_t>& axes) {
+  const std::string policy = n.attrString("keep_aspect_ratio_policy", "stretch");
+  if (policy == "stretch") return;
+  FRICTION_CHECK(policy == "not_larger" || policy == "not_smaller",
+                 n.describe() + ": keep_aspect_ratio_policy must be stretch, not_larger or not_smaller, got '" + policy + "'");
+  const Tensor* sizes = n.numInputs() > 3 ? constantData(n.input(3)) : nullptr;
+  const Shape& x = n.input(0)->shape();
+  FRICTION_CHECK(sizes && x.isStatic(), n.describe() + ": keep_aspect_ratio_policy needs constant sizes and a static input");
+  FRICTION_CHECK(sizes->numel() == int64_t(axes.size()), n.describe() + ": sizes has " + std::to_string(sizes->numel()) +
+                                                            " values for " + std::to_string(axes.size()) + " axes");
+  double scale = policy == "not_larger" ? INFINITY : 0.0;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    double ratio = sizes->elementAsDouble(int64_t(i)) / double(x[size_t(axes[i])].value);
+    scale = policy == "not_larger" ? std::min(scale, ratio) : std::max(scale, ratio);
+  }
+  std::vector<int64_t> extents;
+  for (int64_t a : axes) extents.push_back(int64_t(scale * double(x[size_t(a)].value) + 0.5));
+  std::vector<float> scales(axes.size(), float(scale));
+  auto named = [&](const char* what, Tensor t) { return g.addInitializer(g.freshName(n.name() + what), std::move(t)); };
+  n.setInputs({n.input(0), n.input(1),
+               named("_scales", Tensor::fromVector<float>(DType::F32, {int64_t(scales.size())}, scales)),
+               named("_sizes", Tensor::vectorI64(extents))});
+}
+
+// Resize-18: `axes` names the dims roi/scales/sizes cover (the others keep their size); antialias stays (the IR's
+// Resize takes it) where it changes anything: linear and cubic modes.
 void adaptResize18(Graph& g, Node& n) {
-  std::string mode = n.attrString("mode", "nearest");
-  FRICTION_CHECK(n.attrInt("antialias", 0) == 0 || mode == "nearest",
-                 n.describe() + ": antialias=1 with mode '" + mode + "' is not supported");
-  FRICTION_CHECK(n.attrString("keep_aspect_ratio_policy", "stretch") == "stretch",
-                 n.describe() + ": keep_aspect_ratio_policy '" + n.attrString("keep_aspect_ratio_policy", "") +
-                     "' is not supported (only stretch)");
-  std::vector<int64_t> axes = n.attrInts("axes");
-  for (const char* a : {"antialias", "keep_aspect_ratio_policy", "axes"}) n.removeAttr(a);
-  if (axes.empty()) return;
+  if (n.attrString("mode", "nearest") == "nearest" || n.attrInt("antialias", 0) == 0) n.removeAttr("antialias");
   int64_t rank = knownRank(n);
+  std::vector<int64_t> axes = n.attrInts("axes");
   for (int64_t& a : axes) a = checkedAxis(n, a, rank);
+  std::vector<int64_t> resized = axes;
+  for (int64_t a = 0; resized.empty() && a < rank; ++a) resized.push_back(a);
+  keepAspectRatio(g, n, axes.empty() ? resized : axes);
+  for (const char* a : {"keep_aspect_ratio_policy", "axes"}) n.removeAttr(a);
+  if (axes.empty()) return;
   FRICTION_CHECK(std::set<int64_t>(axes.begin(), axes.end()).size() == axes.size(), n.describe() + ": axes repeat a dim");
   // Input `slot` over all dims: the given values at `axes` (roi: starts, then ends), `fill(d)` elsewhere;
   // computed here for a constant input, else by a ScatterElements into the fill values.
@@ -261,11 +286,24 @@ void dropFloat8Attributes(Graph&, Node& n) {
   n.removeAttr("round_mode");
 }
 
-// SpaceToDepth-28's mode: DCR is the earlier opsets' order.
-void spaceToDepthMode(Graph&, Node& n) {
-  FRICTION_CHECK(n.attrString("mode", "DCR") == "DCR", n.describe() + ": mode '" + n.attrString("mode", "") +
-                                                           "' is not supported (only DCR)");
+// SpaceToDepth-28's mode: DCR is the earlier opsets' order; CRD (each channel's b x b block kept together, the
+// inverse of DepthToSpace's CRD) is a Reshape to [N, C, H/b, b, W/b, b], a Transpose and a Reshape.
+void spaceToDepthMode(Graph& g, Node& n) {
+  std::string mode = n.attrString("mode", "DCR");
   n.removeAttr("mode");
+  if (mode == "DCR") return;
+  FRICTION_CHECK(mode == "CRD", n.describe() + ": mode must be DCR or CRD, got '" + mode + "'");
+  const Shape& s = n.input(0)->shape();
+  int64_t b = n.attrInt("blocksize", 0);
+  FRICTION_CHECK(s.hasRank() && s.rank() == 4 && s[1].isStatic() && s[2].isStatic() && s[3].isStatic(),
+                 n.describe() + ": mode CRD needs a 4-D input of static channels and size");
+  FRICTION_CHECK(b > 0 && s[2].value % b == 0 && s[3].value % b == 0,
+                 n.describe() + ": the spatial dims are not divisible by blocksize " + std::to_string(b));
+  int64_t c = s[1].value, h = s[2].value / b, w = s[3].value / b;
+  auto shape = [&](std::vector<int64_t> dims) { return g.addInitializer(g.freshName(n.name() + "_shape"), Tensor::vectorI64(dims)); };
+  Value* blocks = addInferred(g, n, "Reshape", {n.input(0), shape({0, c, h, b, w, b})});
+  Value* moved = addInferred(g, n, "Transpose", {blocks}, {{"perm", std::vector<int64_t>{0, 1, 3, 5, 2, 4}}});
+  becomes(n, "Reshape", {moved, shape({0, c * b * b, h, w})});
 }
 
 // Gelu-20 as the Erf (or tanh) formula, which fuse-reductions fuses again.
@@ -377,7 +415,7 @@ const OpsetAdapter kAdapters[] = {
     {"ReduceLogSum", 18, kAll, reduceAxesToAttribute, "axes input becomes the attribute (noop_with_empty_axes: Identity)"},
     {"ReduceLogSumExp", 18, kAll, reduceAxesToAttribute, "axes input becomes the attribute (noop_with_empty_axes: Identity)"},
     {"Split", 18, kAll, splitNumOutputs, "num_outputs becomes split sizes (the last part smaller)"},
-    {"Resize", 18, kAll, adaptResize18, "axes widens roi/scales/sizes to every dim; antialias only with nearest; keep_aspect_ratio_policy only stretch"},
+    {"Resize", 18, kAll, adaptResize18, "axes widens roi/scales/sizes to every dim; keep_aspect_ratio_policy as one scale; antialias supported by Resize"},
     {"Mish", 18, kAll, decomposeMish, "new op: x * Tanh(Softplus(x))"},
     {"GroupNormalization", 18, 21, [](Graph& g, Node& n) { decomposeGroupNorm(g, n, false); },
      "new op: InstanceNormalization over [N, groups, rest], scale and bias per group"},
@@ -389,7 +427,9 @@ const OpsetAdapter kAdapters[] = {
     {"RMSNormalization", 23, kAll, decomposeRmsNorm, "new op: x / Sqrt(ReduceMean(x*x) + epsilon) * scale"},
     {"Swish", 24, kAll, decomposeSwish, "new op: x * Sigmoid(alpha * x)"},
     {"Range", 27, kAll, [](Graph&, Node& n) { n.removeAttr("stash_type"); }, "stash_type: friction computes in double"},
-    {"SpaceToDepth", 28, kAll, spaceToDepthMode, "mode: DCR (the earlier order) only"},
+    {"SpaceToDepth", 28, kAll, spaceToDepthMode, "mode: DCR is the earlier order; CRD a Reshape, Transpose and Reshape"},
+    {"Attention", 23, kAll, decomposeAttention,
+     "new op: MatMul, Softmax, MatMul; its masks, causal frontier, window and cache lengths a bias of 0 and -inf"},
 };
 
 // Attributes of opsets 1-8 that carry no meaning for inference.

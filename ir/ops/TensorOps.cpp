@@ -431,7 +431,9 @@ void inferResize(InferContext& ctx) {
   auto given = [&](size_t i) { return ctx.hasInput(i) && ctx.inputShape(i) != Shape{Dim(0)}; };
   const Tensor* scales = ctx.inputConstant(2);
   bool scalesGiven = given(2), sizesGiven = given(3);
-  ctx.check(scalesGiven != sizesGiven, "exactly one of scales and sizes must be given");
+  // Both given is the IR's form of Resize-18's keep_aspect_ratio_policy: sizes are the output's extents, scales
+  // the coordinate mapping.
+  ctx.check(scalesGiven || sizesGiven, "scales or sizes must be given");
   Shape out = unknownDims(r);
   if (sizesGiven) {
     Shape s = shapeFromInput(ctx, 3);
@@ -586,6 +588,7 @@ void registerTensorOps(OpRegistry& r) {
           .attr("cubic_coeff_a", K::Float)
           .attr("exclude_outside", K::Int)
           .attr("extrapolation_value", K::Float)
+          .attr("antialias", K::Int)
           .flopsWith(resizeFlops),
       inferResize);
   add(r, OpSchema("DepthToSpace").attr("blocksize", K::Int, true).attr("mode", K::String),

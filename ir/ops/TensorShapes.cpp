@@ -198,7 +198,8 @@ ResizeParams resizeParams(const Node& node) {
           node.attrString("nearest_mode", "round_prefer_floor"),
           node.attrFloat("cubic_coeff_a", -0.75f),
           node.attrFloat("extrapolation_value", 0.0f),
-          node.attrInt("exclude_outside", 0) != 0};
+          node.attrInt("exclude_outside", 0) != 0,
+          node.attrInt("antialias", 0) != 0};
 }
 
 bool resizeTaps(const ResizeParams& p, int64_t o, int64_t in, int64_t out, double scale, double roiStart,
@@ -225,7 +226,23 @@ bool resizeTaps(const ResizeParams& p, int64_t o, int64_t in, int64_t out, doubl
   // Taps start left of x: an integral x is the right tap with ratio 1.
   int64_t base = int64_t(std::ceil(x)) - 1;
   double ratio = x - double(base);
-  if (p.mode == "cubic") {
+  if (p.antialias && p.mode != "nearest" && scale < 1) {
+    // The filter stretched by 1 / scale over 2 - 2 * first taps (first <= 0), weights normalized to sum 1.
+    const bool cubic = p.mode == "cubic";
+    const int64_t first = int64_t(std::floor((cubic ? -2 : -1) / scale)) + 1;
+    const double A = p.cubicA;
+    idx.clear(), w.clear();
+    double sum = 0;
+    for (int64_t i = first; i < 2 - first; ++i) {
+      double d = std::fabs(scale * (double(i) - ratio)), c;
+      if (!cubic) c = std::clamp(1 - d, 0.0, 1.0);
+      else if (d <= 1) c = ((A + 2) * d - (A + 3)) * d * d + 1;
+      else if (d < 2) c = ((A * d - 5 * A) * d + 8 * A) * d - 4 * A;
+      else c = 0;
+      idx.push_back(base + i), w.push_back(c), sum += c;
+    }
+    for (double& v : w) v /= sum;
+  } else if (p.mode == "cubic") {
     double A = p.cubicA, r = ratio, s = 1 - ratio;
     w = {((A * (r + 1) - 5 * A) * (r + 1) + 8 * A) * (r + 1) - 4 * A, ((A + 2) * r - (A + 3)) * r * r + 1,
          ((A + 2) * s - (A + 3)) * s * s + 1, ((A * (s + 1) - 5 * A) * (s + 1) + 8 * A) * (s + 1) - 4 * A};

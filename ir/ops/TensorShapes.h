@@ -60,6 +60,7 @@ struct ResizeParams {
   std::string mode, ctm, nearestMode;
   double cubicA, extrapolation;
   bool excludeOutside;
+  bool antialias;  // Resize-18: linear and cubic downscaling widen the filter by 1 / scale
 };
 ResizeParams resizeParams(const Node& node);
 // Input taps (indices into an axis of `in` elements, and their weights) of output position o of `out` along

@@ -324,14 +324,14 @@ TEST(OnnxImport, Opset18AxesOutOfRangeAreNamed) {
 }
 
 TEST(OnnxImport, UnsupportedNewerFormsAreNamed) {
-  ModelMaker mm(18);
+  ModelMaker mm(18);  // the policy rounds extents from sizes known at run time only
   mm.input("x", {1, 1, 4, 4});
-  mm.initializer("scales", {4}, {1, 1, 0.5f, 0.5f});
-  auto& n = mm.node("Resize", {"x", "", "scales"}, {"y"}, "down");
-  addString(n, "mode", "linear");
-  addInt(n, "antialias", 1);
+  mm.input("sizes", {2}, onnx::TensorProto::INT64);
+  auto& n = mm.node("Resize", {"x", "", "", "sizes"}, {"y"}, "down");
+  addString(n, "keep_aspect_ratio_policy", "not_larger");
+  addInts(n, "axes", {2, 3});
   mm.output("y");
-  expectError([&] { mm.import(); }, {"Resize 'down'", "antialias=1"});
+  expectError([&] { mm.import(); }, {"Resize 'down'", "keep_aspect_ratio_policy needs constant sizes"});
   ModelMaker old(17);  // Gelu is no op before opset 20
   old.input("x", {2});
   old.node("Gelu", {"x"}, {"y"});

@@ -290,22 +290,24 @@ std::vector<Tensor> resize(const Node& node, const std::vector<Tensor>& in) {
   size_t rank = x.rank();
   auto given = [&](size_t i) { return i < in.size() && in[i].defined() && in[i].numel() > 0; };
   const ResizeParams p = resizeParams(node);
-  FRICTION_CHECK(given(2) != given(3), node.describe() + ": exactly one of scales and sizes must be given");
+  FRICTION_CHECK(given(2) || given(3), node.describe() + ": scales or sizes must be given");
   std::vector<double> roi = given(1) ? in[1].toDoubleVector() : std::vector<double>{};
   FRICTION_CHECK(roi.empty() || roi.size() == 2 * rank, node.describe() + ": roi must have 2*rank entries");
   FRICTION_CHECK(p.ctm != "tf_crop_and_resize" || !roi.empty(), node.describe() + ": tf_crop_and_resize needs roi");
   Shape64 shape = x.shape(), outSizes;
   std::vector<double> scales;
+  if (given(3)) {  // with scales too (keep_aspect_ratio_policy), they map the coordinates
+    outSizes = in[3].toInt64Vector();
+    FRICTION_CHECK(outSizes.size() == rank, node.describe() + ": sizes must have rank entries");
+  }
   if (given(2)) {
     FRICTION_CHECK(size_t(in[2].numel()) == rank, node.describe() + ": scales must have rank entries");
     for (size_t d = 0; d < rank; ++d) {
       float s = float(in[2].elementAsDouble(int64_t(d)));
-      outSizes.push_back(resizeDim(shape[d], s));
+      if (!given(3)) outSizes.push_back(resizeDim(shape[d], s));
       scales.push_back(double(s));
     }
   } else {
-    outSizes = in[3].toInt64Vector();
-    FRICTION_CHECK(outSizes.size() == rank, node.describe() + ": sizes must have rank entries");
     for (size_t d = 0; d < rank; ++d) scales.push_back(double(outSizes[d]) / double(shape[d]));
   }
   // Interpolation is separable; the reference also resizes the last axis first.

@@ -152,6 +152,14 @@ std::vector<Tensor> constantOfShape(const Node& node, const std::vector<Tensor>&
 }
 
 std::vector<Tensor> range(const Node&, const std::vector<Tensor>& in) {
+  DType type = in[0].dtype();
+  if (type == DType::F16 || type == DType::BF16) {  // computed in double, each element rounded once
+    double start = in[0].elementAsDouble(0), delta = in[2].elementAsDouble(0);
+    int64_t n = rangeCount(start, in[1].elementAsDouble(0), delta);
+    std::vector<double> values(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) values[size_t(i)] = start + double(i) * delta;
+    return {Tensor::fromVector<double>(DType::F64, {n}, values).castTo(type)};
+  }
   return dispatchNumeric(in[0].dtype(), [&](auto t) {
     using T = decltype(t);
     T start = in[0].data<T>()[0], delta = in[2].data<T>()[0];

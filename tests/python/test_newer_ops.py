@@ -1,0 +1,161 @@
+"""Ops of opsets 18 and later that the importer writes with supported ones (Attention) or that reach the IR in a
+newer form (Resize's antialias and keep_aspect_ratio_policy, SpaceToDepth's CRD mode), against the onnx package's
+reference implementation, on interp and cpu, with every pass and with none. The node tests have a few cases of
+each; these draw many shapes and attribute combinations, and give the parameters as constants (as exporters
+write them), which is the path the compiled kernels take."""
+import itertools
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+import friction
+
+CONFIGS = [("interp", None), ("cpu", None), ("cpu", ["none"])]
+
+
+def model_of(node, inputs, outputs, opset, initializers=()):
+    graph = helper.make_graph([node], "g", inputs, outputs, list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def check_against_reference(model, feeds, rtol=1e-4, atol=1e-5):
+    want = ReferenceEvaluator(model).run(None, feeds)
+    data = model.SerializeToString()
+    names = [i.name for i in model.graph.input]
+    for backend, passes in CONFIGS:
+        got = friction.compile(data, backend, passes=passes).run(*[feeds[n] for n in names])
+        assert len(got) == len(want)
+        for k, (g, w) in enumerate(zip(got, want)):
+            assert g.shape == w.shape, (backend, passes, k)
+            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol,
+                                       err_msg=f"{backend} passes={passes} output {k}")
+
+
+def tensor_info(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, list(shape))
+
+
+def attention_case(rng, *, rank, q_heads, kv_heads, causal, mask, past, nonpad, softcap, window, mode, opset):
+    """One Attention node: batch 2, 3 queries, head size 8 (values 6), `past` cached keys plus 4 new ones."""
+    batch, queries, new_keys, d, dv = 2, 3, 4, 8, 6
+    keys = new_keys + past
+    attrs = {"is_causal": int(causal), "qk_matmul_output_mode": mode}
+    if softcap:
+        attrs["softcap"] = 2.0
+    if window:
+        attrs["left_window_size"], attrs["right_window_size"] = window
+    if rank == 3:
+        attrs["q_num_heads"], attrs["kv_num_heads"] = q_heads, kv_heads
+        qs, ks, vs = (batch, queries, q_heads * d), (batch, new_keys, kv_heads * d), (batch, new_keys, kv_heads * dv)
+    else:
+        qs, ks, vs = (batch, q_heads, queries, d), (batch, kv_heads, new_keys, d), (batch, kv_heads, new_keys, dv)
+    feeds = {"Q": rng.standard_normal(qs).astype(np.float32), "K": rng.standard_normal(ks).astype(np.float32),
+             "V": rng.standard_normal(vs).astype(np.float32)}
+    inputs = ["Q", "K", "V"]
+    if mask:
+        mask_keys = keys - 1 if mask.endswith("short") else keys  # a mask shorter than the keys masks the rest
+        shape = (batch, 1, queries, mask_keys) if mask.startswith("4d") else (queries, mask_keys)
+        if "bool" in mask:
+            m = rng.random(shape) > 0.3
+            m[..., 0] = True  # every row attends some key, so float and bool masks agree
+            feeds["attn_mask"] = m
+        else:
+            feeds["attn_mask"] = rng.standard_normal(shape).astype(np.float32)
+        inputs.append("attn_mask")
+    else:
+        inputs.append("")
+    if past:
+        feeds["past_key"] = rng.standard_normal((batch, kv_heads, past, d)).astype(np.float32)
+        feeds["past_value"] = rng.standard_normal((batch, kv_heads, past, dv)).astype(np.float32)
+        inputs += ["past_key", "past_value"]
+    elif nonpad:
+        feeds["nonpad_kv_seqlen"] = np.array([keys, keys - 1], dtype=np.int64)
+        inputs += ["", "", "nonpad_kv_seqlen"]
+    outputs = ["Y", "present_key", "present_value", "qk"] if past else ["Y", "", "", "qk"]
+    node = helper.make_node("Attention", inputs, outputs, **attrs)
+    elem = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.bool_): TensorProto.BOOL,
+            np.dtype(np.int64): TensorProto.INT64}
+    graph_inputs = [tensor_info(n, elem[feeds[n].dtype], feeds[n].shape) for n in inputs if n]
+    graph_outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs if n]
+    return model_of(node, graph_inputs, graph_outputs, opset), feeds
+
+
+ATTENTION = [
+    dict(rank=4, q_heads=2, kv_heads=2, causal=False, mask=None, past=0, nonpad=False, softcap=False, window=None, mode=0),
+    dict(rank=3, q_heads=4, kv_heads=2, causal=True, mask=None, past=0, nonpad=False, softcap=False, window=None, mode=1),
+    dict(rank=4, q_heads=4, kv_heads=1, causal=True, mask="4d_float", past=2, nonpad=False, softcap=True, window=None, mode=2),
+    dict(rank=3, q_heads=2, kv_heads=2, causal=False, mask="2d_bool_short", past=0, nonpad=False, softcap=False, window=None, mode=3),
+    dict(rank=4, q_heads=2, kv_heads=2, causal=True, mask="4d_bool", past=0, nonpad=True, softcap=False, window=None, mode=3),
+    dict(rank=4, q_heads=2, kv_heads=1, causal=False, mask=None, past=0, nonpad=True, softcap=False, window=(1, 0), mode=2),
+    dict(rank=3, q_heads=2, kv_heads=2, causal=True, mask="2d_float_short", past=3, nonpad=False, softcap=False, window=(2, -1), mode=0),
+    dict(rank=4, q_heads=2, kv_heads=2, causal=True, mask=None, past=0, nonpad=True, softcap=True, window=(0, 1), mode=3),
+]
+
+
+@pytest.mark.parametrize("case", range(len(ATTENTION)))
+def test_attention_matches_the_reference(case):
+    config = ATTENTION[case]
+    opset = 25 if config["window"] else 24
+    model, feeds = attention_case(np.random.default_rng(case), opset=opset, **config)
+    check_against_reference(model, feeds)
+
+
+def test_attention_in_half_precision_is_computed_in_f32():
+    """f16 Q/K/V: friction computes in f32 and rounds the outputs once; within two f16 ulps of the reference."""
+    model, feeds = attention_case(np.random.default_rng(7), opset=24, **ATTENTION[1])
+    for t in list(model.graph.input) + list(model.graph.output):
+        t.type.tensor_type.elem_type = TensorProto.FLOAT16
+    half = {k: v.astype(np.float16) for k, v in feeds.items()}
+    check_against_reference(model, half, rtol=2e-3, atol=2e-3)
+    cpu = friction.compile(model.SerializeToString(), "cpu")
+    cpu.run(*half.values())
+    assert cpu.interp_nodes == 0
+
+
+def test_a_causal_decoder_attention_is_matmul_softmax_matmul():
+    """Without run-time masks, the masks fold into one constant bias and no fully-masked-row guard is added."""
+    model, _ = attention_case(np.random.default_rng(0), opset=24, **ATTENTION[1])
+    ops = friction.load(model.SerializeToString()).op_counts()
+    assert ops.get("MatMul") == 2 and ops.get("Softmax") == 1 and "Where" not in ops and "ReduceMax" not in ops, ops
+
+
+def test_attention_errors_name_the_node():
+    model, _ = attention_case(np.random.default_rng(0), opset=24, **ATTENTION[1])
+    for a in model.graph.node[0].attribute:
+        if a.name == "kv_num_heads":
+            a.i = 3  # 4 query heads are no multiple of 3 key heads
+    with pytest.raises(friction.Error, match="Attention 'Attention_0': K's 16 features do not split into 3 heads"):
+        friction.load(model.SerializeToString())
+
+
+@pytest.mark.parametrize("mode,scale", list(itertools.product(["linear", "cubic"], [0.6, 0.33])))
+def test_resize_antialias_matches_the_reference(mode, scale):
+    x = np.random.default_rng(1).standard_normal((1, 3, 17, 12)).astype(np.float32)
+    scales = numpy_helper.from_array(np.array([1, 1, scale, scale], dtype=np.float32), "scales")
+    node = helper.make_node("Resize", ["X", "", "scales"], ["Y"], mode=mode, antialias=1)
+    model = model_of(node, [tensor_info("X", TensorProto.FLOAT, x.shape)],
+                     [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)], 18, [scales])
+    check_against_reference(model, {"X": x})
+
+
+@pytest.mark.parametrize("policy,sizes", [("not_larger", [7, 5]), ("not_smaller", [3, 5]), ("not_smaller", [11, 2])])
+def test_resize_keep_aspect_ratio_matches_the_reference(policy, sizes):
+    x = np.random.default_rng(2).standard_normal((1, 2, 6, 9)).astype(np.float32)
+    init = numpy_helper.from_array(np.array(sizes, dtype=np.int64), "sizes")
+    node = helper.make_node("Resize", ["X", "", "", "sizes"], ["Y"], mode="linear", axes=[2, 3],
+                            keep_aspect_ratio_policy=policy)
+    model = model_of(node, [tensor_info("X", TensorProto.FLOAT, x.shape)],
+                     [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)], 19, [init])
+    check_against_reference(model, {"X": x})
+
+
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_space_to_depth_modes_match_the_reference(mode):
+    x = np.random.default_rng(3).standard_normal((2, 3, 6, 4)).astype(np.float32)
+    node = helper.make_node("SpaceToDepth", ["X"], ["Y"], blocksize=2, mode=mode)
+    model = model_of(node, [tensor_info("X", TensorProto.FLOAT, x.shape)],
+                     [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)], 28)
+    check_against_reference(model, {"X": x}, rtol=0, atol=0)
