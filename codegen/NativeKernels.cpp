@@ -4,6 +4,7 @@
 #include <set>
 #include <tuple>
 
+#include "codegen/TypedLoops.h"
 #include "ir/Error.h"
 #include "ir/FusedRegion.h"
 #include "ir/Patterns.h"
@@ -247,15 +248,36 @@ class RowKernel : public NativeKernel {
   float eps_;
 };
 
+// A transpose moves bits: 4-byte elements of any type go through the f32 kernel, the other sizes (an int8 or
+// int64 tensor the layout pass moved) one element at a time.
 class TransposeKernel : public NativeKernel {
  public:
-  TransposeKernel(std::vector<int64_t> inShape, std::vector<int64_t> perm) : in_(std::move(inShape)), perm_(std::move(perm)) {}
+  TransposeKernel(size_t elementBytes, std::vector<int64_t> inShape, std::vector<int64_t> perm)
+      : bytes_(elementBytes), in_(std::move(inShape)), perm_(std::move(perm)) {}
   void run(const std::vector<Tensor>& in, Tensor& out) const override {
-    ukernels::transposeF32(in[0].data<float>(), out.data<float>(), in_, perm_);
+    const void* x = in[0].rawData();
+    void* y = out.rawData();
+    switch (bytes_) {
+      case 4: return ukernels::transposeF32(static_cast<const float*>(x), static_cast<float*>(y), in_, perm_);
+      case 1: return elementwise<uint8_t>(x, y);
+      case 2: return elementwise<uint16_t>(x, y);
+      default: return elementwise<uint64_t>(x, y);
+    }
   }
-  std::string describe() const override { return "transpose"; }
+  std::string describe() const override { return bytes_ == 4 ? "transpose" : "transpose (element by element)"; }
 
  private:
+  template <typename T>
+  void elementwise(const void* src, void* dst) const {
+    const std::vector<int64_t> strides = ukernels::denseStrides(in_);
+    std::vector<int64_t> ys, read;  // y's dims and the x stride each walks
+    for (int64_t p : perm_) ys.push_back(in_[size_t(p)]), read.push_back(strides[size_t(p)]);
+    const T* x = static_cast<const T*>(src);
+    T* y = static_cast<T*>(dst);
+    forEachBroadcast(ys, {read}, [&](int64_t i, const std::vector<int64_t>& at) { y[i] = x[at[0]]; });
+  }
+
+  size_t bytes_;
   std::vector<int64_t> in_, perm_;
 };
 
@@ -458,7 +480,9 @@ std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Va
   if (outer.empty()) outer.assign(node.inputs().begin(), node.inputs().end());
   if (node.op() == "Transpose") {
     const Value* x = outer.empty() ? nullptr : outer[0];
-    if (!isStaticF32(x) || !isStaticF32(node.output(0))) return noNative(why, "Transpose not f32/static");
+    const size_t bytes = x ? dtypeSize(x->dtype()) : 0;
+    if (!x || !x->shape().isStatic() || !node.output(0)->shape().isStatic() || (bytes != 1 && bytes != 2 && bytes != 4 && bytes != 8))
+      return noNative(why, "Transpose of a dynamic shape");
     std::vector<int64_t> xs = x->shape().staticDims(), perm;
     if (node.hasAttr("perm")) {
       perm = node.attrInts("perm");
@@ -466,7 +490,7 @@ std::unique_ptr<NativeKernel> matchNative(const Node& node, std::vector<const Va
       for (size_t i = xs.size(); i-- > 0;) perm.push_back(int64_t(i));  // ONNX default: reverse
     }
     if (perm.size() != xs.size()) return noNative(why, "Transpose perm does not match the rank");
-    return std::make_unique<TransposeKernel>(xs, perm);
+    return std::make_unique<TransposeKernel>(bytes, xs, perm);
   }
   // Window ops: in a convert-layout region NHWC, on their own NCHW.
   static const std::set<std::string> windowOps = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool"};

@@ -252,12 +252,13 @@ std::unique_ptr<NativeKernel> matchTile(const Node&, const std::vector<const Val
   return std::make_unique<CopyKernel>("Tile", std::vector<CopyPiece>{p});
 }
 
-// Gather whose indices arrive at run time (an Embedding's token ids): x as
-// [outer, axis, inner], one row copy per (outer, index); indices checked on every run.
+// Gather whose indices arrive at run time (an Embedding's token ids), or of elements other than f32 (a
+// quantized embedding table): x as [outer, axis, inner], one row copy per (outer, index); indices checked on
+// every run.
 class GatherKernel : public NativeKernel {
  public:
-  GatherKernel(std::string node, int64_t outer, int64_t axis, int64_t inner)
-      : node_(std::move(node)), outer_(outer), axis_(axis), inner_(inner) {}
+  GatherKernel(std::string node, int64_t outer, int64_t axis, int64_t inner, size_t elementBytes = sizeof(float))
+      : node_(std::move(node)), outer_(outer), axis_(axis), inner_(inner), bytes_(elementBytes) {}
   void run(const std::vector<Tensor>& in, Tensor& out) const override {
     std::vector<int64_t> indices = in[1].toInt64Vector();
     for (int64_t& i : indices) {
@@ -265,14 +266,15 @@ class GatherKernel : public NativeKernel {
                                                    " out of range for an axis of " + std::to_string(axis_));
       if (i < 0) i += axis_;
     }
-    ukernels::gatherRows(in[0].data<float>(), outer_, axis_, inner_, indices.data(), int64_t(indices.size()),
-                         out.data<float>());
+    ukernels::gatherRows(in[0].rawData(), outer_, axis_, inner_, indices.data(), int64_t(indices.size()), bytes_,
+                         out.rawData());
   }
   std::string describe() const override { return "Gather (rows)"; }
 
  private:
   std::string node_;
   int64_t outer_, axis_, inner_;
+  size_t bytes_;
 };
 
 // Gather along `axis`: with constant indices one strided copy per index,
@@ -286,11 +288,11 @@ std::unique_ptr<NativeKernel> matchGather(const Node& n, const std::vector<const
   const int64_t q = int64_t(in[1]->shape().rank());
   if (int64_t(ys.size()) != rank + q - 1) return noNative(why, "Gather result rank disagrees with its type");
   auto indices = constantInts(in, 1);
-  if (!indices || indices->size() > kMaxIndices) {
+  if (!indices || indices->size() > kMaxIndices || in[0]->dtype() != DType::F32) {
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < axis; ++d) outer *= xs[size_t(d)];
     for (int64_t d = axis + 1; d < rank; ++d) inner *= xs[size_t(d)];
-    return std::make_unique<GatherKernel>(n.name(), outer, xs[size_t(axis)], inner);
+    return std::make_unique<GatherKernel>(n.name(), outer, xs[size_t(axis)], inner, dtypeSize(in[0]->dtype()));
   }
   const Ints xDense = ukernels::denseStrides(xs), yDense = ukernels::denseStrides(ys);
   CopyPiece base;
@@ -618,7 +620,10 @@ std::unique_ptr<NativeKernel> matchTensorOp(const Node& node, const std::vector<
   auto it = matchers.find(node.op());
   if (it == matchers.end()) return noNative(why, node.op() + " has no native kernel");
   const Value* x = outer.empty() ? nullptr : outer[0];
-  if (node.numOutputs() != 1 || !isStaticF32(x) || !isStaticF32(node.output(0)))
+  const Value* y = node.output(0);
+  const bool anyType = node.op() == "Gather";  // row copies of any element type
+  if (node.numOutputs() != 1 || !x || !x->shape().isStatic() || !y->shape().isStatic() ||
+      (!anyType && (!isStaticF32(x) || !isStaticF32(y))))
     return noNative(why, node.op() + " not f32 with static shapes");
   return it->second(node, outer, x->shape().staticDims(), node.output(0)->shape().staticDims(), why);
 }

@@ -174,12 +174,15 @@ void concatRows(int64_t rows, const std::vector<RowPiece>& pieces, float* y, int
   }
 }
 
-void gatherRows(const float* x, int64_t outer, int64_t axis, int64_t inner, const int64_t* indices, int64_t count,
-                float* y) {
+void gatherRows(const void* x, int64_t outer, int64_t axis, int64_t inner, const int64_t* indices, int64_t count,
+                size_t elementBytes, void* y) {
+  const size_t row = size_t(inner) * elementBytes;
+  const char* from = static_cast<const char*>(x);
+  char* to = static_cast<char*>(y);
 #pragma omp parallel for collapse(2) schedule(static) if (outer * count * inner > kParallelElements)
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < count; ++j)
-      std::memcpy(y + (o * count + j) * inner, x + (o * axis + indices[j]) * inner, size_t(inner) * sizeof(float));
+      std::memcpy(to + size_t(o * count + j) * row, from + size_t(o * axis + indices[j]) * row, row);
 }
 
 void channelAffine(int64_t outer, int64_t channels, int64_t inner, const float* x, const float* scale,

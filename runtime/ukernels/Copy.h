@@ -2,8 +2,9 @@
 // Pad, Gather and Expand reduce to (each a view of the source with other
 // strides written into a region of the destination), Concat's row copy, plus the two
 // per-channel and per-axis loops that BatchNormalization and the Reduce ops
-// need. f32; rows of the copy spread over OpenMP threads.
+// need. f32 (but for Gather's rows, of any element size); rows of the copy spread over OpenMP threads.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -28,9 +29,9 @@ void concatRows(int64_t rows, const std::vector<RowPiece>& pieces, float* y, int
 
 // y[o, j, :] = x[o, indices[j], :] over x as [outer, axis, inner] and y as
 // [outer, count, inner] (Gather with indices known only at run time, already
-// checked and made non-negative by the caller).
-void gatherRows(const float* x, int64_t outer, int64_t axis, int64_t inner, const int64_t* indices, int64_t count,
-                float* y);
+// checked and made non-negative by the caller), of elements of any size.
+void gatherRows(const void* x, int64_t outer, int64_t axis, int64_t inner, const int64_t* indices, int64_t count,
+                size_t elementBytes, void* y);
 
 // Row-major strides of a dense tensor of `shape`.
 std::vector<int64_t> denseStrides(const std::vector<int64_t>& shape);

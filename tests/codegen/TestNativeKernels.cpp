@@ -160,6 +160,41 @@ TEST(NativeTensorOps, CastBetweenElementTypes) {
   EXPECT_EQ(stats.nativeOps["Cast u8 to f64"], 1);
 }
 
+// f16/bf16 through the native Cast (rounded to nearest even), and transposes of 1-, 2- and 8-byte elements (the
+// layout pass moves a quantized model's int8 and an index tensor's int64).
+TEST(NativeTensorOps, HalfCastsAndTransposesOfEveryElementSize) {
+  auto stats = expectNativeMatches(
+      {2, 3, 5}, [](GraphBuilder& b, Value* x) {
+        auto cast = [&](Value* v, DType to) { return b.op("Cast", {v}, {{"to", int64_t(dtypeToOnnxCode(to))}}); };
+        auto moved = [&](Value* v) { return b.op("Transpose", {v}, {{"perm", Ints{2, 0, 1}}}); };
+        std::vector<Value*> parts;  // x in [-2, 2): the integers -1, 0 and 1 after truncation
+        for (DType t : {DType::F16, DType::BF16, DType::I8, DType::I64, DType::Bool})
+          parts.push_back(cast(cast(moved(cast(x, t)), DType::F64), DType::F32));
+        return b.op("Concat", parts, {{"axis", int64_t(0)}});
+      },
+      "half casts and transposes", 0);
+  EXPECT_EQ(stats.nativeOps["Cast f32 to f16"], 1);
+  EXPECT_EQ(stats.nativeOps["Cast bf16 to f64"], 1);
+  EXPECT_EQ(stats.nativeOps["transpose (element by element)"], 5);  // 2, 2, 1, 8 and 1 (bool) bytes
+}
+
+// A quantized embedding table (int8) gathers rows of bytes, as an f32 one gathers rows of floats.
+TEST(NativeTensorOps, GatherOfAnInt8TableCopiesItsRows) {
+  auto stats = expectNativeMatches(
+      {2, 3}, [](GraphBuilder& b, Value* x) {
+        std::vector<int8_t> codes(15);
+        for (size_t i = 0; i < codes.size(); ++i) codes[i] = int8_t(int(i) * 17 - 120);
+        Value* table = b.constant(Tensor::fromVector<int8_t>(DType::I8, {5, 3}, codes));
+        auto f64 = [&](double v) { return b.constant(Tensor::fromVector<double>(DType::F64, {}, {v})); };
+        Value* wide = b.op("Cast", {x}, {{"to", int64_t(dtypeToOnnxCode(DType::F64))}});
+        Value* shifted = b.op("Mul", {b.op("Add", {wide, f64(2)}), f64(1.2)});  // x in [-2, 2): rows 0-4 at run time
+        Value* rows = b.op("Gather", {table, b.op("Cast", {shifted}, {{"to", int64_t(dtypeToOnnxCode(DType::I64))}})});
+        return b.op("Cast", {rows}, {{"to", int64_t(dtypeToOnnxCode(DType::F32))}});
+      },
+      "int8 Gather", 0);
+  EXPECT_EQ(stats.nativeOps["Gather (rows)"], 1);
+}
+
 // Swin's shifted-window mask with fold-constants off: comparisons, logic
 // and Where on bool and integer tensors, broadcasting, then back to f32.
 TEST(NativeTensorOps, ComparisonsLogicAndWhereOnMasks) {
