@@ -17,30 +17,11 @@ namespace {
 
 constexpr double kMasked = -std::numeric_limits<double>::infinity();
 
-struct AttentionRewrite {
-  Graph& g;
-  Node& n;
+struct AttentionRewrite : NodeRewrite {
   DType compute;  // f32 for f16/bf16 inputs, else the inputs' type
 
-  Value* op(const std::string& name, std::vector<Value*> in, std::map<std::string, Attribute> attrs = {}) {
-    return addInferred(g, n, name, std::move(in), std::move(attrs));
-  }
-  Value* constant(Tensor t, const std::string& what) { return g.addInitializer(g.freshName(n.name() + "_" + what), std::move(t)); }
-  Value* ints(const std::vector<int64_t>& v, const std::string& what) { return constant(Tensor::vectorI64(v), what); }
-  Value* scalar(double v, const std::string& what) {
-    return constant(Tensor::fromVector<double>(DType::F64, {}, {v}).castTo(compute), what);
-  }
-  Value* cast(Value* v, DType to) {
-    return v->dtype() == to ? v : op("Cast", {v}, {{"to", int64_t(dtypeToOnnxCode(to))}});
-  }
-  int64_t staticDim(const Value* v, int64_t axis, const char* what) {
-    const Shape& s = v->shape();
-    FRICTION_CHECK(s.hasRank() && s.rank() > 0, n.describe() + ": " + what + " needs a known rank");
-    size_t a = size_t(axis < 0 ? axis + int64_t(s.rank()) : axis);
-    FRICTION_CHECK(a < s.rank() && s[a].isStatic(),
-                   n.describe() + ": " + what + " needs a static extent on axis " + std::to_string(axis));
-    return s[a].value;
-  }
+  using NodeRewrite::scalar;
+  Value* scalar(double v, const std::string& what) { return scalar(v, compute, what); }
   // [B, S, H*D] -> [B, H, S, D].
   Value* splitHeads(Value* x, int64_t heads, const char* what) {
     int64_t hidden = staticDim(x, 2, what);
@@ -87,7 +68,7 @@ void decomposeAttention(Graph& g, Node& n) {
   FRICTION_CHECK((rank == 3 || rank == 4) && k->shape().hasRank() && v->shape().hasRank() &&
                      int64_t(k->shape().rank()) == rank && int64_t(v->shape().rank()) == rank,
                  n.describe() + ": Q, K and V must all be 3-D or all 4-D");
-  AttentionRewrite r{g, n, type == DType::F16 || type == DType::BF16 ? DType::F32 : type};
+  AttentionRewrite r{{g, n}, type == DType::F16 || type == DType::BF16 ? DType::F32 : type};
   q = r.cast(q, r.compute), k = r.cast(k, r.compute), v = r.cast(v, r.compute);
   int64_t qHeads = n.attrInt("q_num_heads", 0), kvHeads = n.attrInt("kv_num_heads", 0);
   if (rank == 3) {

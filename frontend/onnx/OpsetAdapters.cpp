@@ -35,6 +35,15 @@ int64_t knownRank(const Node& n) {
   return int64_t(n.input(0)->shape().rank());
 }
 
+int64_t NodeRewrite::staticDim(const Value* v, int64_t axis, const std::string& what) const {
+  const Shape& s = v->shape();
+  FRICTION_CHECK(s.hasRank() && s.rank() > 0, n.describe() + ": " + what + " needs a known rank");
+  size_t a = size_t(axis < 0 ? axis + int64_t(s.rank()) : axis);
+  FRICTION_CHECK(a < s.rank() && s[a].isStatic(),
+                 n.describe() + ": " + what + " needs a static extent on axis " + std::to_string(axis));
+  return s[a].value;
+}
+
 namespace {
 
 // Moves attribute `attr` (when present) into input slot `slot` as a constant.
@@ -428,6 +437,13 @@ const OpsetAdapter kAdapters[] = {
     {"Swish", 24, kAll, decomposeSwish, "new op: x * Sigmoid(alpha * x)"},
     {"Range", 27, kAll, [](Graph&, Node& n) { n.removeAttr("stash_type"); }, "stash_type: friction computes in double"},
     {"SpaceToDepth", 28, kAll, spaceToDepthMode, "mode: DCR is the earlier order; CRD a Reshape, Transpose and Reshape"},
+    {"QuantizeLinear", 10, kAll, decomposeQuantization, "new op: Div, Round, Add, Clip, Cast (per tensor, axis or block)"},
+    {"DequantizeLinear", 10, kAll, decomposeQuantization, "new op: Cast, Sub, Mul (per tensor, axis or block)"},
+    {"DynamicQuantizeLinear", 11, kAll, decomposeQuantization, "new op: the range by ReduceMin/ReduceMax, then as QuantizeLinear"},
+    {"QLinearMatMul", 10, kAll, decomposeQuantization, "new op: MatMul of the centred operands in f32, requantized"},
+    {"QLinearConv", 10, kAll, decomposeQuantization, "new op: Conv of the centred operands in f32, requantized"},
+    {"MatMulInteger", 10, kAll, decomposeQuantization, "new op: MatMul of the centred operands in f32, Cast to int32"},
+    {"ConvInteger", 10, kAll, decomposeQuantization, "new op: Conv of the centred operands in f32, Cast to int32"},
     {"Attention", 23, kAll, decomposeAttention,
      "new op: MatMul, Softmax, MatMul; its masks, causal frontier, window and cache lengths a bias of 0 and -inf"},
 };

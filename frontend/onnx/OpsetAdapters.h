@@ -2,8 +2,9 @@
 // attributes that became inputs (Clip, Split, Squeeze, Unsqueeze, ReduceSum, Pad, Slice, Dropout),
 // Resize-10 and Upsample, the pre-13 "flatten to 2-D" Softmax family. Newer ones (18+): Reduce* axes as
 // inputs, Split num_outputs, Resize axes, and new ops written with supported ones (Gelu, GroupNormalization,
-// RMSNormalization, Mish, Swish). The table in OpsetAdapters.cpp lists every change; docs/conformance.md
-// prints it.
+// RMSNormalization, Mish, Swish, Attention: DecomposeAttention.cpp). The quantization ops of any opset are
+// written as their float emulation (DecomposeQuantization.cpp). The table in OpsetAdapters.cpp lists every
+// change; docs/conformance.md prints those of opsets 18 and later.
 #pragma once
 #include <string>
 #include <vector>

@@ -159,3 +159,109 @@ def test_space_to_depth_modes_match_the_reference(mode):
     model = model_of(node, [tensor_info("X", TensorProto.FLOAT, x.shape)],
                      [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)], 28)
     check_against_reference(model, {"X": x}, rtol=0, atol=0)
+
+
+# ---- quantization: the float emulation against the reference, with the parameters as constants ----
+
+def quant_model(node, x, initializers, opset=21, elem=TensorProto.FLOAT):
+    model = model_of(node, [tensor_info("x", elem, x.shape)], [helper.make_tensor_value_info("y", 0, None)], opset,
+                     [numpy_helper.from_array(v, k) for k, v in initializers.items()])
+    return model, {"x": x}
+
+
+@pytest.mark.parametrize("kind", ["tensor", "axis", "block"])
+@pytest.mark.parametrize("zero_type", [np.uint8, np.int8, np.int16])
+def test_quantize_dequantize_match_the_reference(kind, zero_type):
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal((2, 6, 5)) * 40).astype(np.float32)
+    x[0, 0, :3] = [0.5, 1.5, -2.5]  # ties round to even
+    shape = {"tensor": (), "axis": (6,), "block": (2, 3, 5)}[kind]
+    attrs = {"axis": 1} | ({"block_size": 2} if kind == "block" else {})
+    scale = rng.uniform(0.2, 1.0, shape).astype(np.float32)
+    zero = rng.integers(-3, 4, shape).astype(zero_type) + (10 if zero_type == np.uint8 else 0)
+    q, feeds = quant_model(helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], **attrs), x, {"s": scale, "z": zero})
+    check_against_reference(q, feeds, rtol=0, atol=0)
+    xq = ReferenceEvaluator(q).run(None, feeds)[0]
+    elem = helper.np_dtype_to_tensor_dtype(xq.dtype)
+    dq, feeds = quant_model(helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"], **attrs), xq,
+                            {"s": scale, "z": zero}, elem=elem)
+    check_against_reference(dq, feeds, rtol=1e-6, atol=0)
+
+
+def test_dynamic_quantize_linear_matches_the_reference():
+    x = np.random.default_rng(5).standard_normal((3, 8)).astype(np.float32) * 3
+    model, feeds = quant_model(helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "scale", "zero"]), x, {}, opset=11)
+    model.graph.output.extend([helper.make_tensor_value_info(n, 0, None) for n in ("scale", "zero")])
+    check_against_reference(model, feeds, rtol=1e-6, atol=0)
+
+
+def test_quantized_convolution_and_matmul_match_the_reference():
+    rng = np.random.default_rng(6)
+    x = rng.integers(0, 256, (1, 4, 9, 9)).astype(np.uint8)
+    w = rng.integers(-128, 128, (6, 4, 3, 3)).astype(np.int8)
+    params = {"xs": np.float32(0.02), "xz": np.uint8(128), "w": w, "ws": rng.uniform(0.001, 0.01, 6).astype(np.float32),
+              "wz": np.zeros(6, np.int8), "ys": np.float32(0.5), "yz": np.uint8(100),
+              "b": rng.integers(-500, 500, 6).astype(np.int32)}
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"], pads=[1, 1, 1, 1],
+                            strides=[2, 2])
+    model, feeds = quant_model(node, x, params, opset=10, elem=TensorProto.UINT8)
+    check_against_reference(model, feeds, rtol=0, atol=1)  # requantized in f32 against f64: one step at a tie
+    node = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], pads=[1, 1, 1, 1])
+    model, feeds = quant_model(node, x, {"w": w, "xz": np.uint8(128), "wz": np.arange(6, dtype=np.int8)}, opset=10,
+                               elem=TensorProto.UINT8)
+    check_against_reference(model, feeds, rtol=0, atol=0)
+    a = rng.integers(0, 256, (5, 16)).astype(np.uint8)
+    b = rng.integers(-128, 128, (16, 7)).astype(np.int8)
+    node = helper.make_node("QLinearMatMul", ["x", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])
+    model, feeds = quant_model(node, a, {"as": np.float32(0.05), "az": np.uint8(120), "b": b, "bs": np.float32(0.01),
+                                         "bz": np.int8(0), "ys": np.float32(0.3), "yz": np.uint8(128)},
+                               opset=10, elem=TensorProto.UINT8)
+    check_against_reference(model, feeds, rtol=0, atol=1)
+    node = helper.make_node("MatMulInteger", ["x", "b", "az", "bz"], ["y"])
+    model, feeds = quant_model(node, a, {"b": b, "az": np.uint8(120), "bz": np.int8(-2)}, opset=10, elem=TensorProto.UINT8)
+    check_against_reference(model, feeds, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name,fmt", [("resnet_basic", "qdq"), ("mobilenet_v2", "dynamic"), ("bert", "qdq"),
+                                      ("bert", "dynamic")])
+def test_models_quantized_by_onnxruntime_compile_whole(name, fmt, tmp_path):
+    """Torch fixtures quantized by onnxruntime's tools (static QDQ, calibrated on the fixture's input; dynamic:
+    MatMulInteger/ConvInteger after DynamicQuantizeLinear) run on cpu with no interpreter node, giving the
+    interpreter's emulation and, within a quantization step, onnxruntime's integer kernels."""
+    import logging
+    import os
+
+    import onnxruntime as ort
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_dynamic, quantize_static
+
+    logging.disable(logging.WARNING)
+    folder = os.path.join(os.path.dirname(__file__), "..", "models", "torch", name)
+    source = os.path.join(folder, "model.onnx")
+    names = [i.name for i in onnx.load(source).graph.input]
+    feeds = {n: numpy_helper.to_array(onnx.load_tensor(os.path.join(folder, "test_data_set_0", f"input_{k}.pb")))
+             for k, n in enumerate(names)}
+
+    class OneBatch(CalibrationDataReader):
+        def __init__(self):
+            self.batches = iter([feeds])
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    out = str(tmp_path / f"{name}_{fmt}.onnx")
+    if fmt == "dynamic":
+        quantize_dynamic(source, out)
+    else:
+        quantize_static(source, out, OneBatch(), quant_format=QuantFormat.QDQ)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    want = ort.InferenceSession(out, options, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    batch = next(iter(feeds.values())).shape[0]
+    emulated = friction.compile(out, "interp", batch=batch).run(*feeds.values())[0]
+    scale = float(np.max(np.abs(want)))
+    for passes in (None, ["none"]):
+        cpu = friction.compile(out, "cpu", batch=batch, passes=passes)
+        got = cpu.run(*feeds.values())[0]
+        assert cpu.interp_nodes == 0, cpu.executor
+        np.testing.assert_allclose(got, emulated, rtol=0, atol=1e-5 * scale)
+        np.testing.assert_allclose(got, want, rtol=0, atol=2e-2 * scale)
