@@ -21,11 +21,16 @@ namespace {
 // ConstantOfShape of a large shape or Expand/Tile of a weight would turn a few
 // bytes of graph into megabytes of parameters, and a huge MatMul of two
 // constants would make the compiler slow. Results over 16 MiB are never folded;
-// results over 1 MiB only when they are no larger than their inputs.
+// results over 1 MiB only when they are no larger than their inputs. An
+// elementwise op with no more elements than its largest input only changes
+// the element type (a quantized model's weights dequantized: Cast, Sub, Mul):
+// folded up to 256 MiB, so the kernels get constant weights to pack once.
 constexpr size_t kMaxFoldBytes = size_t(16) << 20;
 constexpr size_t kMaxGrowthBytes = size_t(1) << 20;
+constexpr size_t kMaxElementwiseFoldBytes = size_t(256) << 20;
 
-bool tooBig(size_t outBytes, size_t inBytes) {
+bool tooBig(size_t outBytes, size_t inBytes, bool elementwiseOfAsMany) {
+  if (elementwiseOfAsMany) return outBytes > kMaxElementwiseFoldBytes;
   return outBytes > kMaxFoldBytes || (outBytes > kMaxGrowthBytes && outBytes > inBytes);
 }
 
@@ -46,6 +51,7 @@ std::optional<std::vector<Tensor>> evaluate(const Node& n, const UseIndex& uses,
   const auto* kernel = interp::KernelRegistry::instance().find(n.op());
   bool allConstant = n.op() == "Constant";  // no size limit: its data is already in the model
   size_t inBytes = 0;
+  int64_t mostInElements = 0;
   if (!allConstant) {
     bool anyInput = false;
     allConstant = true;
@@ -54,6 +60,7 @@ std::optional<std::vector<Tensor>> evaluate(const Node& n, const UseIndex& uses,
       anyInput = true;
       allConstant &= in->isConstant();
       if (in->isConstant()) inBytes += in->constant().byteSize();
+      if (in->isConstant()) mostInElements = std::max(mostInElements, in->constant().numel());
     }
     allConstant &= anyInput;
   }
@@ -61,7 +68,9 @@ std::optional<std::vector<Tensor>> evaluate(const Node& n, const UseIndex& uses,
     size_t outBytes = 0;
     for (const Value* out : n.outputs())
       if (auto numel = out->shape().numel()) outBytes += size_t(*numel) * dtypeSize(out->dtype());
-    if (n.op() != "Constant" && tooBig(outBytes, inBytes)) return std::nullopt;
+    const std::optional<int64_t> outElements = n.numOutputs() == 1 ? n.output(0)->shape().numel() : std::nullopt;
+    const bool widening = hasTrait(n, OpTrait::Elementwise) && outElements && *outElements <= mostInElements;
+    if (n.op() != "Constant" && tooBig(outBytes, inBytes, widening)) return std::nullopt;
     std::vector<Tensor> args;
     for (const Value* in : n.inputs()) args.push_back(in ? in->constant() : Tensor());
     std::vector<Tensor> results;
@@ -80,7 +89,7 @@ std::optional<std::vector<Tensor>> evaluate(const Node& n, const UseIndex& uses,
       if (out->shape().isStatic() && out->shape().staticDims() != results[i].shape()) return std::nullopt;
       outBytes += results[i].byteSize();
     }
-    if (n.op() != "Constant" && tooBig(outBytes, inBytes)) return std::nullopt;
+    if (n.op() != "Constant" && tooBig(outBytes, inBytes, widening)) return std::nullopt;
     return results;
   }
   // Not all inputs constant, but shape tracking may know the result (Shape of a static shape, ...).

@@ -1,14 +1,16 @@
 // simplify-algebra: local rewrites, one small function each, applied to a
 // fixed point: no-op removal (Identity, inference Dropout, x*1, x+0, Cast,
 // Reshape/Expand to the same shape, identity Transpose), chain folding
-// (Reshape of a view, Transpose of Transpose, Squeeze/Unsqueeze pairs), and
-// transposes that only move dims of size 1 as reshapes.
+// (Reshape of a view, Transpose of Transpose, Squeeze/Unsqueeze pairs),
+// transposes that only move dims of size 1 as reshapes, and float-integer-float
+// cast round trips of values already integral and in range (quantize-dequantize).
 //
 // A rewrite either makes a node's users read another value ("forward"), or
 // edits the node in place. Nodes it bypasses are removed at the end, with the
 // producers and initializers that only they used. A node whose output is a
 // graph output is never forwarded: the output would change its name.
 #include <algorithm>
+#include <cmath>
 #include <unordered_set>
 
 #include "ir/OpRegistry.h"
@@ -194,6 +196,49 @@ bool transposeOfUnitDimsAsReshape(Rewriter& rw, Node& n) {
   return true;
 }
 
+// True when every element of `v` is an integer: a constant of integers (small enough to scan), the result of
+// Round/Floor/Ceil or of a Cast from an integer type, or arithmetic of such values that stays integral.
+bool integralValued(const Value* v, int depth = 0) {
+  constexpr int64_t kScanElements = 4096;
+  if (!v || depth > 16) return false;
+  if (const Tensor* c = constantData(v)) {
+    if (!isFloat(c->dtype())) return true;
+    if (c->numel() > kScanElements) return false;
+    for (int64_t i = 0; i < c->numel(); ++i)
+      if (double e = c->elementAsDouble(i); !std::isfinite(e) || e != std::floor(e)) return false;
+    return true;
+  }
+  const Node* p = v->producer();
+  if (!p) return false;
+  const std::string& op = p->op();
+  if (op == "Round" || op == "Floor" || op == "Ceil") return true;
+  if (op == "Cast") return !isFloat(p->input(0)->dtype());
+  if (op != "Add" && op != "Sub" && op != "Mul" && op != "Max" && op != "Min" && op != "Neg" && op != "Abs" &&
+      op != "Relu" && op != "Clip")
+    return false;
+  return std::all_of(p->inputs().begin(), p->inputs().end(),
+                     [&](const Value* in) { return !in || integralValued(in, depth + 1); });
+}
+
+// Cast(Cast(x, I), T) -> x for an x of type T whose elements are integers inside integer type I's range, which a
+// Clip to constant bounds within that range says: a quantize-dequantize pair's round trip (Clip(Round(x / s) + z,
+// lo, hi) to int8 and back), which then fuses as f32 arithmetic. (A NaN element would have become 0 by the
+// casts; quantized activations hold none.)
+bool removeIntegerRoundTrip(Rewriter& rw, Node& n) {
+  if (n.op() != "Cast") return false;
+  Node* narrow = producerWithOp(n.input(0), {"Cast"});
+  if (!narrow || !isInteger(narrow->output(0)->dtype())) return false;
+  Value* x = narrow->input(0);
+  const Node* clip = producerWithOp(x, {"Clip"});
+  if (x->dtype() != n.output(0)->dtype() || !clip || !integralValued(x)) return false;
+  const Tensor *lo = constantData(clip->input(1)), *hi = constantData(clip->input(2));
+  if (!lo || !hi || lo->numel() != 1 || hi->numel() != 1) return false;
+  const Tensor range = Tensor::fromVector<double>(DType::F64, {2}, {lo->elementAsDouble(0), hi->elementAsDouble(0)});
+  const Tensor inType = range.castTo(narrow->output(0)->dtype());  // saturated to I's range: unchanged if inside
+  return inType.elementAsDouble(0) == range.elementAsDouble(0) && inType.elementAsDouble(1) == range.elementAsDouble(1) &&
+         rw.forward(n, x);
+}
+
 // Unsqueeze(Squeeze(x, a), a) and Squeeze(Unsqueeze(x, a), a) give back x.
 bool cancelSqueezeUnsqueeze(Rewriter& rw, Node& n) {
   bool unsqueeze = n.op() == "Unsqueeze";
@@ -226,6 +271,7 @@ const Rewrite kRewrites[] = {
     {"transposes removed", removeIdentityTranspose},
     {"transposes of unit dims made reshapes", transposeOfUnitDimsAsReshape},
     {"squeeze pairs cancelled", cancelSqueezeUnsqueeze},
+    {"integer cast round trips removed", removeIntegerRoundTrip},
 };
 
 }  // namespace

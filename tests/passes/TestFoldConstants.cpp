@@ -124,6 +124,24 @@ TEST(FoldConstants, LeavesResultsThatGrowAWeightPastAMebibyte) {
   EXPECT_TRUE(g.findValue("n")->isConstant());
 }
 
+TEST(FoldConstants, FoldsADequantizedWeightPastAMebibyte) {
+  // A quantized model's int8 weight of 1 MiB dequantized to 4 MiB of f32: elementwise over as many elements, so
+  // it folds (the kernels then pack a constant weight once); the Expand above would not.
+  Graph g;
+  Value* x = g.addInput("x", {DType::F32, Shape{4, 1024}});
+  Value* w = g.addInitializer("w", Tensor(DType::I8, {1024, 1024}));
+  Node* wide = g.addNode("Cast", {w}, {"wide"}, {{"to", int64_t(dtypeToOnnxCode(DType::F32))}});
+  Node* scaled = g.addNode("Mul", {wide->output(0), g.addInitializer("s", Tensor::scalarF32(0.02f))}, {"scaled"});
+  Node* y = g.addNode("MatMul", {x, scaled->output(0)}, {"y"});
+  g.addOutput(y->output(0));
+  inferGraph(g);
+  PassContext ctx;
+  foldConstants(g, ctx);
+  verify(g);
+  EXPECT_EQ(ctx.stats["nodes folded"], 2);
+  EXPECT_TRUE(g.findValue("scaled")->isConstant());
+}
+
 TEST(FoldConstants, LeavesDivisionByConstantZeroToRunTime) {
   const char* text = R"(
 graph "g" opset 17 {

@@ -146,6 +146,62 @@ graph "g" opset 17 {
   EXPECT_EQ(stats["casts removed"], 1);
 }
 
+// A quantize-dequantize pair: the value cast to int8 is already an integer inside int8's range, so the casts
+// to int8 and back change nothing and go; the f32 arithmetic left fuses.
+TEST(SimplifyAlgebra, RemovesAnIntegerCastRoundTripOfAClippedRoundedValue) {
+  auto stats = expectPassRewrites("simplify-algebra", R"(
+graph "g" opset 17 {
+  input %x : f32[N,4]
+  const %s : f32[] = hex"0000003e"
+  const %lo : f32[] = hex"000000c3"
+  const %hi : f32[] = hex"0000fe42"
+  %d : f32[N,4] = Div(%x, %s) @"d"
+  %r : f32[N,4] = Round(%d) @"r"
+  %c : f32[N,4] = Clip(%r, %lo, %hi) @"c"
+  %q : i8[N,4] = Cast(%c) {to = 3} @"q"
+  %f : f32[N,4] = Cast(%q) {to = 1} @"f"
+  %y : f32[N,4] = Mul(%f, %s) @"y"
+  output %y
+}
+)",
+                                  R"(
+graph "g" opset 17 {
+  input %x : f32[N,4]
+  const %s : f32[] = hex"0000003e"
+  const %lo : f32[] = hex"000000c3"
+  const %hi : f32[] = hex"0000fe42"
+  %d : f32[N,4] = Div(%x, %s) @"d"
+  %r : f32[N,4] = Round(%d) @"r"
+  %c : f32[N,4] = Clip(%r, %lo, %hi) @"c"
+  %y : f32[N,4] = Mul(%c, %s) @"y"
+  output %y
+}
+)");
+  EXPECT_EQ(stats["integer cast round trips removed"], 1);
+}
+
+TEST(SimplifyAlgebra, KeepsIntegerCastRoundTripsThatRoundOrSaturate) {
+  // Clip to [-128, 127] without a Round: the casts truncate. Round, then Clip to [0, 255] into int8: they wrap.
+  expectUnchanged(R"(
+graph "g" opset 17 {
+  input %x : f32[N,4]
+  const %lo : f32[] = hex"000000c3"
+  const %hi : f32[] = hex"0000fe42"
+  const %zero : f32[] = hex"00000000"
+  const %top : f32[] = hex"00007f43"
+  %c : f32[N,4] = Clip(%x, %lo, %hi) @"c"
+  %q : i8[N,4] = Cast(%c) {to = 3} @"q"
+  %f : f32[N,4] = Cast(%q) {to = 1} @"f"
+  %r : f32[N,4] = Round(%x) @"r"
+  %u : f32[N,4] = Clip(%r, %zero, %top) @"u"
+  %w : i8[N,4] = Cast(%u) {to = 3} @"w"
+  %g : f32[N,4] = Cast(%w) {to = 1} @"g"
+  %y : f32[N,4] = Add(%f, %g) @"y"
+  output %y
+}
+)");
+}
+
 TEST(SimplifyAlgebra, RemovesReshapeToTheSameShape) {
   auto stats = expectPassRewrites("simplify-algebra", R"(
 graph "g" opset 17 {
