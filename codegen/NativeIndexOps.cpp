@@ -1,7 +1,7 @@
 // Native kernels of the ops that index or scan along an axis, on any element
 // type: ArgMax/ArgMin (int64 out), TopK (two results), GatherElements,
 // ScatterElements and GatherND of run-time indices (checked on every run),
-// CumSum, Trilu, EyeLike. Each follows the interpreter's order (first or
+// CumSum, Trilu, EyeLike; GridSample (f32). Each follows the interpreter's order (first or
 // last of ties, stable ties, sums in the element type), so results agree
 // exactly.
 #include <algorithm>
@@ -16,6 +16,7 @@
 #include "codegen/NativeKernels.h"
 #include "codegen/TypedLoops.h"
 #include "ir/Error.h"
+#include "ir/ops/TensorShapes.h"
 #include "runtime/ukernels/Copy.h"
 
 namespace friction::codegen {
@@ -409,6 +410,65 @@ std::unique_ptr<NativeKernel> matchEyeLike(const Node& n, const std::vector<cons
   return std::make_unique<EyeLikeKernel>(y->dtype(), ys[0], ys[1], n.attrInt("k", 0));
 }
 
+// GridSample of f32 over r spatial dims: each output position's taps per dim (gridSampleTaps, the
+// interpreter's), then every channel a weighted sum over their combinations; positions over the threads.
+class GridSampleKernel : public NativeKernel {
+ public:
+  GridSampleKernel(GridSampleParams p, Ints xs, Ints positions) : p_(p), xs_(std::move(xs)), positions_(std::move(positions)) {}
+  void run(const std::vector<Tensor>& in, Tensor& out) const override {
+    const size_t r = xs_.size() - 2;
+    const Ints spatial(xs_.begin() + 2, xs_.end()), strides = ukernels::denseStrides(spatial);
+    const int64_t batch = xs_[0], channels = xs_[1], pixels = std::accumulate(spatial.begin(), spatial.end(), int64_t(1),
+                                                                               std::multiplies<>());
+    const int64_t positions = std::accumulate(positions_.begin(), positions_.end(), int64_t(1), std::multiplies<>());
+    const float *x = in[0].data<float>(), *grid = in[1].data<float>();
+    float* y = out.data<float>();
+#pragma omp parallel
+    {
+      std::vector<std::vector<int64_t>> idx(r);
+      std::vector<std::vector<float>> w(r);
+      std::vector<int64_t> offsets, grown;  // each combination of taps: its element offset (or -1) and weight
+      std::vector<float> weights, grownWeights;
+#pragma omp for schedule(static)
+      for (int64_t np = 0; np < batch * positions; ++np) {
+        const int64_t n = np / positions, pos = np % positions;
+        for (size_t d = 0; d < r; ++d) gridSampleTaps(p_, grid[np * int64_t(r) + int64_t(r - 1 - d)], spatial[d], idx[d], w[d]);
+        offsets.assign(1, 0), weights.assign(1, 1.0f);
+        for (size_t d = 0; d < r; ++d) {
+          grown.clear(), grownWeights.clear();
+          for (size_t a = 0; a < offsets.size(); ++a)
+            for (size_t t = 0; t < idx[d].size(); ++t) {
+              const bool outside = offsets[a] < 0 || idx[d][t] < 0;
+              grown.push_back(outside ? -1 : offsets[a] + idx[d][t] * strides[d]);
+              grownWeights.push_back(weights[a] * w[d][t]);
+            }
+          offsets.swap(grown), weights.swap(grownWeights);
+        }
+        for (int64_t c = 0; c < channels; ++c) {
+          const float* plane = x + (n * channels + c) * pixels;
+          float sum = 0;
+          for (size_t a = 0; a < offsets.size(); ++a)
+            if (offsets[a] >= 0) sum += weights[a] * plane[offsets[a]];
+          y[(n * channels + c) * positions + pos] = sum;
+        }
+      }
+    }
+  }
+  std::string describe() const override { return "GridSample (taps a position)"; }
+
+ private:
+  GridSampleParams p_;
+  Ints xs_, positions_;
+};
+
+std::unique_ptr<NativeKernel> matchGridSample(const Node& n, const std::vector<const Value*>& in, std::string* why) {
+  if (in.size() < 2 || !isStaticF32(in[0]) || !isStaticF32(in[1]) || !isStaticF32(n.output(0)))
+    return noNative(why, "GridSample not f32 with static shapes");
+  const Ints xs = in[0]->shape().staticDims(), gs = in[1]->shape().staticDims();
+  if (xs.size() < 3 || gs.size() != xs.size()) return noNative(why, "GridSample's X and grid ranks differ");
+  return std::make_unique<GridSampleKernel>(gridSampleParams(n), xs, Ints(gs.begin() + 1, gs.end() - 1));
+}
+
 }  // namespace
 
 std::unique_ptr<NativeKernel> matchIndexOp(const Node& node, const std::vector<const Value*>& outer, std::string* why) {
@@ -416,7 +476,7 @@ std::unique_ptr<NativeKernel> matchIndexOp(const Node& node, const std::vector<c
       {"ArgMax", matchArgReduce},   {"ArgMin", matchArgReduce},       {"TopK", matchTopK},
       {"GatherElements", matchIndexElements}, {"ScatterElements", matchIndexElements},
       {"GatherND", matchGatherNd},  {"CumSum", matchCumSum},          {"Trilu", matchTrilu},
-      {"EyeLike", matchEyeLike}};
+      {"EyeLike", matchEyeLike},    {"GridSample", matchGridSample}};
   auto it = matchers.find(node.op());
   if (it == matchers.end() || node.numOutputs() != (node.op() == "TopK" ? 2u : 1u) || outer.empty() || !outer[0])
     return noNative(why, node.op() + " is not an indexing op");

@@ -315,6 +315,12 @@ void spaceToDepthMode(Graph& g, Node& n) {
   becomes(n, "Reshape", {moved, shape({0, c * b * b, h, w})});
 }
 
+// GridSample-20 names its modes linear and cubic (and samples N-D grids, which the op takes as it is).
+void gridSampleModeNames(Graph&, Node& n) {
+  const std::string mode = n.attrString("mode", "linear");
+  n.setAttr("mode", mode == "linear" ? std::string("bilinear") : mode == "cubic" ? std::string("bicubic") : mode);
+}
+
 // Gelu-20 as the Erf (or tanh) formula, which fuse-reductions fuses again.
 void decomposeGelu(Graph& g, Node& n) {
   Value* x = n.input(0);
@@ -432,6 +438,7 @@ const OpsetAdapter kAdapters[] = {
      "InstanceNormalization over [N, groups, rest], then scale and bias per channel"},
     {"Cast", 19, kAll, dropFloat8Attributes, "saturate (19) and round_mode (24) only concern float8 types"},
     {"CastLike", 19, kAll, dropFloat8Attributes, "saturate (19) and round_mode (24) only concern float8 types"},
+    {"GridSample", 20, kAll, gridSampleModeNames, "mode names linear and cubic become bilinear and bicubic; N-D grids supported by GridSample"},
     {"Gelu", 20, kAll, decomposeGelu, "new op: the Erf formula (approximate=tanh: the tanh formula)"},
     {"RMSNormalization", 23, kAll, decomposeRmsNorm, "new op: x / Sqrt(ReduceMean(x*x) + epsilon) * scale"},
     {"Swish", 24, kAll, decomposeSwish, "new op: x * Sigmoid(alpha * x)"},

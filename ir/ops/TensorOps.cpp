@@ -4,6 +4,7 @@
 // arithmetic exported by PyTorch (Shape -> Gather -> Concat -> Reshape) keeps
 // symbolic batch dims instead of collapsing to unknown shapes.
 #include <algorithm>
+#include <cmath>
 
 #include "ir/Error.h"
 #include "ir/OpRegistry.h"
@@ -485,6 +486,35 @@ void inferDepthToSpace(InferContext& ctx, bool toSpace) {
   ctx.setOutput(0, x.dtype, out);
 }
 
+// GridSample: X [N, C, D1..Dr] sampled at grid [N, O1..Or, r] (coordinates in [-1, 1], the last spatial dim's
+// first) -> [N, C, O1..Or].
+void inferGridSample(InferContext& ctx) {
+  gridSampleParams(ctx.node());  // the attributes' errors at import
+  const TensorType& x = ctx.inputType(0);
+  const TensorType& grid = ctx.inputType(1);
+  ctx.check(isFloat(x.dtype) && isFloat(grid.dtype), "X and grid must be float tensors");
+  if (!x.shape.hasRank() || !grid.shape.hasRank()) return ctx.setOutput(0, x.dtype, Shape::unknownRank());
+  const size_t rank = x.shape.rank();
+  ctx.check(rank >= 3, "X must have a batch, a channel and spatial dims, got " + x.shape.str());
+  ctx.check(grid.shape.rank() == rank, "grid " + grid.shape.str() + " does not match X " + x.shape.str());
+  const Dim& coordinates = grid.shape[rank - 1];
+  ctx.check(!coordinates.isStatic() || coordinates.value == int64_t(rank) - 2,
+            "grid's last dim must be " + std::to_string(rank - 2) + " (one coordinate a spatial dim), got " +
+                coordinates.str());
+  ctx.check(!x.shape[0].isStatic() || !grid.shape[0].isStatic() || x.shape[0].value == grid.shape[0].value,
+            "X and grid have different batches");
+  std::vector<Dim> out = {x.shape[0], x.shape[1]};
+  for (size_t d = 1; d + 1 < rank; ++d) out.push_back(grid.shape[d]);
+  ctx.setOutput(0, x.dtype, Shape(out));
+}
+
+int64_t gridSampleFlops(const Node& node) {
+  const Shape& y = node.output(0)->shape();
+  const int64_t spatial = int64_t(y.rank()) - 2;
+  const auto taps = gridSampleParams(node).mode == GridSampleParams::Mode::Cubic ? 4 : 2;
+  return y.isStatic() ? 2 * *y.numel() * int64_t(std::pow(taps, spatial)) : 0;
+}
+
 void inferOneHot(InferContext& ctx) {
   const Shape& idx = ctx.inputShape(0);
   DType dt = ctx.inputDType(2);
@@ -595,6 +625,9 @@ void registerTensorOps(OpRegistry& r) {
       [](InferContext& ctx) { inferDepthToSpace(ctx, true); });
   add(r, OpSchema("SpaceToDepth").attr("blocksize", K::Int, true),
       [](InferContext& ctx) { inferDepthToSpace(ctx, false); });
+  add(r, OpSchema("GridSample").inputs(2, 2).attr("align_corners", K::Int).attr("mode", K::String)
+             .attr("padding_mode", K::String).flopsWith(gridSampleFlops),
+      inferGridSample);
   add(r, OpSchema("Trilu").inputs(1, 2).attr("upper", K::Int), inferSameAsInput);
   add(r, OpSchema("CumSum").inputs(2, 2).attr("exclusive", K::Int).attr("reverse", K::Int), inferSameAsInput);
   add(r, OpSchema("OneHot").inputs(3, 3).attr("axis", K::Int), inferOneHot);

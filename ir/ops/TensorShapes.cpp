@@ -270,6 +270,71 @@ bool resizeTaps(const ResizeParams& p, int64_t o, int64_t in, int64_t out, doubl
   return true;
 }
 
+GridSampleParams gridSampleParams(const Node& node) {
+  using P = GridSampleParams;
+  const std::string mode = node.attrString("mode", "bilinear"), padding = node.attrString("padding_mode", "zeros");
+  P p{};
+  if (mode == "nearest") p.mode = P::Mode::Nearest;
+  else if (mode == "bilinear") p.mode = P::Mode::Linear;
+  else if (mode == "bicubic") p.mode = P::Mode::Cubic;
+  else throw Error(node.describe() + ": mode must be bilinear, nearest or bicubic, got '" + mode + "'");
+  if (padding == "zeros") p.padding = P::Padding::Zeros;
+  else if (padding == "border") p.padding = P::Padding::Border;
+  else if (padding == "reflection") p.padding = P::Padding::Reflection;
+  else throw Error(node.describe() + ": padding_mode must be zeros, border or reflection, got '" + padding + "'");
+  p.alignCorners = node.attrInt("align_corners", 0) != 0;
+  return p;
+}
+
+namespace {
+// x reflected by the nearer border, as often as it takes, into [lo, hi] (the reference's _gs_reflect).
+double reflectInto(double x, double lo, double hi) {
+  const double span = hi - lo;
+  if (span <= 0) return lo;
+  if (x < lo || x > hi) {
+    const double dx = x < lo ? lo - x : x - hi;
+    const int64_t n = int64_t(dx / span);
+    const double r = dx - double(n) * span;
+    const bool even = n % 2 == 0;
+    return x < lo ? (even ? lo + r : hi - r) : (even ? hi - r : lo + r);
+  }
+  return x;
+}
+}  // namespace
+
+void gridSampleTaps(const GridSampleParams& p, float g, int64_t extent, std::vector<int64_t>& idx,
+                    std::vector<float>& w) {
+  using P = GridSampleParams;
+  const float length = float(extent);
+  float x = p.alignCorners ? (g + 1) / 2.0f * (length - 1) : ((g + 1) * length - 1) / 2.0f;
+  const double lo = p.alignCorners ? 0.0 : -0.5, hi = p.alignCorners ? double(extent - 1) : double(extent) - 0.5;
+  if (p.mode == P::Mode::Nearest) x = std::nearbyint(x);  // half to even, as np.rint
+  if (double(x) < lo || double(x) > hi) {
+    if (p.padding == P::Padding::Border) x = std::clamp(x, 0.0f, length - 1);
+    else if (p.padding == P::Padding::Reflection) x = float(reflectInto(double(x), lo, hi));
+  }
+  auto pixel = [&](int64_t i) -> int64_t {  // where the padding mode reads pixel i
+    if (p.padding == P::Padding::Zeros) return i >= 0 && i < extent ? i : -1;
+    if (p.padding == P::Padding::Border) return std::clamp<int64_t>(i, 0, extent - 1);
+    return int64_t(reflectInto(double(i), lo, hi));
+  };
+  idx.clear(), w.clear();
+  if (p.mode == P::Mode::Nearest) {
+    idx.push_back(pixel(int64_t(x))), w.push_back(1.0f);
+    return;
+  }
+  const float base = std::floor(x), t = x - base;
+  const int64_t b = int64_t(base);
+  if (p.mode == P::Mode::Linear) {
+    idx = {pixel(b), pixel(b + 1)}, w = {1 - t, t};
+    return;
+  }
+  const float A = -0.75f, s = 1 - t, t1 = t + 1, s1 = 2 - t;
+  idx = {pixel(b - 1), pixel(b), pixel(b + 1), pixel(b + 2)};
+  w = {((A * t1 - 5 * A) * t1 + 8 * A) * t1 - 4 * A, ((A + 2) * t - (A + 3)) * t * t + 1,
+       ((A + 2) * s - (A + 3)) * s * s + 1, ((A * s1 - 5 * A) * s1 + 8 * A) * s1 - 4 * A};
+}
+
 int64_t rangeCount(double start, double limit, double delta) {
   FRICTION_CHECK(delta != 0, "Range delta is 0");
   return std::max<int64_t>(int64_t(std::ceil((limit - start) / delta)), 0);

@@ -69,6 +69,20 @@ ResizeParams resizeParams(const Node& node);
 bool resizeTaps(const ResizeParams& p, int64_t o, int64_t in, int64_t out, double scale, double roiStart,
                 double roiEnd, std::vector<int64_t>& idx, std::vector<double>& w);
 
+// GridSample's attributes (opset 16's mode names; the importer renames opset 20's linear and cubic).
+struct GridSampleParams {
+  enum class Mode { Nearest, Linear, Cubic } mode;
+  enum class Padding { Zeros, Border, Reflection } padding;
+  bool alignCorners;
+};
+GridSampleParams gridSampleParams(const Node& node);  // an Error naming the node for other modes
+// The taps of one spatial axis of `extent` elements at normalized grid coordinate `g` (-1 and 1 the edges), as
+// the ONNX reference computes them (coordinates in f32): input indices, -1 for a zero outside the image
+// (padding zeros), and weights; 1 tap for nearest, 2 for linear, 4 for cubic. The interpreter's GridSample and
+// the compiled one read the same taps.
+void gridSampleTaps(const GridSampleParams& p, float g, int64_t extent, std::vector<int64_t>& idx,
+                    std::vector<float>& w);
+
 // Range's element count: max(ceil((limit - start) / delta), 0).
 int64_t rangeCount(double start, double limit, double delta);
 

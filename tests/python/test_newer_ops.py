@@ -265,3 +265,51 @@ def test_models_quantized_by_onnxruntime_compile_whole(name, fmt, tmp_path):
         assert cpu.interp_nodes == 0, cpu.executor
         np.testing.assert_allclose(got, emulated, rtol=0, atol=1e-5 * scale)
         np.testing.assert_allclose(got, want, rtol=0, atol=2e-2 * scale)
+
+
+@pytest.mark.parametrize("mode,padding,align", list(itertools.product(["linear", "nearest", "cubic"],
+                                                                       ["zeros", "border", "reflection"], [0, 1])))
+def test_grid_sample_matches_the_reference(mode, padding, align):
+    """GridSample over an image, the grid reaching past the borders (the padding modes) and hitting ties; opset 16's
+    names for the modes (bilinear, bicubic) give the same."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
+    grid = rng.uniform(-1.4, 1.4, (2, 4, 3, 2)).astype(np.float32)
+    grid[0, 0, 0] = [0.0, -0.2]  # a nearest tie on the 5-pixel axis without align_corners
+    feeds = {"x": x, "grid": grid}
+    inputs = [tensor_info("x", TensorProto.FLOAT, x.shape), tensor_info("grid", TensorProto.FLOAT, grid.shape)]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
+
+    def model(opset, name):
+        node = helper.make_node("GridSample", ["x", "grid"], ["y"], mode=name, padding_mode=padding, align_corners=align)
+        return model_of(node, inputs, outputs, opset)
+
+    check_against_reference(model(20, mode), feeds)
+    older = {"linear": "bilinear", "cubic": "bicubic"}.get(mode, mode)
+    got = friction.compile(model(16, older).SerializeToString(), "cpu").run(x, grid)[0]
+    np.testing.assert_array_equal(got, friction.compile(model(20, mode).SerializeToString(), "cpu").run(x, grid)[0])
+
+
+@pytest.mark.parametrize("mode", ["linear", "nearest", "cubic"])
+def test_grid_sample_of_a_volume_matches_the_reference(mode):
+    """GridSample-20 over 3-D volumes (its mode names linear and cubic)."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((1, 2, 3, 4, 5)).astype(np.float32)
+    grid = rng.uniform(-1.2, 1.2, (1, 2, 2, 3, 3)).astype(np.float32)
+    node = helper.make_node("GridSample", ["x", "grid"], ["y"], mode=mode, padding_mode="border")
+    model = model_of(node, [tensor_info("x", TensorProto.FLOAT, x.shape), tensor_info("grid", TensorProto.FLOAT, grid.shape)],
+                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], 20)
+    check_against_reference(model, {"x": x, "grid": grid})
+
+
+def test_grid_sample_errors_name_the_node():
+    def model(grid_shape, **attrs):
+        node = helper.make_node("GridSample", ["x", "grid"], ["y"], name="warp", **attrs)
+        return model_of(node, [tensor_info("x", TensorProto.FLOAT, (1, 2, 4, 4)),
+                               tensor_info("grid", TensorProto.FLOAT, grid_shape)],
+                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], 16).SerializeToString()
+
+    with pytest.raises(friction.Error, match="GridSample 'warp': grid's last dim must be 2"):
+        friction.load(model((1, 3, 3, 3)))
+    with pytest.raises(friction.Error, match="GridSample 'warp': padding_mode must be zeros, border or reflection"):
+        friction.load(model((1, 3, 3, 2), padding_mode="wrap"))

@@ -320,6 +320,53 @@ std::vector<Tensor> resize(const Node& node, const std::vector<Tensor>& in) {
   return {Tensor::fromVector<double>(DType::F64, shape, data).castTo(x.dtype())};
 }
 
+// ---------------------------------------------------------------- GridSample
+
+// X [N, C, D1..Dr] sampled at grid [N, O1..Or, r]: each output position's taps per spatial dim
+// (gridSampleTaps; the grid's first coordinate is the last dim's), summed over every combination of them.
+std::vector<Tensor> gridSample(const Node& node, const std::vector<Tensor>& in) {
+  const Tensor &x = in[0], &grid = in[1];
+  const GridSampleParams p = gridSampleParams(node);
+  const size_t rank = x.rank(), r = rank - 2;
+  FRICTION_CHECK(rank >= 3 && grid.rank() == rank && grid.dim(-1) == int64_t(r) && grid.dim(0) == x.dim(0),
+                 node.describe() + ": X " + x.type().shape.str() + " and grid " + grid.type().shape.str() + " do not match");
+  const int64_t batch = x.dim(0), channels = x.dim(1);
+  Shape64 outShape = {batch, channels}, spatial(x.shape().begin() + 2, x.shape().end());
+  int64_t positions = 1;
+  for (size_t d = 1; d <= r; ++d) outShape.push_back(grid.dim(int(d))), positions *= grid.dim(int(d));
+  const Shape64 strides = stridesOf(spatial);
+  const int64_t pixels = checkedNumel(spatial);
+  const std::vector<double> xv = x.toDoubleVector(), gv = grid.toDoubleVector();
+  std::vector<double> y(size_t(batch * channels * positions));
+  std::vector<std::vector<int64_t>> idx(r);
+  std::vector<std::vector<float>> w(r);
+  std::vector<size_t> k(r);
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t pos = 0; pos < positions; ++pos) {
+      for (size_t d = 0; d < r; ++d)
+        gridSampleTaps(p, float(gv[size_t((n * positions + pos) * int64_t(r)) + (r - 1 - d)]), spatial[d], idx[d], w[d]);
+      for (int64_t c = 0; c < channels; ++c) {
+        const double* plane = xv.data() + (n * channels + c) * pixels;
+        double sum = 0;
+        std::fill(k.begin(), k.end(), 0);
+        for (bool more = true; more;) {  // every combination of the dims' taps
+          double weight = 1;
+          int64_t offset = 0;
+          for (size_t d = 0; d < r && offset >= 0; ++d) {
+            const int64_t i = idx[d][k[d]];
+            offset = i < 0 ? -1 : offset + i * strides[d];
+            weight *= double(w[d][k[d]]);
+          }
+          if (offset >= 0) sum += weight * plane[offset];
+          more = false;
+          for (size_t d = r; d-- > 0 && !more;) more = ++k[d] < idx[d].size() || (k[d] = 0, false);
+        }
+        y[size_t((n * channels + c) * positions + pos)] = sum;
+      }
+    }
+  return {Tensor::fromVector<double>(DType::F64, outShape, y).castTo(x.dtype())};
+}
+
 }  // namespace
 
 void registerIndexKernels(KernelRegistry& r) {
@@ -335,6 +382,7 @@ void registerIndexKernels(KernelRegistry& r) {
   r.add("CumSum", [](const Node& n, const std::vector<Tensor>& in) { return upcastHalf(n, in, cumSum); });
   r.add("TopK", [](const Node& n, const std::vector<Tensor>& in) { return upcastHalf(n, in, topK); });
   r.add("Resize", resize);
+  r.add("GridSample", gridSample);
 }
 
 }  // namespace friction::interp
