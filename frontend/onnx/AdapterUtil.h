@@ -43,5 +43,7 @@ void decomposeAttention(Graph& g, Node& n);
 // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul, QLinearConv, MatMulInteger and
 // ConvInteger as their float emulation.
 void decomposeQuantization(Graph& g, Node& n);
+// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss with GatherElements, LogSoftmax and reductions.
+void decomposeLoss(Graph& g, Node& n);
 
 }  // namespace friction::onnxio

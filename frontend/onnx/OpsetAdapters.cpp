@@ -451,6 +451,8 @@ const OpsetAdapter kAdapters[] = {
     {"QLinearConv", 10, kAll, decomposeQuantization, "new op: Conv of the centred operands in f32, requantized"},
     {"MatMulInteger", 10, kAll, decomposeQuantization, "new op: MatMul of the centred operands in f32, Cast to int32"},
     {"ConvInteger", 10, kAll, decomposeQuantization, "new op: Conv of the centred operands in f32, Cast to int32"},
+    {"NegativeLogLikelihoodLoss", 12, kAll, decomposeLoss, "new op: GatherElements of the targets, weights, a reduction"},
+    {"SoftmaxCrossEntropyLoss", 12, kAll, decomposeLoss, "new op: LogSoftmax, then as NegativeLogLikelihoodLoss"},
     {"Attention", 23, kAll, decomposeAttention,
      "new op: MatMul, Softmax, MatMul; its masks, causal frontier, window and cache lengths a bias of 0 and -inf"},
 };

@@ -313,3 +313,34 @@ def test_grid_sample_errors_name_the_node():
         friction.load(model((1, 3, 3, 3)))
     with pytest.raises(friction.Error, match="GridSample 'warp': padding_mode must be zeros, border or reflection"):
         friction.load(model((1, 3, 3, 2), padding_mode="wrap"))
+
+
+@pytest.mark.parametrize("op,reduction,weighted,ignore", list(itertools.product(
+    ["NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"], ["none", "sum", "mean"], [False, True], [None, 2, -1])))
+def test_losses_match_the_reference(op, reduction, weighted, ignore):
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((3, 5, 2, 4)).astype(np.float32)
+    target = rng.integers(0, 5, (3, 2, 4)).astype(np.int64)
+    if ignore is not None:
+        target[0, 0, :2] = ignore  # -1 lies outside the classes: its weight is read clipped, then zeroed
+    feeds = {"x": x, "target": target}
+    inputs = ["x", "target"]
+    attrs = {"reduction": reduction} | ({"ignore_index": ignore} if ignore is not None else {})
+    if weighted:
+        feeds["weight"] = rng.uniform(0.2, 2.0, 5).astype(np.float32)
+        inputs.append("weight")
+    outputs = ["loss", "log_prob"] if op == "SoftmaxCrossEntropyLoss" else ["loss"]
+    node = helper.make_node(op, inputs, outputs, **attrs)
+    elem = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64}
+    model = model_of(node, [tensor_info(k, elem[v.dtype], v.shape) for k, v in feeds.items()],
+                     [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs], 13)
+    if op == "NegativeLogLikelihoodLoss" and ignore == -1 and not weighted and reduction == "mean":
+        # The reference averages over every element here, the ignored ones too (its `ignore_index != -1`
+        # branch); the operator's definition, its function body and PyTorch average over the others.
+        picked = -np.take_along_axis(x, np.expand_dims(np.maximum(target, 0), 1), axis=1)[:, 0]
+        want = picked[target != ignore].mean()
+        for backend, passes in CONFIGS:
+            got = friction.compile(model.SerializeToString(), backend, passes=passes).run(x, target)[0]
+            np.testing.assert_allclose(got, want, rtol=1e-5)
+        return
+    check_against_reference(model, feeds)
