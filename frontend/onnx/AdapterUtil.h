@@ -40,6 +40,8 @@ struct NodeRewrite {
 
 // Attention (23 and later) written with MatMul, Softmax and the ops of its masks.
 void decomposeAttention(Graph& g, Node& n);
+// RotaryEmbedding (23) written with Slice, Gather, Mul and Concat.
+void decomposeRotaryEmbedding(Graph& g, Node& n);
 // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul, QLinearConv, MatMulInteger and
 // ConvInteger as their float emulation.
 void decomposeQuantization(Graph& g, Node& n);

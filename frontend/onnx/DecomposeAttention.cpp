@@ -3,7 +3,8 @@
 // attn_mask, is_causal, the sliding window and nonpad_kv_seqlen; a softmax over the keys, where a row with every
 // key masked gives zeros rather than NaN; times V. The masks that depend on nothing at run time become one
 // constant, so a causal decoder's attention is MatMul, Mul, Add, Softmax, MatMul as a PyTorch export writes it.
-// f16/bf16 inputs are computed in f32 and the outputs rounded back once.
+// f16/bf16 inputs are computed in f32 and the outputs rounded back once. RotaryEmbedding (23), the other op
+// of a modern decoder's attention, is at the end of the file.
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -179,6 +180,58 @@ void decomposeAttention(Graph& g, Node& n) {
     y = r.op("Reshape", {merged, r.ints({0, 0, -1}, "merge")});
   }
   becomes(n, "Cast", {y}, castBack);
+}
+
+}  // namespace friction::onnxio
+
+namespace friction::onnxio {
+
+// RotaryEmbedding-23 as the onnx reference computes it: in [B, S, H, D] (a 4-D [B, H, S, D] input transposed, a
+// 3-D [B, S, H*D] one split into num_heads), the first rotary_embedding_dim features of each head (all by
+// default) taken as pairs (x1, x2) - its two halves, or its even and odd features when interleaved - and rotated
+// by the caches' angle at each token's position (cos_cache/sin_cache [positions, dim/2] read at position_ids, or
+// given per token as [B, S, dim/2]): (cos x1 - sin x2, sin x1 + cos x2), put back in place.
+void decomposeRotaryEmbedding(Graph& g, Node& n) {
+  NodeRewrite r{g, n};
+  Value *x = n.input(0), *cosCache = n.input(1), *sinCache = n.input(2), *positions = n.input(3);
+  FRICTION_CHECK(cosCache && sinCache, n.describe() + ": needs cos_cache and sin_cache");
+  const int64_t rank = knownRank(n);
+  FRICTION_CHECK(rank == 3 || rank == 4, n.describe() + ": the input must be 3-D or 4-D");
+  const int64_t heads = n.attrInt("num_heads", 0);
+  FRICTION_CHECK(rank == 4 || heads > 0, n.describe() + ": a 3-D input needs num_heads");
+  const std::vector<int64_t> swap = {0, 2, 1, 3};
+  Value* tokens = rank == 4 ? r.op("Transpose", {x}, {{"perm", swap}})  // [B, S, H, D]
+                            : r.op("Reshape", {x, r.ints({0, 0, heads, -1}, "heads")});
+  const int64_t size = r.staticDim(tokens, 3, "the head size");
+  int64_t dim = n.attrInt("rotary_embedding_dim", 0);
+  if (dim == 0) dim = size;
+  FRICTION_CHECK(dim > 0 && dim <= size && dim % 2 == 0, n.describe() + ": rotary_embedding_dim " + std::to_string(dim) +
+                                                             " must be even and at most the head size " + std::to_string(size));
+  auto slice = [&](Value* v, int64_t from, int64_t to, int64_t step) {
+    return r.op("Slice", {v, r.ints({from}, "start"), r.ints({to}, "end"), r.ints({3}, "axis"), r.ints({step}, "step")});
+  };
+  Value* rotated = dim == size ? tokens : slice(tokens, 0, dim, 1);
+  const bool interleaved = n.attrInt("interleaved", 0) != 0;
+  Value* x1 = interleaved ? slice(rotated, 0, dim, 2) : slice(rotated, 0, dim / 2, 1);
+  Value* x2 = interleaved ? slice(rotated, 1, dim, 2) : slice(rotated, dim / 2, dim, 1);
+  auto angle = [&](Value* cache) {  // [B, S, 1, dim/2]
+    Value* perToken = positions ? r.op("Gather", {cache, positions}) : cache;
+    return r.op("Unsqueeze", {perToken, r.ints({2}, "axis")});
+  };
+  Value *cos = angle(cosCache), *sin = angle(sinCache);
+  Value* real = r.op("Sub", {r.op("Mul", {cos, x1}), r.op("Mul", {sin, x2})});
+  Value* imag = r.op("Add", {r.op("Mul", {sin, x1}), r.op("Mul", {cos, x2})});
+  Value* turned;
+  if (interleaved) {  // (real, imag) pairs back in the even and odd features
+    Value* pairs = r.op("Concat", {r.op("Unsqueeze", {real, r.ints({4}, "axis")}), r.op("Unsqueeze", {imag, r.ints({4}, "axis")})},
+                        {{"axis", int64_t(4)}});
+    turned = r.op("Reshape", {pairs, r.ints({0, 0, 0, dim}, "pairs")});
+  } else {
+    turned = r.op("Concat", {real, imag}, {{"axis", int64_t(3)}});
+  }
+  if (dim < size) turned = r.op("Concat", {turned, slice(tokens, dim, size, 1)}, {{"axis", int64_t(3)}});
+  if (rank == 4) return becomes(n, "Transpose", {turned}, {{"perm", swap}});
+  becomes(n, "Reshape", {turned, r.ints({0, 0, -1}, "merge")});
 }
 
 }  // namespace friction::onnxio

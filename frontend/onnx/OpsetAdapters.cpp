@@ -453,6 +453,7 @@ const OpsetAdapter kAdapters[] = {
     {"ConvInteger", 10, kAll, decomposeQuantization, "new op: Conv of the centred operands in f32, Cast to int32"},
     {"NegativeLogLikelihoodLoss", 12, kAll, decomposeLoss, "new op: GatherElements of the targets, weights, a reduction"},
     {"SoftmaxCrossEntropyLoss", 12, kAll, decomposeLoss, "new op: LogSoftmax, then as NegativeLogLikelihoodLoss"},
+    {"RotaryEmbedding", 23, kAll, decomposeRotaryEmbedding, "new op: the rotated halves (or even and odd features) by Slice, Gather, Mul, Concat"},
     {"Attention", 23, kAll, decomposeAttention,
      "new op: MatMul, Softmax, MatMul; its masks, causal frontier, window and cache lengths a bias of 0 and -inf"},
 };

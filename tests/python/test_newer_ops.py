@@ -344,3 +344,21 @@ def test_losses_match_the_reference(op, reduction, weighted, ignore):
             np.testing.assert_allclose(got, want, rtol=1e-5)
         return
     check_against_reference(model, feeds)
+
+
+@pytest.mark.parametrize("rank,interleaved,dim,positions", list(itertools.product([3, 4], [0, 1], [0, 4], [True, False])))
+def test_rotary_embedding_matches_the_reference(rank, interleaved, dim, positions):
+    rng = np.random.default_rng(11)
+    batch, seq, heads, size = 2, 3, 2, 8
+    x = rng.standard_normal((batch, seq, heads * size) if rank == 3 else (batch, heads, seq, size)).astype(np.float32)
+    half = (dim or size) // 2
+    cache = (16, half) if positions else (batch, seq, half)
+    feeds = {"x": x, "cos": rng.standard_normal(cache).astype(np.float32), "sin": rng.standard_normal(cache).astype(np.float32)}
+    if positions:
+        feeds["pos"] = rng.integers(0, 16, (batch, seq)).astype(np.int64)
+    attrs = {"interleaved": interleaved, "rotary_embedding_dim": dim} | ({"num_heads": heads} if rank == 3 else {})
+    node = helper.make_node("RotaryEmbedding", list(feeds), ["y"], **attrs)
+    elem = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64}
+    model = model_of(node, [tensor_info(k, elem[v.dtype], v.shape) for k, v in feeds.items()],
+                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], 23)
+    check_against_reference(model, feeds)
