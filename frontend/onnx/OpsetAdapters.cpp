@@ -375,6 +375,18 @@ void decomposeRmsNorm(Graph& g, Node& n) {
   becomes(n, "Mul", {addInferred(g, n, "Div", {x, rms}), scale});
 }
 
+// MeanVarianceNormalization (9, 13) as its function body: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over
+// `axes` (default: all but the channels).
+void decomposeMeanVarianceNorm(Graph& g, Node& n) {
+  Value* x = n.input(0);
+  const std::map<std::string, Attribute> over{{"axes", n.attrInts("axes", {0, 2, 3})}, {"keepdims", int64_t(1)}};
+  Value* mean = addInferred(g, n, "ReduceMean", {x}, over);
+  Value* meanOfSquares = addInferred(g, n, "ReduceMean", {addInferred(g, n, "Mul", {x, x})}, over);
+  Value* variance = addInferred(g, n, "Sub", {meanOfSquares, addInferred(g, n, "Mul", {mean, mean})});
+  Value* deviation = addInferred(g, n, "Add", {addInferred(g, n, "Sqrt", {variance}), constantLike(g, n, 1e-9, "epsilon")});
+  becomes(n, "Div", {addInferred(g, n, "Sub", {x, mean}), deviation});
+}
+
 // Mish-18: x tanh(softplus(x)); Swish-24: x sigmoid(alpha x).
 void decomposeMish(Graph& g, Node& n) {
   Value* x = n.input(0);
@@ -451,6 +463,7 @@ const OpsetAdapter kAdapters[] = {
     {"QLinearConv", 10, kAll, decomposeQuantization, "new op: Conv of the centred operands in f32, requantized"},
     {"MatMulInteger", 10, kAll, decomposeQuantization, "new op: MatMul of the centred operands in f32, Cast to int32"},
     {"ConvInteger", 10, kAll, decomposeQuantization, "new op: Conv of the centred operands in f32, Cast to int32"},
+    {"MeanVarianceNormalization", 9, kAll, decomposeMeanVarianceNorm, "new op: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9)"},
     {"NegativeLogLikelihoodLoss", 12, kAll, decomposeLoss, "new op: GatherElements of the targets, weights, a reduction"},
     {"SoftmaxCrossEntropyLoss", 12, kAll, decomposeLoss, "new op: LogSoftmax, then as NegativeLogLikelihoodLoss"},
     {"RotaryEmbedding", 23, kAll, decomposeRotaryEmbedding, "new op: the rotated halves (or even and odd features) by Slice, Gather, Mul, Concat"},

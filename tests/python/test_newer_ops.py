@@ -362,3 +362,12 @@ def test_rotary_embedding_matches_the_reference(rank, interleaved, dim, position
     model = model_of(node, [tensor_info(k, elem[v.dtype], v.shape) for k, v in feeds.items()],
                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], 23)
     check_against_reference(model, feeds)
+
+
+@pytest.mark.parametrize("axes", [None, [1], [0, 2]])
+def test_mean_variance_normalization_matches_the_reference(axes):
+    x = np.random.default_rng(12).standard_normal((2, 3, 4, 5)).astype(np.float32) * 3 + 1
+    node = helper.make_node("MeanVarianceNormalization", ["x"], ["y"], **({"axes": axes} if axes else {}))
+    model = model_of(node, [tensor_info("x", TensorProto.FLOAT, x.shape)],
+                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], 13)
+    check_against_reference(model, {"x": x})
