@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <numeric>
 #include <set>
 #include <limits>
 
@@ -233,12 +234,15 @@ void keepAspectRatio(Graph& g, Node& n, const std::vector<int64_t>& axes) {
 // Resize takes it) where it changes anything: linear and cubic modes.
 void adaptResize18(Graph& g, Node& n) {
   if (n.attrString("mode", "nearest") == "nearest" || n.attrInt("antialias", 0) == 0) n.removeAttr("antialias");
-  int64_t rank = knownRank(n);
   std::vector<int64_t> axes = n.attrInts("axes");
+  const bool policy = n.attrString("keep_aspect_ratio_policy", "stretch") != "stretch";
+  const int64_t rank = axes.empty() && !policy ? 0 : knownRank(n);
   for (int64_t& a : axes) a = checkedAxis(n, a, rank);
-  std::vector<int64_t> resized = axes;
-  for (int64_t a = 0; resized.empty() && a < rank; ++a) resized.push_back(a);
-  keepAspectRatio(g, n, axes.empty() ? resized : axes);
+  if (policy) {
+    std::vector<int64_t> resized = axes;  // no axes: every dim
+    if (resized.empty()) resized.resize(size_t(rank)), std::iota(resized.begin(), resized.end(), int64_t(0));
+    keepAspectRatio(g, n, resized);
+  }
   for (const char* a : {"keep_aspect_ratio_policy", "axes"}) n.removeAttr(a);
   if (axes.empty()) return;
   FRICTION_CHECK(std::set<int64_t>(axes.begin(), axes.end()).size() == axes.size(), n.describe() + ": axes repeat a dim");

@@ -141,12 +141,15 @@ def test_resize_antialias_matches_the_reference(mode, scale):
     check_against_reference(model, {"X": x})
 
 
-@pytest.mark.parametrize("policy,sizes", [("not_larger", [7, 5]), ("not_smaller", [3, 5]), ("not_smaller", [11, 2])])
+@pytest.mark.parametrize("policy,sizes", [("not_larger", [7, 5]), ("not_smaller", [3, 5]), ("not_smaller", [11, 2]),
+                                          ("not_larger", [2, 5, 13, 18])])
 def test_resize_keep_aspect_ratio_matches_the_reference(policy, sizes):
+    """Over axes 2 and 3, or (four sizes, no axes) over every dim."""
     x = np.random.default_rng(2).standard_normal((1, 2, 6, 9)).astype(np.float32)
     init = numpy_helper.from_array(np.array(sizes, dtype=np.int64), "sizes")
-    node = helper.make_node("Resize", ["X", "", "", "sizes"], ["Y"], mode="linear", axes=[2, 3],
-                            keep_aspect_ratio_policy=policy)
+    axes = {"axes": [2, 3]} if len(sizes) == 2 else {}
+    node = helper.make_node("Resize", ["X", "", "", "sizes"], ["Y"], mode="linear", keep_aspect_ratio_policy=policy,
+                            **axes)
     model = model_of(node, [tensor_info("X", TensorProto.FLOAT, x.shape)],
                      [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)], 19, [init])
     check_against_reference(model, {"X": x})
