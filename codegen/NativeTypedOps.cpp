@@ -5,7 +5,9 @@
 // And/Or/Xor/Not, Where; Add/Sub/Mul/Div/Max/Min on integers and f64, Mod on
 // any type; all with numpy broadcasting (codegen/TypedLoops.h); IsNaN, IsInf.
 // They run on small tensors (masks, often constant but for fold-constants),
-// so one serial loop each. The indexing and scanning ops of any type are
+// so one serial loop each, but Cast, which a half-precision model (its ops
+// widened to f32, codegen/Legalize.h) runs on activations: over the threads.
+// The indexing and scanning ops of any type are
 // NativeIndexOps.cpp's.
 #include <cmath>
 #include <functional>
@@ -25,6 +27,9 @@ using Ints = std::vector<int64_t>;
 
 bool isHalf(DType t) { return t == DType::F16 || t == DType::BF16; }
 
+// Casts of activations (a half model's per-op roundings, a quantized model's) are large enough to share out.
+constexpr int64_t kParallelElements = int64_t(1) << 15;
+
 // Cast with Tensor::castTo's semantics: floats to integers truncate and
 // saturate, to bool compare with zero, integers wrap; f16 and bf16 go
 // through float (rounded to nearest even).
@@ -33,9 +38,11 @@ class CastKernel : public NativeKernel {
   CastKernel(DType from, DType to) : from_(from), to_(to) {}
   void run(const std::vector<Tensor>& in, Tensor& out) const override {
     if (!isHalf(from_)) return cast(from_, in[0].rawData(), out);
-    std::vector<float> wide(static_cast<size_t>(out.numel()));  // widened to float, then cast
+    const int64_t n = out.numel();
+    std::vector<float> wide(static_cast<size_t>(n));  // widened to float, then cast
     const uint16_t* h = in[0].data<uint16_t>();
-    for (size_t i = 0; i < wide.size(); ++i) wide[i] = from_ == DType::F16 ? halfToFloat(h[i]) : bf16ToFloat(h[i]);
+#pragma omp parallel for schedule(static) if (n > kParallelElements)
+    for (int64_t i = 0; i < n; ++i) wide[size_t(i)] = from_ == DType::F16 ? halfToFloat(h[i]) : bf16ToFloat(h[i]);
     cast(DType::F32, wide.data(), out);
   }
   std::string describe() const override {
@@ -50,12 +57,14 @@ class CastKernel : public NativeKernel {
       const From* x = static_cast<const From*>(src);
       if (isHalf(to_)) {
         uint16_t* y = out.data<uint16_t>();
+#pragma omp parallel for schedule(static) if (n > kParallelElements)
         for (int64_t i = 0; i < n; ++i) y[i] = to_ == DType::F16 ? floatToHalf(float(x[i])) : floatToBf16(float(x[i]));
         return;
       }
       withElementType(to_, [&](auto toType) {
         using To = decltype(toType);
         To* y = out.data<To>();
+#pragma omp parallel for schedule(static) if (n > kParallelElements)
         for (int64_t i = 0; i < n; ++i) {
           if constexpr (std::is_same_v<To, bool>)
             y[i] = x[i] != From(0);

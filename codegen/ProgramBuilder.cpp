@@ -45,6 +45,12 @@ bool isConstantShapeValue(const Value* v) {
   return v->isConstant() && (isInteger(v->dtype()) || v->dtype() == DType::Bool);
 }
 
+// A region operand its body's program reads as a constant: a shape value, or a half-precision weight, which
+// legalize() then widens to f32 once instead of on each run.
+bool bodyReadsAsConstant(const Value* v) {
+  return isConstantShapeValue(v) || (v->isConstant() && (v->dtype() == DType::F16 || v->dtype() == DType::BF16));
+}
+
 bool allStatic(const std::vector<Value*>& values) {
   return std::all_of(values.begin(), values.end(), [](const Value* v) { return !v || v->shape().isStatic(); });
 }
@@ -108,7 +114,7 @@ std::unique_ptr<Program> ProgramBuilder::buildResolved(const Graph& g, const Out
     auto it = outerOf.find(g.inputs()[i]);
     if (it == outerOf.end()) continue;
     outer[resolved->inputs()[i]] = it->second;
-    if (isConstantShapeValue(it->second)) resolved->inputs()[i]->setConstant(it->second->constant());
+    if (bodyReadsAsConstant(it->second)) resolved->inputs()[i]->setConstant(it->second->constant());
   }
   int64_t folded = foldShapeArithmetic(*resolved);
   while (resolveRegionTypes(*resolved) > 0) {

@@ -119,3 +119,37 @@ TEST(Legalize, DepthToSpaceAndSpaceToDepthBecomeATransposeBetweenReshapes) {
 
 }  // namespace
 }  // namespace friction
+
+namespace friction {
+namespace {
+
+// A half-precision op becomes the f32 op between Casts: its constant operands widened now, its activations at
+// run time, its half results rounded back (the interpreter's per-op rounding, so results agree exactly); a
+// half Split is widened, then split into Slices in a second round.
+TEST(Legalize, HalfOpsBecomeF32OpsBetweenCasts) {
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F16, Shape::fromStatic({1, 2, 5, 5})});
+  Value* w = b.constant(test::randomTensor({3, 2, 3, 3}, 3).castTo(DType::F16));
+  Value* y = b.op("Relu", {b.op("Conv", {x, w}, {{"pads", Ints{1, 1, 1, 1}}})});
+  auto halves = b.opN("Split", {y, b.constant(Tensor::vectorI64({1, 2}))}, 2, {{"axis", int64_t(1)}});
+  b.output(halves[0]);
+  b.output(b.op("ArgMax", {halves[1]}, {{"axis", int64_t(1)}}));  // an i64 result stays as it is
+  EXPECT_TRUE(codegen::needsLegalizing(g));
+  std::shared_ptr<Graph> copy = cloneGraph(g);
+  EXPECT_EQ(codegen::legalize(*copy), 5);  // Conv, Relu, Split, ArgMax; then the f32 Split
+  verify(*copy);
+  EXPECT_EQ(ops(*copy), (std::vector<std::string>{"Cast", "Conv", "Cast", "Cast", "Relu", "Cast", "Cast", "Slice",
+                                                  "Slice", "Cast", "Cast", "Cast", "ArgMax"}));
+  for (const auto& n : copy->nodes())
+    if (n->op() != "Cast")
+      for (const Value* v : n->inputs()) EXPECT_TRUE(!v || v->dtype() != DType::F16) << n->describe();
+  std::vector<Tensor> in = {test::randomTensor({1, 2, 5, 5}, 4).castTo(DType::F16)};
+  auto want = interp::run(g, in), got = interp::run(*copy, in);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(got[i].bitwiseEqual(want[i])) << "output " << i;
+  EXPECT_FALSE(codegen::needsLegalizing(*copy));
+}
+
+}  // namespace
+}  // namespace friction

@@ -374,3 +374,29 @@ def test_mean_variance_normalization_matches_the_reference(axes):
     model = model_of(node, [tensor_info("x", TensorProto.FLOAT, x.shape)],
                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], 13)
     check_against_reference(model, {"x": x})
+
+
+@pytest.mark.parametrize("name", ["resnet_basic", "mobilenet_v2", "bert"])
+def test_half_precision_models_compile_whole(name, tmp_path):
+    """Torch fixtures converted to f16 by onnxruntime's converter run on cpu with no interpreter node (each op
+    widened to f32 between Casts, the interpreter's rounding), within f16 precision of the interpreter."""
+    import logging
+    import os
+
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    logging.disable(logging.WARNING)
+    folder = os.path.join(os.path.dirname(__file__), "..", "models", "torch", name)
+    path = str(tmp_path / "f16.onnx")
+    onnx.save(convert_float_to_float16(onnx.load(os.path.join(folder, "model.onnx")), keep_io_types=False), path)
+    model = friction.load(path)
+    feeds = [numpy_helper.to_array(onnx.load_tensor(os.path.join(folder, "test_data_set_0", f"input_{k}.pb")))
+             for k in range(len(model.inputs))]
+    feeds = [f.astype(np.float16) if f.dtype == np.float32 else f for f in feeds]
+    batch = feeds[0].shape[0]
+    want = friction.compile(path, "interp", batch=batch).run(*feeds)[0].astype(np.float32)
+    for passes in (None, ["none"]):
+        cpu = friction.compile(path, "cpu", batch=batch, passes=passes)
+        got = cpu.run(*feeds)[0]
+        assert got.dtype == np.float16 and cpu.interp_nodes == 0, cpu.executor
+        np.testing.assert_allclose(got.astype(np.float32), want, rtol=0, atol=4e-3 * float(np.abs(want).max()))
