@@ -69,7 +69,7 @@ bool allStatic(const Node& n) {
   return true;
 }
 
-bool isHalf(const Value* v) { return v && (v->dtype() == DType::F16 || v->dtype() == DType::BF16); }
+bool isHalf(const Value* v) { return v && isHalf(v->dtype()); }
 
 // A node computing on f16/bf16 values, which the kernels (f32) take widened: the interpreter computes each half
 // op in f32 and rounds its result, and so does the rewrite (Cast to f32, the op, Cast back). Not the casts

@@ -25,8 +25,6 @@ namespace {
 
 using Ints = std::vector<int64_t>;
 
-bool isHalf(DType t) { return t == DType::F16 || t == DType::BF16; }
-
 // Casts of activations (a half model's per-op roundings, a quantized model's) are large enough to share out.
 constexpr int64_t kParallelElements = int64_t(1) << 15;
 
@@ -39,11 +37,13 @@ class CastKernel : public NativeKernel {
   void run(const std::vector<Tensor>& in, Tensor& out) const override {
     if (!isHalf(from_)) return cast(from_, in[0].rawData(), out);
     const int64_t n = out.numel();
-    std::vector<float> wide(static_cast<size_t>(n));  // widened to float, then cast
+    // Widened to float: straight into an f32 result (a half model's every op input), else through a buffer.
+    std::vector<float> buffer(to_ == DType::F32 ? 0 : static_cast<size_t>(n));
+    float* wide = to_ == DType::F32 ? out.data<float>() : buffer.data();
     const uint16_t* h = in[0].data<uint16_t>();
 #pragma omp parallel for schedule(static) if (n > kParallelElements)
-    for (int64_t i = 0; i < n; ++i) wide[size_t(i)] = from_ == DType::F16 ? halfToFloat(h[i]) : bf16ToFloat(h[i]);
-    cast(DType::F32, wide.data(), out);
+    for (int64_t i = 0; i < n; ++i) wide[i] = from_ == DType::F16 ? halfToFloat(h[i]) : bf16ToFloat(h[i]);
+    if (to_ != DType::F32) cast(DType::F32, wide, out);
   }
   std::string describe() const override {
     return "Cast " + std::string(dtypeName(from_)) + " to " + std::string(dtypeName(to_));

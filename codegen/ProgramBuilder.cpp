@@ -48,7 +48,7 @@ bool isConstantShapeValue(const Value* v) {
 // A region operand its body's program reads as a constant: a shape value, or a half-precision weight, which
 // legalize() then widens to f32 once instead of on each run.
 bool bodyReadsAsConstant(const Value* v) {
-  return isConstantShapeValue(v) || (v->isConstant() && (v->dtype() == DType::F16 || v->dtype() == DType::BF16));
+  return isConstantShapeValue(v) || (v->isConstant() && isHalf(v->dtype()));
 }
 
 bool allStatic(const std::vector<Value*>& values) {

@@ -21,6 +21,7 @@ DType dtypeFromOnnxCode(int64_t code, const std::string& context);
 int32_t dtypeToOnnxCode(DType t);
 
 bool isFloat(DType t);
+inline bool isHalf(DType t) { return t == DType::F16 || t == DType::BF16; }
 bool isSignedInt(DType t);
 bool isUnsignedInt(DType t);
 inline bool isInteger(DType t) { return isSignedInt(t) || isUnsignedInt(t); }

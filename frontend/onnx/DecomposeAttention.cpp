@@ -69,7 +69,7 @@ void decomposeAttention(Graph& g, Node& n) {
   FRICTION_CHECK((rank == 3 || rank == 4) && k->shape().hasRank() && v->shape().hasRank() &&
                      int64_t(k->shape().rank()) == rank && int64_t(v->shape().rank()) == rank,
                  n.describe() + ": Q, K and V must all be 3-D or all 4-D");
-  AttentionRewrite r{{g, n}, type == DType::F16 || type == DType::BF16 ? DType::F32 : type};
+  AttentionRewrite r{{g, n}, isHalf(type) ? DType::F32 : type};
   q = r.cast(q, r.compute), k = r.cast(k, r.compute), v = r.cast(v, r.compute);
   int64_t qHeads = n.attrInt("q_num_heads", 0), kvHeads = n.attrInt("kv_num_heads", 0);
   if (rank == 3) {

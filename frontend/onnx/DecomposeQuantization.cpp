@@ -60,7 +60,7 @@ struct QuantRewrite : NodeRewrite {
 
   // `v` in f32, rounded to `precision` first when that is a half type (numpy's f16 arithmetic rounds each result).
   Value* roundedTo(Value* v, DType precision) {
-    return f32(precision == DType::F16 || precision == DType::BF16 ? cast(v, precision) : v);
+    return f32(isHalf(precision) ? cast(v, precision) : v);
   }
 };
 

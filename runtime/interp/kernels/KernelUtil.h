@@ -43,7 +43,6 @@ auto dispatchFloat(DType t, Fn&& fn) {
   throw Error("dtype " + std::string(dtypeName(t)) + " is not supported by this kernel (float only)");
 }
 
-inline bool isHalf(DType t) { return t == DType::F16 || t == DType::BF16; }
 
 // Runs `kernel` with F16/BF16 inputs cast to F32 and casts F32 outputs back
 // to the half type of the first half input. Other dtypes pass through.

@@ -153,7 +153,7 @@ std::vector<Tensor> constantOfShape(const Node& node, const std::vector<Tensor>&
 
 std::vector<Tensor> range(const Node&, const std::vector<Tensor>& in) {
   DType type = in[0].dtype();
-  if (type == DType::F16 || type == DType::BF16) {  // computed in double, each element rounded once
+  if (isHalf(type)) {  // computed in double, each element rounded once
     double start = in[0].elementAsDouble(0), delta = in[2].elementAsDouble(0);
     int64_t n = rangeCount(start, in[1].elementAsDouble(0), delta);
     std::vector<double> values(static_cast<size_t>(n));
