@@ -80,6 +80,10 @@ HL::Expr Payload::emitCeil(const Node&, const Exprs& in) { return HL::ceil(in[0]
 HL::Expr Payload::emitReciprocal(const Node&, const Exprs& in) { return f32(1) / in[0]; }
 HL::Expr Payload::emitErf(const Node&, const Exprs& in) { return HL::erf(in[0]); }
 HL::Expr Payload::emitRound(const Node&, const Exprs& in) { return HL::round(in[0]); }  // ties to even
+HL::Expr Payload::emitReducePrecision(const Node& n, const Exprs& in) {  // Halide's casts round to nearest even
+  const bool f16 = dtypeFromOnnxCode(n.attrInt("to", 0), n.describe()) == DType::F16;
+  return HL::cast(HL::Float(32), HL::cast(f16 ? HL::Float(16) : HL::BFloat(16), in[0]));
+}
 HL::Expr Payload::emitSign(const Node&, const Exprs& in) {  // 0 and NaN map to themselves
   return HL::select(in[0] > f32(0), f32(1), in[0] < f32(0), f32(-1), in[0]);
 }

@@ -119,6 +119,21 @@ mlir::Value Payload::emitCeil(const Node& n) { return b.create<mlir::math::CeilO
 mlir::Value Payload::emitReciprocal(const Node& n) { return div(f32(1), in(n, 0)); }
 mlir::Value Payload::emitErf(const Node& n) { return b.create<mlir::math::ErfOp>(l, in(n, 0)); }
 mlir::Value Payload::emitRound(const Node& n) { return b.create<mlir::math::RoundEvenOp>(l, in(n, 0)); }
+// To f16 and back with arith.truncf/extf (F16C's conversions on x86, cvt on NVIDIA); to bf16 by the bits,
+// nearest even with NaN kept, as the interpreter's floatToBf16 (LLVM's x86 backend would call a runtime function).
+mlir::Value Payload::emitReducePrecision(const Node& n) {
+  mlir::Value x = in(n, 0);
+  if (dtypeFromOnnxCode(n.attrInt("to", 0), n.describe()) == DType::F16) {
+    mlir::Value half = b.create<mlir::arith::TruncFOp>(l, b.getF16Type(), x);
+    return b.create<mlir::arith::ExtFOp>(l, b.getF32Type(), half);
+  }
+  auto i32 = [&](uint32_t v) { return b.create<mlir::arith::ConstantOp>(l, b.getI32IntegerAttr(int32_t(v))); };
+  mlir::Value bits = b.create<mlir::arith::BitcastOp>(l, b.getI32Type(), x);
+  mlir::Value lsb = b.create<mlir::arith::AndIOp>(l, b.create<mlir::arith::ShRUIOp>(l, bits, i32(16)), i32(1));
+  mlir::Value up = b.create<mlir::arith::AddIOp>(l, bits, b.create<mlir::arith::AddIOp>(l, lsb, i32(0x7fff)));
+  mlir::Value rounded = b.create<mlir::arith::AndIOp>(l, up, i32(0xffff0000u));
+  return nanFrom(x, b.create<mlir::arith::BitcastOp>(l, b.getF32Type(), rounded));
+}
 mlir::Value Payload::emitSign(const Node& n) {  // 0 and NaN map to themselves
   mlir::Value x = in(n, 0);
   return select(cmp(mlir::arith::CmpFPredicate::OGT, x, f32(0)), f32(1),

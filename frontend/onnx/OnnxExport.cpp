@@ -84,11 +84,25 @@ void emitNodes(const Graph& g, onnx::GraphProto& gp, std::unordered_map<const Va
       emitNodes(body, gp, names, nodeNames, prefix + n->name() + "/", graphOutputs);
       continue;
     }
-    auto* np = gp.add_node();
-    np->set_op_type(n->op());
     // ONNX requires unique node names; inlined regions may repeat or omit them.
     std::string nodeName = prefix + (n->name().empty() ? n->op() : n->name());
     for (int k = 1; !nodeNames.insert(nodeName).second; ++k) nodeName = prefix + n->name() + "#" + std::to_string(k);
+    if (n->op() == "ReducePrecision") {  // friction's own op: ONNX says it as a Cast to `to` and one back
+      const std::string narrow = nameOf(n->output(0)) + "/narrow";
+      auto addCast = [&](const std::string& name, const std::string& in, const std::string& out, int64_t to) {
+        auto* cast = gp.add_node();
+        cast->set_op_type("Cast");
+        cast->set_name(name);
+        cast->add_input(in);
+        cast->add_output(out);
+        setAttribute(*cast->add_attribute(), "to", Attribute(to));
+      };
+      addCast(nodeName + "/narrow", nameOf(n->input(0)), narrow, n->attrInt("to", 0));
+      addCast(nodeName, narrow, nameOf(n->output(0)), int64_t(dtypeToOnnxCode(n->output(0)->dtype())));
+      continue;
+    }
+    auto* np = gp.add_node();
+    np->set_op_type(n->op());
     np->set_name(nodeName);
     for (Value* in : n->inputs()) np->add_input(in ? nameOf(in) : "");
     for (Value* out : n->outputs()) {

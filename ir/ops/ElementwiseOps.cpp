@@ -223,8 +223,8 @@ void registerElementwiseOps(OpRegistry& r) {
       {"LessOrEqual", 2, 2, kNumbers, true, {}},
       {"GreaterOrEqual", 2, 2, kNumbers, true, {}},
       // Variadic.
-      {"Max", 1, -1, kNumbers, false, {}, {T::Commutative}},
-      {"Min", 1, -1, kNumbers, false, {}, {T::Commutative}},
+      {"Max", 1, -1, kNumbers, false, {}, {T::Commutative, T::SelectsElements}},
+      {"Min", 1, -1, kNumbers, false, {}, {T::Commutative, T::SelectsElements}},
       {"Sum", 1, -1, kFloats, false, {}, {T::Commutative}},
       {"Mean", 1, -1, kFloats, false, {}, {T::Commutative}},
       {"PRelu", 2, 2, kNumbers, false, {}, {}, nullptr, checkPRelu},
@@ -233,12 +233,12 @@ void registerElementwiseOps(OpRegistry& r) {
       {"Reciprocal", 1, 1, kFloats, false, {}},
       {"Exp", 1, 1, kFloats, false, {}},
       {"Log", 1, 1, kFloats, false, {}},
-      {"Neg", 1, 1, kFloats | kSigned, false, {}},
-      {"Abs", 1, 1, kNumbers, false, {}},
+      {"Neg", 1, 1, kFloats | kSigned, false, {}, {T::SelectsElements}},
+      {"Abs", 1, 1, kNumbers, false, {}, {T::SelectsElements}},
       {"Erf", 1, 1, kNumbers, false, {}},
       {"Tanh", 1, 1, kFloats, false, {}, {T::Activation}},
       {"Sigmoid", 1, 1, kFloats, false, {}, {T::Activation}},
-      {"Relu", 1, 1, kFloats | kSigned, false, {}, {T::Activation}},
+      {"Relu", 1, 1, kFloats | kSigned, false, {}, {T::Activation, T::SelectsElements}},
       {"LeakyRelu", 1, 1, kFloats, false, {{"alpha", F}}, {T::Activation}},
       {"HardSigmoid", 1, 1, kFloats, false, {{"alpha", F}, {"beta", F}}, {T::Activation}},
       {"HardSwish", 1, 1, kFloats, false, {}, {T::Activation}},
@@ -286,6 +286,7 @@ void registerElementwiseOps(OpRegistry& r) {
             .inputs(1, 3)
             .trait(OpTrait::Elementwise)
             .trait(OpTrait::Activation)
+            .trait(OpTrait::SelectsElements)
             .inferWith([](InferContext& ctx) {
               requireTypes(ctx, 0, kNumbers);
               for (size_t i = 1; i < ctx.numInputs(); ++i) {
@@ -302,6 +303,7 @@ void registerElementwiseOps(OpRegistry& r) {
   r.add(OpSchema("Where")
             .inputs(3, 3)
             .trait(OpTrait::Elementwise)
+            .trait(OpTrait::SelectsElements)
             .inferWith([](InferContext& ctx) {
               requireTypes(ctx, 0, kBool);
               requireSame(ctx, 1, 2);
@@ -318,6 +320,16 @@ void registerElementwiseOps(OpRegistry& r) {
 
   r.add(OpSchema("CastLike").inputs(2, 2).trait(OpTrait::Elementwise).inferWith([](InferContext& ctx) {
     passThrough(ctx, ctx.inputDType(1));
+  }));
+
+  // ReducePrecision (friction's, after XLA's op of that name): each element rounded to the nearest value of the
+  // narrower float type `to` (f16 or bf16, ties to even) and kept in its own type, i.e. Cast to `to` and back in
+  // one op. widen-half ends each f16 op computed on f32 values with it, as the op's f16 result would round.
+  r.add(OpSchema("ReducePrecision").trait(OpTrait::Elementwise).attr("to", AttrKind::Int, true).inferWith([](InferContext& ctx) {
+    requireTypes(ctx, 0, kFloats);
+    const DType to = dtypeFromOnnxCode(ctx.node().attrInt("to", 0), ctx.node().describe() + ": ReducePrecision 'to'");
+    ctx.check(isHalf(to), "'to' must be float16 or bfloat16, got " + std::string(dtypeName(to)));
+    passThrough(ctx, ctx.inputDType(0));
   }));
 
   // Dropout(data, ratio?, training_mode?) -> (output, mask?). Inference only:

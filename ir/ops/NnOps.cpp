@@ -480,6 +480,7 @@ void registerNnOps(OpRegistry& r) {
   // (the shared window driver supports them; newer opsets added them).
   r.add(windowAttrs(OpSchema("MaxPool"))
             .trait(OpTrait::LayoutSensitive)
+            .trait(OpTrait::SelectsElements)
             .outputs(1, 2)
             .attr("ceil_mode", K::Int)
             .attr("storage_order", K::Int)
@@ -503,7 +504,7 @@ void registerNnOps(OpRegistry& r) {
             })
             .flopsWith(poolFlops));
   r.add(OpSchema("GlobalAveragePool").trait(OpTrait::LayoutSensitive).inferWith(inferGlobalPool).flopsWith(perInputElement(1)));
-  r.add(OpSchema("GlobalMaxPool").inferWith(inferGlobalPool).flopsWith(perInputElement(1)));
+  r.add(OpSchema("GlobalMaxPool").trait(OpTrait::SelectsElements).inferWith(inferGlobalPool).flopsWith(perInputElement(1)));
   r.add(OpSchema("GlobalLpPool").attr("p", K::Int).inferWith(inferGlobalPool).flopsWith(perInputElement(2)));
 
   // Reductions: ~1 FLOP per input element (2 for the squaring/exp/abs variants).
@@ -519,7 +520,9 @@ void registerNnOps(OpRegistry& r) {
     return OpSchema(op).trait(OpTrait::Reduction).inputs(1, 2).attr("axes", K::Ints).attr("keepdims", K::Int)
         .attr("noop_with_empty_axes", K::Int).inferWith(inferReduce);
   };
-  for (const char* op : {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd"}) r.add(reduction(op).flopsWith(perInputElement(1)));
+  for (const char* op : {"ReduceMean", "ReduceProd"}) r.add(reduction(op).flopsWith(perInputElement(1)));
+  for (const char* op : {"ReduceMax", "ReduceMin"})
+    r.add(reduction(op).trait(OpTrait::SelectsElements).flopsWith(perInputElement(1)));
   for (const char* op : {"ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"})
     r.add(reduction(op).flopsWith(perInputElement(2)));
   for (const char* op : {"ArgMax", "ArgMin"})

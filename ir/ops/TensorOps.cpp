@@ -579,20 +579,20 @@ void registerTensorOps(OpRegistry& r) {
   using K = AttrKind;
   add(r, OpSchema("Reshape").trait(OpTrait::View).inputs(2, 2).attr("allowzero", K::Int), inferReshape);
   add(r, OpSchema("Flatten").trait(OpTrait::View).attr("axis", K::Int), inferFlatten);
-  add(r, OpSchema("Transpose").attr("perm", K::Ints), inferTranspose);
+  add(r, OpSchema("Transpose").trait(OpTrait::SelectsElements).attr("perm", K::Ints), inferTranspose);
   add(r, OpSchema("Squeeze").trait(OpTrait::View).inputs(1, 2), inferSqueeze);
   add(r, OpSchema("Unsqueeze").trait(OpTrait::View).inputs(2, 2), inferUnsqueeze);
-  add(r, OpSchema("Concat").inputs(1, -1).attr("axis", K::Int, true), inferConcat);
-  add(r, OpSchema("Split").inputs(1, 2).outputs(1, -1).attr("axis", K::Int), inferSplit);
-  add(r, OpSchema("Slice").inputs(3, 5), inferSlice);
-  add(r, OpSchema("Gather").inputs(2, 2).attr("axis", K::Int), inferGather);
-  add(r, OpSchema("GatherElements").inputs(2, 2).attr("axis", K::Int), inferGatherElements);
-  add(r, OpSchema("GatherND").inputs(2, 2).attr("batch_dims", K::Int), inferGatherND);
+  add(r, OpSchema("Concat").trait(OpTrait::SelectsElements).inputs(1, -1).attr("axis", K::Int, true), inferConcat);
+  add(r, OpSchema("Split").trait(OpTrait::SelectsElements).inputs(1, 2).outputs(1, -1).attr("axis", K::Int), inferSplit);
+  add(r, OpSchema("Slice").trait(OpTrait::SelectsElements).inputs(3, 5), inferSlice);
+  add(r, OpSchema("Gather").trait(OpTrait::SelectsElements).inputs(2, 2).attr("axis", K::Int), inferGather);
+  add(r, OpSchema("GatherElements").trait(OpTrait::SelectsElements).inputs(2, 2).attr("axis", K::Int), inferGatherElements);
+  add(r, OpSchema("GatherND").trait(OpTrait::SelectsElements).inputs(2, 2).attr("batch_dims", K::Int), inferGatherND);
   add(r, OpSchema("ScatterElements").inputs(3, 3).attr("axis", K::Int).attr("reduction", K::String), inferScatter);
   add(r, OpSchema("ScatterND").inputs(3, 3).attr("reduction", K::String), inferScatter);
-  add(r, OpSchema("Expand").inputs(2, 2), inferExpand);
-  add(r, OpSchema("Tile").inputs(2, 2), inferTile);
-  add(r, OpSchema("Pad").inputs(2, 4).attr("mode", K::String), inferPad);
+  add(r, OpSchema("Expand").trait(OpTrait::SelectsElements).inputs(2, 2), inferExpand);
+  add(r, OpSchema("Tile").trait(OpTrait::SelectsElements).inputs(2, 2), inferTile);
+  add(r, OpSchema("Pad").trait(OpTrait::SelectsElements).inputs(2, 4).attr("mode", K::String), inferPad);
   add(r, OpSchema("Shape").attr("start", K::Int).attr("end", K::Int), inferShape);
   add(r, OpSchema("Size"), inferSize);
   add(r,
@@ -621,21 +621,21 @@ void registerTensorOps(OpRegistry& r) {
           .attr("antialias", K::Int)
           .flopsWith(resizeFlops),
       inferResize);
-  add(r, OpSchema("DepthToSpace").attr("blocksize", K::Int, true).attr("mode", K::String),
+  add(r, OpSchema("DepthToSpace").trait(OpTrait::SelectsElements).attr("blocksize", K::Int, true).attr("mode", K::String),
       [](InferContext& ctx) { inferDepthToSpace(ctx, true); });
-  add(r, OpSchema("SpaceToDepth").attr("blocksize", K::Int, true),
+  add(r, OpSchema("SpaceToDepth").trait(OpTrait::SelectsElements).attr("blocksize", K::Int, true),
       [](InferContext& ctx) { inferDepthToSpace(ctx, false); });
   add(r, OpSchema("GridSample").inputs(2, 2).attr("align_corners", K::Int).attr("mode", K::String)
              .attr("padding_mode", K::String).flopsWith(gridSampleFlops),
       inferGridSample);
-  add(r, OpSchema("Trilu").inputs(1, 2).attr("upper", K::Int), inferSameAsInput);
+  add(r, OpSchema("Trilu").trait(OpTrait::SelectsElements).inputs(1, 2).attr("upper", K::Int), inferSameAsInput);
   add(r, OpSchema("CumSum").inputs(2, 2).attr("exclusive", K::Int).attr("reverse", K::Int), inferSameAsInput);
   add(r, OpSchema("OneHot").inputs(3, 3).attr("axis", K::Int), inferOneHot);
   add(r, OpSchema("EyeLike").attr("dtype", K::Int).attr("k", K::Int), inferEyeLike);
   add(r, OpSchema("NonZero"), inferNonZero);
-  add(r, OpSchema("TopK").inputs(2, 2).outputs(2, 2).attr("axis", K::Int).attr("largest", K::Int).attr("sorted", K::Int),
+  add(r, OpSchema("TopK").trait(OpTrait::SelectsElements).inputs(2, 2).outputs(2, 2).attr("axis", K::Int).attr("largest", K::Int).attr("sorted", K::Int),
       inferTopK);
-  add(r, OpSchema("Compress").inputs(2, 2).attr("axis", K::Int), inferCompress);
+  add(r, OpSchema("Compress").trait(OpTrait::SelectsElements).inputs(2, 2).attr("axis", K::Int), inferCompress);
 }
 
 }  // namespace friction

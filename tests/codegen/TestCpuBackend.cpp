@@ -78,15 +78,21 @@ std::vector<std::string> unaryScalarOps() {
 }
 
 TEST_F(CpuBackendTest, UnaryOpsMatchInterp) {  // Identity is a view, every other op one kernel
-  for (const std::string& op : unaryScalarOps()) {
-    SCOPED_TRACE(op);
+  std::vector<std::pair<std::string, DType>> cases;  // ReducePrecision to both half types
+  for (const std::string& op : unaryScalarOps())
+    for (DType to : {DType::F16, DType::BF16})
+      if (to == DType::F16 || op == "ReducePrecision") cases.emplace_back(op, to);
+  for (const auto& [op, to] : cases) {
+    SCOPED_TRACE(op + " " + std::string(dtypeName(to)));
+    std::map<std::string, Attribute> attrs;
+    if (op == "ReducePrecision") attrs["to"] = int64_t(dtypeToOnnxCode(to));
     // Each op over its domain: positive, within [-1, 1], at least 1; the others over [-6, 6].
     const bool positive = op == "Sqrt" || op == "Log" || op == "Reciprocal";
     const bool unit = op == "Asin" || op == "Acos" || op == "Atanh", atLeastOne = op == "Acosh";
     Graph g;
     GraphBuilder b(g);
     Value* x = b.input("x", {DType::F32, {3, 7}});
-    b.output(b.op(op, {x}));
+    b.output(b.op(op, {x}, attrs));
     Tensor in = positive     ? randomTensor({3, 7}, 1, 0.1f, 4)
                 : unit       ? randomTensor({3, 7}, 1, -0.999f, 0.999f)
                 : atLeastOne ? randomTensor({3, 7}, 1, 1, 6)

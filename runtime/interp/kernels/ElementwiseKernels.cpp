@@ -428,6 +428,9 @@ void registerElementwiseKernels(KernelRegistry& r) {
   // Inference resolved Cast's `to` (an ONNX type code) into the output's dtype.
   r.add("Cast", [](const Node& n, const Inputs& in) { return Outputs{in[0].castTo(n.output(0)->dtype())}; });
   r.add("CastLike", [](const Node&, const Inputs& in) { return Outputs{in[0].castTo(in[1].dtype())}; });
+  r.add("ReducePrecision", [](const Node& n, const Inputs& in) {
+    return Outputs{in[0].castTo(dtypeFromOnnxCode(n.attrInt("to", 0), "ReducePrecision 'to'")).castTo(in[0].dtype())};
+  });
 }
 
 }  // namespace friction::interp
