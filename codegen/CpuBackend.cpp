@@ -25,7 +25,7 @@ std::string describeSteps(const ProgramStats& stats) {
          std::to_string(stats.views) + " zero-copy views, " +
          (stats.shapeNodesFolded ? std::to_string(stats.shapeNodesFolded) + " shape-arithmetic nodes evaluated at build, "
                                  : std::string()) +
-         (stats.legalized ? std::to_string(stats.legalized) + " nodes legalized (Split, Einsum), " : std::string()) +
+         (stats.legalized ? std::to_string(stats.legalized) + " nodes legalized (codegen/Legalize.h), " : std::string()) +
          std::to_string(stats.fallbackNodes) + " nodes on interp fallback";
 }
 

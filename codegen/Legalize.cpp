@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "passes/Pass.h"
 #include "passes/PassUtil.h"
 
 namespace friction::codegen {
@@ -69,22 +70,8 @@ bool allStatic(const Node& n) {
   return true;
 }
 
-bool isHalf(const Value* v) { return v && isHalf(v->dtype()); }
-
-// A node computing on f16/bf16 values, which the kernels (f32) take widened: the interpreter computes each half
-// op in f32 and rounds its result, and so does the rewrite (Cast to f32, the op, Cast back). Not the casts
-// themselves, the ops that move any element type natively, or those whose result type an attribute names.
-bool computesInHalf(const Node& n) {
-  static const std::unordered_set<std::string> keep = {"Cast", "CastLike", "Transpose", "Gather", "Constant",
-                                                       "ConstantOfShape", "EyeLike", "Fused"};
-  if (keep.count(n.op())) return false;
-  return std::any_of(n.inputs().begin(), n.inputs().end(), isHalf) ||
-         std::any_of(n.outputs().begin(), n.outputs().end(), isHalf);
-}
-
 bool rewritable(const Node& n) {
   if (!allStatic(n)) return false;
-  if (computesInHalf(n)) return true;
   if (n.op() == "Split") return n.numInputs() >= 1 && n.input(0);
   if (n.op() == "Einsum") return n.numInputs() == 2 && matmulForm(n.attrString("equation", "")).has_value();
   if (n.op() == "DepthToSpace" || n.op() == "SpaceToDepth") return n.input(0)->shape().rank() == 4;
@@ -146,29 +133,6 @@ class Rewriter {
     replace_[y] = add("Reshape", {moved, ints(y->shape().staticDims())}, y, n.name() + "/y");
   }
 
-  // `n` over its half inputs cast to f32, its half results cast back: the f32 kernels run it.
-  void widen(const Node& n) {
-    auto castTo = [&](Value* v, DType to, const std::string& name, const Value* like) {
-      return add("Cast", {v}, nullptr, name, TensorType{to, like->shape()}, {{"to", int64_t(dtypeToOnnxCode(to))}});
-    };
-    std::vector<Value*> in;
-    for (size_t i = 0; i < n.numInputs(); ++i) {
-      Value* v = n.input(i);
-      const std::string name = n.name() + "/in" + std::to_string(i);
-      if (!isHalf(v)) in.push_back(v);
-      else if (const Tensor* c = constantData(v)) in.push_back(g_.addInitializer(g_.freshName(name), c->castTo(DType::F32)));
-      else in.push_back(castTo(v, DType::F32, name, v));  // weights widened now, activations each run
-    }
-    std::vector<std::string> names;
-    for (size_t i = 0; i < n.numOutputs(); ++i) names.push_back(g_.freshName(n.name() + "/f32/" + std::to_string(i)));
-    Node* wide = g_.addNode(n.op(), std::move(in), names, n.attrs(), g_.freshName(n.name() + "/f32"));
-    for (size_t i = 0; i < n.numOutputs(); ++i) {
-      Value *y = n.output(i), *w = wide->output(i);
-      w->setType(isHalf(y) ? TensorType{DType::F32, y->shape()} : y->type());
-      replace_[y] = isHalf(y) ? castTo(w, y->dtype(), n.name() + "/out" + std::to_string(i), y) : w;
-    }
-  }
-
   void finish() {
     replaceAllUses(g_, replace_);
     g_.eraseNodes([&](const Node& n) { return replace_.count(n.numOutputs() ? n.output(0) : nullptr) > 0; });
@@ -199,30 +163,28 @@ class Rewriter {
 }  // namespace
 
 bool needsLegalizing(const Graph& g) {
-  return std::any_of(g.nodes().begin(), g.nodes().end(), [](const auto& n) { return rewritable(*n); });
+  return hasHalfArithmetic(g) ||
+         std::any_of(g.nodes().begin(), g.nodes().end(), [](const auto& n) { return rewritable(*n); });
 }
 
 int64_t legalize(Graph& g) {
-  int64_t rewritten = 0;
-  // A widened half op may be one to rewrite (a Split of f16: its f32 Split), so a second round.
-  for (int round = 0; round < 2; ++round) {
-    std::vector<const Node*> nodes;
-    for (const auto& n : g.nodes())
-      if (rewritable(*n)) nodes.push_back(n.get());
-    if (nodes.empty()) break;
-    Rewriter r(g);
-    for (const Node* n : nodes) {
-      const size_t mark = g.nodes().size();
-      if (computesInHalf(*n)) r.widen(*n);
-      else if (n->op() == "Split") r.split(*n);
-      else if (n->op() == "Einsum") r.einsum(*n);
-      else r.depthSpace(*n);
-      g.moveNodesBefore(mark, n);  // the program runs in the order plan-memory planned
-    }
-    r.finish();
-    rewritten += int64_t(nodes.size());
+  // Half-precision ops first (what widen-half left, with the passes off or inside region bodies): the ops
+  // below are then f32 ones.
+  int64_t rewritten = widenHalfPrecision(g);
+  std::vector<const Node*> nodes;
+  for (const auto& n : g.nodes())
+    if (rewritable(*n)) nodes.push_back(n.get());
+  if (nodes.empty()) return rewritten;
+  Rewriter r(g);
+  for (const Node* n : nodes) {
+    const size_t mark = g.nodes().size();
+    if (n->op() == "Split") r.split(*n);
+    else if (n->op() == "Einsum") r.einsum(*n);
+    else r.depthSpace(*n);
+    g.moveNodesBefore(mark, n);  // the program runs in the order plan-memory planned
   }
-  return rewritten;
+  r.finish();
+  return rewritten + int64_t(nodes.size());
 }
 
 }  // namespace friction::codegen

@@ -4,9 +4,10 @@
 // of batched-matmul form (`bgid,bgjd->bgij`: one contracted, one row and one
 // column letter, the rest batch letters present in all three terms) into
 // Transposes around a MatMul, DepthToSpace and SpaceToDepth into a Transpose
-// between two Reshapes; and any op computing on f16/bf16 into the same op in
-// f32 between Casts (the interpreter's per-op rounding). Runs after the passes, so what it makes is
-// never fused or re-laid-out: it decides kernels, not the graph the passes see.
+// between two Reshapes; and first any op computing on f16/bf16 into the same op
+// on f32 values with its result rounded (widen-half's rewrite, for what the passes left in half precision).
+// Runs after the passes, so what it makes is never fused or re-laid-out: it decides kernels, not the graph
+// the passes see.
 #pragma once
 #include <cstdint>
 

@@ -2,7 +2,7 @@
 // convert-layout made an NHWC region) and the single-use chain after it become
 // one `Fused` node of kind "epilogue":
 //   anchor [→ bias Add] [→ residual Add] [→ activation] [→ residual Add]
-// (one residual Add at most). The bias is a constant broadcast along the
+// (one residual Add at most), each step's result possibly rounded to half precision (ReducePrecision). The bias is a constant broadcast along the
 // channel axis (1 for NCHW convolutions, last for NHWC ones and MatMul/Gemm); a residual is a
 // non-constant operand of the result's own shape; activations are the ops
 // with the Activation trait (ir/OpTraits.def), an Erf-GELU or a SiLU (x * sigmoid(x)). Every value inside
@@ -83,10 +83,14 @@ void fuseEpilogues(Graph& g, PassContext& ctx) {
       cur = pattern.back()->output(0);  // the pattern's result is its last node
       return true;
     };
-    take(bias);
+    // A result rounded to half precision (widen-half's ReducePrecision) may follow any step.
+    auto rounded = [&] { take([](const Node& n) { return n.op() == "ReducePrecision"; }); };
+    rounded();
+    if (take(bias)) rounded();
     bool residualFirst = take(residual);
-    activation();
-    if (!residualFirst) take(residual);
+    if (residualFirst) rounded();
+    if (activation()) rounded();
+    if (!residualFirst && take(residual)) rounded();
     if (chain.size() < 2) continue;
     claimed.insert(chain.begin(), chain.end());
     regions.push_back(std::move(chain));

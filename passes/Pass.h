@@ -45,4 +45,11 @@ int64_t foldShapeArithmetic(Graph& g);
 // or with integer or boolean operands only.
 bool isShapeArithmetic(const Node& n);
 
+// widen-half's rewrite (passes/WidenHalf.cpp), which a compiled backend also applies to what the passes left
+// in half precision (all passes off, region bodies): f16/bf16 ops on f32 values, each result rounded by
+// ReducePrecision. Returns the number of nodes rewritten.
+int64_t widenHalfPrecision(Graph& g);
+// Whether any node computes on f16/bf16 values (what widenHalfPrecision rewrites).
+bool hasHalfArithmetic(const Graph& g);
+
 }  // namespace friction

@@ -2,8 +2,9 @@
 // fixed point: no-op removal (Identity, inference Dropout, x*1, x+0, Cast,
 // Reshape/Expand to the same shape, identity Transpose), chain folding
 // (Reshape of a view, Transpose of Transpose, Squeeze/Unsqueeze pairs),
-// transposes that only move dims of size 1 as reshapes, and float-integer-float
-// cast round trips of values already integral and in range (quantize-dequantize).
+// transposes that only move dims of size 1 as reshapes, float-integer-float
+// cast round trips of values already integral and in range (quantize-dequantize),
+// float round trips through a wider float, and f32-f16-f32 ones as ReducePrecision.
 //
 // A rewrite either makes a node's users read another value ("forward"), or
 // edits the node in place. Nodes it bypasses are removed at the end, with the
@@ -239,6 +240,33 @@ bool removeIntegerRoundTrip(Rewriter& rw, Node& n) {
          rw.forward(n, x);
 }
 
+// Float types by precision: each holds every value of a lower rank (f16 and bf16 hold neither's).
+int floatRank(DType t) { return isHalf(t) ? 1 : t == DType::F32 ? 2 : t == DType::F64 ? 3 : 0; }
+
+// Cast(Cast(x, W), T) -> x for a float x of type T that the wider float type W holds exactly.
+bool removeWideningRoundTrip(Rewriter& rw, Node& n) {
+  Node* wide = n.op() == "Cast" ? producerWithOp(n.input(0), {"Cast"}) : nullptr;
+  if (!wide) return false;
+  Value* x = wide->input(0);
+  const int from = floatRank(x->dtype());
+  return from > 0 && floatRank(wide->output(0)->dtype()) > from && x->dtype() == n.output(0)->dtype() &&
+         rw.forward(n, x);
+}
+
+// Cast(Cast(x, H), f32) -> ReducePrecision(x, H) for an f32 x and a half type H: the rounding in one op that
+// fuses and stays f32 (what widen-half leaves where a model casts to f16 itself).
+bool narrowingRoundTripAsReducePrecision(Rewriter& rw, Node& n) {
+  Node* narrow = n.op() == "Cast" ? producerWithOp(n.input(0), {"Cast"}) : nullptr;
+  if (!narrow || !isHalf(narrow->output(0)->dtype())) return false;
+  Value* x = narrow->input(0);
+  if (x->dtype() != DType::F32 || n.output(0)->dtype() != DType::F32) return false;
+  n.setOp("ReducePrecision");
+  n.removeAttr("saturate");
+  n.setAttr("to", int64_t(dtypeToOnnxCode(narrow->output(0)->dtype())));
+  rw.setInput(n, 0, x);
+  return true;
+}
+
 // Unsqueeze(Squeeze(x, a), a) and Squeeze(Unsqueeze(x, a), a) give back x.
 bool cancelSqueezeUnsqueeze(Rewriter& rw, Node& n) {
   bool unsqueeze = n.op() == "Unsqueeze";
@@ -272,6 +300,8 @@ const Rewrite kRewrites[] = {
     {"transposes of unit dims made reshapes", transposeOfUnitDimsAsReshape},
     {"squeeze pairs cancelled", cancelSqueezeUnsqueeze},
     {"integer cast round trips removed", removeIntegerRoundTrip},
+    {"float round trips through a wider type removed", removeWideningRoundTrip},
+    {"narrowing cast round trips made ReducePrecision", narrowingRoundTripAsReducePrecision},
 };
 
 }  // namespace

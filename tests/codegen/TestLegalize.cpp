@@ -123,10 +123,11 @@ TEST(Legalize, DepthToSpaceAndSpaceToDepthBecomeATransposeBetweenReshapes) {
 namespace friction {
 namespace {
 
-// A half-precision op becomes the f32 op between Casts: its constant operands widened now, its activations at
-// run time, its half results rounded back (the interpreter's per-op rounding, so results agree exactly); a
-// half Split is widened, then split into Slices in a second round.
-TEST(Legalize, HalfOpsBecomeF32OpsBetweenCasts) {
+// A half-precision op becomes the f32 op on widened values (widen-half's rewrite): its constant operands widened
+// now, its activations at run time, each half result it computes rounded by ReducePrecision (the interpreter's
+// per-op rounding, so results agree exactly), none after Relu, which only selects elements; the outputs narrowed
+// once. The widened Split is then split into Slices.
+TEST(Legalize, HalfOpsBecomeF32OpsWithTheirRounding) {
   Graph g;
   GraphBuilder b(g);
   Value* x = b.input("x", {DType::F16, Shape::fromStatic({1, 2, 5, 5})});
@@ -139,8 +140,10 @@ TEST(Legalize, HalfOpsBecomeF32OpsBetweenCasts) {
   std::shared_ptr<Graph> copy = cloneGraph(g);
   EXPECT_EQ(codegen::legalize(*copy), 5);  // Conv, Relu, Split, ArgMax; then the f32 Split
   verify(*copy);
-  EXPECT_EQ(ops(*copy), (std::vector<std::string>{"Cast", "Conv", "Cast", "Cast", "Relu", "Cast", "Cast", "Slice",
-                                                  "Slice", "Cast", "Cast", "Cast", "ArgMax"}));
+  EXPECT_EQ(ops(*copy),
+            (std::vector<std::string>{"Cast", "Conv", "ReducePrecision", "Relu", "Slice", "Slice", "ArgMax", "Cast"}));
+  EXPECT_EQ(copy->outputs()[0]->name(), g.outputs()[0]->name());
+  EXPECT_EQ(copy->outputs()[0]->dtype(), DType::F16);
   for (const auto& n : copy->nodes())
     if (n->op() != "Cast")
       for (const Value* v : n->inputs()) EXPECT_TRUE(!v || v->dtype() != DType::F16) << n->describe();

@@ -75,8 +75,9 @@ TEST(PassManager, InvalidatedAnalysisRerunsAtTheEnd) {
   EXPECT_EQ(records[2].name, "plan");
 }
 
+// The design's eleven, and widen-half first (friction's extension: half-precision models on f32 kernels).
 TEST(PassManager, RealRegistryHasTheElevenPassesOfTheDesign) {
-  std::vector<std::string> want = {"fold-constants", "simplify-algebra", "eliminate-common-subexpressions",
+  std::vector<std::string> want = {"widen-half", "fold-constants", "simplify-algebra", "eliminate-common-subexpressions",
                                    "eliminate-dead-code", "fold-batchnorm", "convert-layout", "fuse-epilogues",
                                    "fuse-reductions", "fuse-elementwise", "dedup-patterns", "plan-memory"};
   EXPECT_EQ(names(buildPipeline({})), want);

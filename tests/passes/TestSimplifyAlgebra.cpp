@@ -445,3 +445,50 @@ TEST_P(SimplifyAlgebraNumerics, MatchesUnoptimized) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, SimplifyAlgebraNumerics, ::testing::ValuesIn(kNumericsModels), testNameOf);
+
+TEST(SimplifyAlgebra, FloatCastRoundTrips) {
+  // f16 -> f32 -> f16 gives back x; f32 -> f16 -> f32 is the rounding, one ReducePrecision; f32 -> f16 -> f64
+  // and bf16 -> f16 -> bf16 are neither.
+  auto stats = expectPassRewrites("simplify-algebra", R"(
+graph "g" opset 17 {
+  input %x : f16[4]
+  input %z : f32[4]
+  input %b : bf16[4]
+  %w : f32[4] = Cast(%x) {to = 1} @"w"
+  %n : f16[4] = Cast(%w) {to = 10} @"n"
+  %h : f16[4] = Cast(%z) {to = 10} @"h"
+  %r : f32[4] = Cast(%h) {to = 1} @"r"
+  %d : f64[4] = Cast(%h) {to = 11} @"d"
+  %bh : f16[4] = Cast(%b) {to = 10} @"bh"
+  %bb : bf16[4] = Cast(%bh) {to = 16} @"bb"
+  %s : f16[4] = Add(%n, %x) @"s"
+  %y : f32[4] = Relu(%r) @"y"
+  %e : bf16[4] = Neg(%bb) @"e"
+  output %s
+  output %y
+  output %d
+  output %e
+}
+)",
+                                  R"(
+graph "g" opset 17 {
+  input %x : f16[4]
+  input %z : f32[4]
+  input %b : bf16[4]
+  %h : f16[4] = Cast(%z) {to = 10} @"h"
+  %r : f32[4] = ReducePrecision(%z) {to = 10} @"r"
+  %d : f64[4] = Cast(%h) {to = 11} @"d"
+  %bh : f16[4] = Cast(%b) {to = 10} @"bh"
+  %bb : bf16[4] = Cast(%bh) {to = 16} @"bb"
+  %s : f16[4] = Add(%x, %x) @"s"
+  %y : f32[4] = Relu(%r) @"y"
+  %e : bf16[4] = Neg(%bb) @"e"
+  output %s
+  output %y
+  output %d
+  output %e
+}
+)");
+  EXPECT_EQ(stats["float round trips through a wider type removed"], 1);
+  EXPECT_EQ(stats["narrowing cast round trips made ReducePrecision"], 1);
+}
