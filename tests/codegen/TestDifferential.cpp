@@ -4,7 +4,8 @@
 // `cpu?ukernels=off` (MLIR-generated convolutions and matmuls) and on
 // `cpu?target=cuda-nests` (the cuda target's loop nests on the host), and on
 // `halide` (friction's schedule, producers inlined and materialized), each against
-// the reference interpreter on the unoptimized graph. A mismatch prints the
+// the reference interpreter on the unoptimized graph; the same graphs in f16
+// and bf16 too. A mismatch prints the
 // seed, the configuration, the graph in friction's text format and the graph
 // minimized (tests/common/GraphReducer.h) to the nodes the mismatch needs;
 // FRICTION_DIFFERENTIAL_SAVE=DIR also writes the minimized graph there, to
@@ -66,23 +67,30 @@ std::vector<Config> everyConfiguration() {
   return configs;
 }
 
+// How close a program's outputs must be to interp's: rtol relative to each element, with a floor of
+// rtol * floor * the output's largest magnitude (test::Tolerance).
+struct Tolerances {
+  double rtol = 1e-4, floor = 1e-2;
+};
+
 // The first output of `c`'s program on `g` that differs from interp beyond the tolerance, or "".
 std::string firstMismatch(const Graph& g, const Config& c, Backend& backend, const std::vector<Tensor>& inputs,
-                          const std::vector<Tensor>& want) {
+                          const std::vector<Tensor>& want, const Tolerances& tol) {
   auto optimized = cloneGraph(g);
   runPipeline(*optimized, buildPipeline(c.options));
   auto got = backend.compile(*optimized)->run(inputs);
   if (got.size() != want.size()) return "output count";
   for (size_t i = 0; i < want.size(); ++i)
-    if (!test::closeEnough(got[i], want[i], 1e-4)) return "output " + std::to_string(i);
+    if (!test::closeEnough(got[i], want[i], tol.rtol, tol.floor)) return "output " + std::to_string(i);
   return "";
 }
 
 // Prints (and with FRICTION_DIFFERENTIAL_SAVE writes) `g` minimized to what still mismatches under `c`.
-void reportMinimized(const Graph& g, const Config& c, Backend& backend, uint64_t inputSeed, const std::string& what) {
+void reportMinimized(const Graph& g, const Config& c, Backend& backend, uint64_t inputSeed, const std::string& what,
+                     const Tolerances& tol) {
   auto still = [&](const Graph& candidate) {
     auto inputs = seededInputs(candidate, inputSeed);
-    return !firstMismatch(candidate, c, backend, inputs, interp::run(candidate, inputs)).empty();
+    return !firstMismatch(candidate, c, backend, inputs, interp::run(candidate, inputs), tol).empty();
   };
   if (!still(g)) return;  // a failure the reducer cannot reproduce (a crash in the comparison itself)
   auto small = test::minimizeGraph(g, still);
@@ -99,7 +107,7 @@ void reportMinimized(const Graph& g, const Config& c, Backend& backend, uint64_t
 // Runs the graph `make` builds under every configuration on one cpu backend;
 // returns the nodes left to the interpreter, summed over configurations.
 int64_t expectEveryConfigurationMatches(const std::function<std::unique_ptr<Graph>()>& make, const std::string& what,
-                                        uint64_t inputSeed) {
+                                        uint64_t inputSeed, const Tolerances& tol = {}) {
   auto reference = make();
   // For a crash or a hang, which print nothing: the graph before it runs.
   if (std::getenv("FRICTION_DIFFERENTIAL_PRINT")) std::cout << what << ":\n" << printGraph(*reference) << std::endl;
@@ -119,10 +127,10 @@ int64_t expectEveryConfigurationMatches(const std::function<std::unique_ptr<Grap
     EXPECT_EQ(got.size(), want.size()) << what << ", " << c.label;
     if (got.size() != want.size()) continue;
     for (size_t i = 0; i < want.size(); ++i)
-      test::expectClose(got[i], want[i], 1e-4, what + ", " + c.label + ", output " + std::to_string(i));
+      test::expectClose(got[i], want[i], tol.rtol, what + ", " + c.label + ", output " + std::to_string(i), tol.floor);
     if (!printed && ::testing::Test::HasFailure()) {
       std::cout << what << " mismatches under " << c.label << "; the graph:\n" << printGraph(*reference) << "\n";
-      reportMinimized(*reference, c, *backend, inputSeed, what);
+      reportMinimized(*reference, c, *backend, inputSeed, what, tol);
       printed = true;
     }
   }
@@ -145,15 +153,38 @@ TEST_P(Differential, RandomGraphMatchesInterpUnderEveryConfiguration) {
             << " nodes on the interpreter over all of them\n";
 }
 
-std::vector<uint64_t> seeds() {
-  uint64_t n = 48;  // the bounded CI run
+// The random graphs in half precision (every fourth bf16, the others f16), against the interpreter computing each
+// op in f32 and rounding its result: widen-half (or, with it off, legalize) must keep that rounding op by op.
+// Within four ulps of the type, or two of the output's largest magnitude: kernels sum in other orders than the
+// interpreter and approximate exp and tanh otherwise, so a result may round to its neighbour, and a later sum
+// that cancels (x * sigmoid(x) + c) or a recurrence carries that ulp of its operands into a smaller result.
+class DifferentialHalf : public Differential {};
+
+TEST_P(DifferentialHalf, HalfPrecisionRandomGraphMatchesInterpUnderEveryConfiguration) {
+  const uint64_t seed = GetParam();
+  const DType half = seed % 4 == 3 ? DType::BF16 : DType::F16;
+  const double ulp = half == DType::F16 ? 1.0 / 1024 : 1.0 / 128;
+  auto make = [&] {
+    auto g = test::randomGraph(seed);
+    test::toHalfPrecision(*g, half);
+    return g;
+  };
+  int64_t interpNodes = expectEveryConfigurationMatches(
+      make, std::string(dtypeName(half)) + " random graph seed " + std::to_string(seed), seed, {4 * ulp, 0.5});
+  std::cout << dtypeName(half) << " seed " << seed << ": " << interpNodes
+            << " nodes on the interpreter over all configurations\n";
+}
+
+std::vector<uint64_t> seeds(uint64_t bounded) {
+  uint64_t n = bounded;  // the bounded CI run
   if (const char* env = std::getenv("FRICTION_DIFFERENTIAL_SEEDS")) n = std::strtoull(env, nullptr, 10);
   std::vector<uint64_t> s(n);
   for (uint64_t i = 0; i < n; ++i) s[i] = i;
   return s;
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, Differential, ::testing::ValuesIn(seeds()));
+INSTANTIATE_TEST_SUITE_P(Seeds, Differential, ::testing::ValuesIn(seeds(48)));
+INSTANTIATE_TEST_SUITE_P(Seeds, DifferentialHalf, ::testing::ValuesIn(seeds(16)));
 
 // The reducer keeps what a failure needs: with "contains a Sigmoid" (or a Conv) as the failure, a chain
 // around it shrinks to that one node (same-type neighbours bypassed, everything after it cut off); a

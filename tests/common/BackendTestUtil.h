@@ -25,34 +25,37 @@ inline Tensor randomTensor(const std::vector<int64_t>& shape, uint64_t seed, flo
   return t;
 }
 
-// |got - want| <= rtol * (|want| + 1e-2 * max|want|): relative, with an
-// absolute floor at 1% of the output's scale (small logits carry the rounding
-// of large ones). NaN matches NaN.
+// |got - want| <= rtol * (|want| + floor * max|want|): relative, with an
+// absolute floor at a fraction of the output's scale (1%: small logits carry the
+// rounding of large ones). NaN matches NaN.
 struct Tolerance {
   double rtol, atol;
-  Tolerance(const Tensor& want, double rtol) : rtol(rtol) {
+  Tolerance(const Tensor& want, double rtol, double floor = 1e-2) : rtol(rtol) {
     double scale = 0;
     for (int64_t i = 0; i < want.numel(); ++i) scale = std::max(scale, std::abs(double(want.data<float>()[i])));
-    atol = rtol * std::max(scale, 1e-3) * 1e-2;
+    atol = rtol * std::max(scale, 1e-3) * floor;
   }
   bool accepts(double got, double want) const {
     return (std::isnan(want) && std::isnan(got)) || std::abs(got - want) <= rtol * std::abs(want) + atol;
   }
 };
 
-inline bool closeEnough(const Tensor& got, const Tensor& want, double rtol) {
+inline bool closeEnough(const Tensor& got, const Tensor& want, double rtol, double floor = 1e-2) {
   if (got.shape() != want.shape() || got.dtype() != want.dtype()) return false;
-  Tolerance t(want, rtol);
+  if (isHalf(want.dtype())) return closeEnough(got.castTo(DType::F32), want.castTo(DType::F32), rtol, floor);
+  Tolerance t(want, rtol, floor);
   for (int64_t i = 0; i < want.numel(); ++i)
     if (!t.accepts(got.data<float>()[i], want.data<float>()[i])) return false;
   return true;
 }
 
 // The same comparison as test failures; reports at most 5 elements.
-inline void expectClose(const Tensor& got, const Tensor& want, double rtol, const std::string& what) {
+inline void expectClose(const Tensor& got, const Tensor& want, double rtol, const std::string& what,
+                        double floor = 1e-2) {
   ASSERT_EQ(got.shape(), want.shape()) << what;
   ASSERT_EQ(got.dtype(), want.dtype()) << what;
-  Tolerance t(want, rtol);
+  if (isHalf(want.dtype())) return expectClose(got.castTo(DType::F32), want.castTo(DType::F32), rtol, what, floor);
+  Tolerance t(want, rtol, floor);
   int bad = 0;
   for (int64_t i = 0; i < want.numel() && bad < 5; ++i) {
     double g = got.data<float>()[i], w = want.data<float>()[i];

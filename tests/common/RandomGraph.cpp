@@ -534,4 +534,15 @@ std::unique_ptr<Graph> randomGraph(uint64_t seed, const RandomGraphOptions& opti
   return graph;
 }
 
+void toHalfPrecision(Graph& g, DType half) {
+  for (Value* v : g.inputs())
+    if (v->dtype() == DType::F32) v->setType({half, v->shape()});
+  for (Value* v : g.initializers()) {
+    if (v->dtype() != DType::F32) continue;
+    v->setConstant(v->constant().castTo(half));
+    v->setType({half, v->shape()});
+  }
+  inferGraph(g);
+}
+
 }  // namespace friction::test

@@ -24,6 +24,10 @@ struct RandomGraphOptions {
 // The same seed gives the same graph. Every value has a static f32 type.
 std::unique_ptr<Graph> randomGraph(uint64_t seed, const RandomGraphOptions& options = {});
 
+// `g` in half precision: its f32 inputs and constants become `half` (f16 or bf16) ones, and its ops follow
+// them by inference (as onnxruntime's float16 converter makes a model, without keeping f32 inputs).
+void toHalfPrecision(Graph& g, DType half);
+
 // The op families the generator draws from, for reports.
 std::vector<std::string> randomGraphFamilies();
 
