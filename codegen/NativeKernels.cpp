@@ -17,11 +17,12 @@
 namespace friction::codegen {
 namespace {
 
-// What a native kernel applies of a FusedEpilogue, for its description: " + add + clamp + silu".
-std::string epilogueDescription(bool residual, float lo, float hi, ukernels::Activation activation) {
+// What a native kernel applies of its epilogue, for its description: " + add + clamp + silu + round f16".
+std::string epilogueDescription(bool residual, const ukernels::ConvEpilogue& e) {
   std::string d = residual ? " + add" : "";
-  if (lo != -std::numeric_limits<float>::infinity() || hi != std::numeric_limits<float>::infinity()) d += " + clamp";
-  if (activation != ukernels::Activation::None) d += std::string(" + ") + ukernels::activationName(activation);
+  if (e.lo != -std::numeric_limits<float>::infinity() || e.hi != std::numeric_limits<float>::infinity()) d += " + clamp";
+  if (e.activation != ukernels::Activation::None) d += std::string(" + ") + ukernels::activationName(e.activation);
+  if (e.rounding != ukernels::Rounding::None) d += e.rounding == ukernels::Rounding::F16 ? " + round f16" : " + round bf16";
   return d;
 }
 
@@ -29,6 +30,7 @@ std::string epilogueDescription(bool residual, float lo, float hi, ukernels::Act
 void setClampAndActivation(const FusedEpilogue& e, ukernels::ConvEpilogue& into) {
   into.lo = e.lo, into.hi = e.hi;
   into.activation = e.activation, into.alpha = e.alpha, into.beta = e.beta;
+  into.rounding = e.rounding;
 }
 
 // The layout a window op's native kernel reads and writes: NHWC inside
@@ -111,7 +113,7 @@ class ConvKernel : public NativeKernel {
     std::string d = (g_.depthwise() ? "depthwise conv " : g_.group > 1 ? "grouped conv " : "conv ") + layoutName_ +
                     (g_.pointwise() ? " 1x1" : "") + " (" + ukernels::convMethod(g_, layout_ == Layout::Nhwc) + ")";
     if (cropped()) d += " cropped from " + std::to_string(crop_.R) + "x" + std::to_string(crop_.S);
-    return d + epilogueDescription(residual_, epilogue_.lo, epilogue_.hi, epilogue_.activation);
+    return d + epilogueDescription(residual_, epilogue_);
   }
   bool fuse(const FusedEpilogue& e) override {
     if (e.bias) return false;  // a conv has its own
@@ -332,7 +334,7 @@ class GemmKernel : public NativeKernel {
   }
   std::string describe() const override {
     return (op_ == "Gemm" ? "gemm" : "matmul") + std::string(" (sgemm)") + (hasBias_ ? " + bias" : "") +
-           epilogueDescription(residual_, epilogue_.lo, epilogue_.hi, epilogue_.activation);
+           epilogueDescription(residual_, epilogue_);
   }
   // A bias (unless a Gemm's C is one), the residual and the clamp go into the SGEMM's register tiles, the
   // activation over each finished block while it is in cache.
@@ -409,10 +411,20 @@ std::optional<FusedEpilogue> matchFusedEpilogue(const Node& region, const Node& 
     return !os.empty() && os.size() <= vs.size() && os.back() == vs.back() &&
            std::all_of(os.begin(), os.end() - 1, [](int64_t d) { return d == 1; });
   };
+  bool roundedBefore = false, roundedAfter = false;  // a ReducePrecision before the activation, after it
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = *nodes[i];
     if (&n == &anchor) continue;
     const bool activated = e.activation != ukernels::Activation::None;
+    if (n.op() == "ReducePrecision" && n.input(0) == prev && bodyUses.soleUser(prev)) {
+      const auto r = dtypeFromOnnxCode(n.attrInt("to", 0), n.describe()) == DType::F16 ? ukernels::Rounding::F16
+                                                                                      : ukernels::Rounding::BF16;
+      if (e.rounding != ukernels::Rounding::None && e.rounding != r) return std::nullopt;
+      e.rounding = r;
+      (activated ? roundedAfter : roundedBefore) = true;
+      prev = n.output(0);
+      continue;
+    }
     if (n.numOutputs() != 1 || n.numInputs() == 0 || activated) return std::nullopt;
     // SiLU and GELU: prev's uses are the pattern's, the body's next nodes.
     if (std::vector<Node*> silu = matchSilu(bodyUses, prev); nextNodesAre(silu, i)) {
@@ -442,6 +454,8 @@ std::optional<FusedEpilogue> matchFusedEpilogue(const Node& region, const Node& 
       e.beta = swish ? 0.5f : n.attrFloat("beta", 0.5f);
     } else if (clamped) {
       return std::nullopt;
+    } else if (roundedBefore && addendOperand) {
+      return std::nullopt;  // the kernels add before they round
     } else if (addendOperand && !e.residual && addendOperand->type() == prev->type() &&
                addend->type() == n.output(0)->type()) {
       e.residual = addendOperand;
@@ -465,6 +479,12 @@ std::optional<FusedEpilogue> matchFusedEpilogue(const Node& region, const Node& 
     prev = n.output(0);
   }
   if (body.outputs().size() != 1 || body.outputs()[0] != prev || prev == anchor.output(0)) return std::nullopt;
+  // The kernels round after the clamp and around the activation: exact when the chain rounded before any
+  // activation and after it, and the clamp's bounds are of the half type (a clamp and a rounding commute then).
+  if (e.rounding != ukernels::Rounding::None &&
+      (!roundedBefore || (e.activation != ukernels::Activation::None && !roundedAfter) ||
+       ukernels::roundedTo(e.rounding, e.lo) != e.lo || ukernels::roundedTo(e.rounding, e.hi) != e.hi))
+    return std::nullopt;
   return e;
 }
 

@@ -31,13 +31,15 @@ namespace friction::codegen {
 // shape), then clamped to [lo, hi] (Relu: [0, inf), Clip with constant
 // bounds), then `activation` (HardSigmoid with its alpha and beta, HardSwish:
 // 1/6 and 0.5; Sigmoid; SiLU, x * sigmoid(x); Erf-GELU with exactly GELU's
-// constants).
+// constants); with `rounding`, each result is rounded to half precision after the clamp and after the
+// activation (what widen-half's ReducePrecision nodes ask for).
 struct FusedEpilogue {
   const Value* bias = nullptr;
   const Value* residual = nullptr;
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
   ukernels::Activation activation = ukernels::Activation::None;
   float alpha = 0.f, beta = 0.f;
+  ukernels::Rounding rounding = ukernels::Rounding::None;
 };
 
 class NativeKernel {
@@ -70,7 +72,9 @@ inline std::unique_ptr<NativeKernel> noNative(std::string* why, const std::strin
 // region's first node) as a FusedEpilogue, when it is one: a chain on the
 // anchor's result of at most one Add of a per-last-dim region input (first),
 // at most one Add of a same-shaped region input, then at most one Relu or
-// Clip, then at most one HardSigmoid, HardSwish, Sigmoid, SiLU or GELU.
+// Clip, then at most one HardSigmoid, HardSwish, Sigmoid, SiLU or GELU; and
+// ReducePrecision after the Adds and after the activation, where the kernels
+// round.
 // `resolve` maps a region operand to the value seen at the top level (where
 // constant Clip bounds are constants).
 std::optional<FusedEpilogue> matchFusedEpilogue(const Node& region, const Node& anchor,

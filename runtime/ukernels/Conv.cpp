@@ -37,8 +37,8 @@ void hardSigmoidBlock(float* c, int64_t ldc, int64_t rows, int64_t cols, const C
   for (int64_t i = 0; i < rows; ++i) hardSigmoidValues(c + i * ldc, cols, e);
 }
 
-// e's Sigmoid, SiLU or GELU over a block, in vectors of the machine's width (the exponential is written over
-// them).
+// e's Sigmoid, SiLU or GELU (or any activation with a rounding) over a block, in vectors of the machine's width
+// (the exponential is written over them).
 void packActivationBlock(float* c, int64_t ldc, int64_t rows, int64_t cols, const ConvEpilogue& e) {
   withNativeWidth([&]<int W>() FRICTION_LAMBDA_INLINE {
     using P = Pack<W, 1>;
@@ -47,7 +47,7 @@ void packActivationBlock(float* c, int64_t ldc, int64_t rows, int64_t cols, cons
       for (int64_t j = 0; j < cols; j += W) {
         const int64_t lanes = std::min<int64_t>(W, cols - j);
         P v = P::load(row + j, lanes);
-        activatePack(v, e.activation, e.alpha, e.beta);
+        activatePack(v, e.activation, e.alpha, e.beta, e.rounding);
         v.store(row + j, lanes);
       }
     }
@@ -57,6 +57,7 @@ void packActivationBlock(float* c, int64_t ldc, int64_t rows, int64_t cols, cons
 // e's activation over a finished block of outputs (rows x cols at c, ldc apart) while it is in cache: a conv
 // GEMM's (the biases, residual and clamp before it were applied in the SGEMM's registers) or an NCHW row.
 void activateBlock(float* c, int64_t ldc, int64_t rows, int64_t cols, const ConvEpilogue& e) {
+  if (e.rounding != Rounding::None) return packActivationBlock(c, ldc, rows, cols, e);
   switch (e.activation) {
     case Activation::None: return;
     case Activation::HardSigmoid:
@@ -172,7 +173,7 @@ ConvEpilogue shifted(const ConvEpilogue& e, int64_t offset) {
 }  // namespace
 
 GemmEpilogue gemmEpilogue(const ConvEpilogue& e, bool channelsPerColumn) {
-  return {.fn = e.activation != Activation::None ? &activateGemmBlock : nullptr,
+  return {.fn = e.activation != Activation::None || e.rounding != Rounding::None ? &activateGemmBlock : nullptr,
           .ctx = const_cast<ConvEpilogue*>(&e),
           .bias = channelsPerColumn ? e.bias : nullptr,
           .rowBias = channelsPerColumn ? nullptr : e.bias,

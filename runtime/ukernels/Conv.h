@@ -15,10 +15,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <utility>
 #include <vector>
 
+#include "runtime/ukernels/Multiversion.h"
 #include "runtime/ukernels/Sgemm.h"
 
 namespace friction::ukernels {
@@ -76,26 +78,42 @@ inline const char* activationName(Activation a) {
 
 // What a convolution applies to each output before storing it, in order:
 // + bias[k], + residual (same layout as y), clamp to [lo, hi] (Relu, Clip),
-// then the activation. Null pointers, infinite bounds and None are skipped.
+// rounded to half precision (`rounding`), then the activation and, with a
+// rounding, rounded again. Null pointers, infinite bounds and None are skipped.
 struct ConvEpilogue {
   const float* bias = nullptr;
   const float* residual = nullptr;
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
   Activation activation = Activation::None;
   float alpha = 0.f, beta = 0.f;  // the activation's
+  Rounding rounding = Rounding::None;
 };
 
-// e's activation of one value, as the kernels compute it lane by lane.
+// v rounded to the nearest f16 or bf16 value (ties to even, NaN kept), as Pack::round rounds a lane.
+inline float roundedTo(Rounding r, float v) {
+  if (r == Rounding::None || v != v) return v;
+  if (r == Rounding::F16 && std::abs(v) >= 65520.f) return std::copysign(std::numeric_limits<float>::infinity(), v);
+  if (r == Rounding::F16 && std::abs(v) < 0x1p-14f) return (v + 0.75f) - 0.75f;
+  const uint32_t low = r == Rounding::BF16 ? 0xffffu : 0x1fffu, shift = r == Rounding::BF16 ? 16 : 13;
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  u = (u + (low >> 1) + ((u >> shift) & 1u)) & ~low;
+  std::memcpy(&v, &u, 4);
+  return v;
+}
+
+// e's rounding, activation and rounding of one value, as the kernels compute them lane by lane.
 inline float activate(const ConvEpilogue& e, float v) {
+  v = roundedTo(e.rounding, v);
   switch (e.activation) {
     case Activation::None: return v;
-    case Activation::HardSigmoid: return std::min(std::max(e.alpha * v + e.beta, 0.f), 1.f);
-    case Activation::HardSwish: return v * std::min(std::max(e.alpha * v + e.beta, 0.f), 1.f);
-    case Activation::Sigmoid: return 1.f / (1.f + std::exp(-v));
-    case Activation::Silu: return v / (1.f + std::exp(-v));
-    case Activation::Gelu: return 0.5f * v * std::erfc(-v * 0.70710678118654752f);
+    case Activation::HardSigmoid: v = std::min(std::max(e.alpha * v + e.beta, 0.f), 1.f); break;
+    case Activation::HardSwish: v = v * std::min(std::max(e.alpha * v + e.beta, 0.f), 1.f); break;
+    case Activation::Sigmoid: v = 1.f / (1.f + std::exp(-v)); break;
+    case Activation::Silu: v = v / (1.f + std::exp(-v)); break;
+    case Activation::Gelu: v = 0.5f * v * std::erfc(-v * 0.70710678118654752f); break;
   }
-  return v;
+  return roundedTo(e.rounding, v);
 }
 
 // e as the SGEMM's epilogue (a conv GEMM's, or a MatMul's): the biases, residual and clamp in its register

@@ -207,7 +207,7 @@ struct DirectRow {
         P v = pack(acc[p * J]);
         if constexpr (HasResidual) v.add(P::load(residual + (ow0 + p) * g.K, stored));
         v.clamp(lo, hi);
-        activatePack(v, e.activation, e.alpha, e.beta);
+        activatePack(v, e.activation, e.alpha, e.beta, e.rounding);
         v.store(y + (ow0 + p) * g.K, stored);
       }
     }

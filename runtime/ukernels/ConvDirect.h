@@ -12,17 +12,20 @@
 
 namespace friction::ukernels {
 
-// A finished Pack of outputs through an epilogue's activation, in registers.
+// A finished Pack of outputs through an epilogue's rounding, activation and rounding (Conv.h's activate), in
+// registers.
 template <class P>
-FRICTION_INLINE void activatePack(P& v, Activation activation, float alpha, float beta) {
+FRICTION_INLINE void activatePack(P& v, Activation activation, float alpha, float beta, Rounding rounding) {
+  v.round(rounding);
   switch (activation) {
     case Activation::None: return;
     case Activation::HardSigmoid:
-    case Activation::HardSwish: return v.hardSigmoid(alpha, beta, activation == Activation::HardSwish);
+    case Activation::HardSwish: v.hardSigmoid(alpha, beta, activation == Activation::HardSwish); break;
     case Activation::Sigmoid:
-    case Activation::Silu: return v.sigmoid(activation == Activation::Silu);
-    case Activation::Gelu: return v.gelu();
+    case Activation::Silu: v.sigmoid(activation == Activation::Silu); break;
+    case Activation::Gelu: v.gelu(); break;
   }
+  v.round(rounding);
 }
 
 // Multiply-adds (or compares) of a windowed op over C channels, and the

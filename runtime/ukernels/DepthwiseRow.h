@@ -26,15 +26,16 @@ struct DepthwiseRowArgs {
   P lo, hi;
   Activation activation;
   float alpha, beta;
+  Rounding rounding;
 };
 
-// Bias already in v: the residual, the clamp and the activation, then the store of output pixel ow's
+// Bias already in v: the residual, the clamp, the rounding and the activation, then the store of output pixel ow's
 // channels [k, k + P's width) past the first block's.
 template <class P>
 FRICTION_INLINE void depthwiseFinish(const DepthwiseRowArgs<P>& a, P v, int64_t ow, int64_t k) {
   if (a.res) v.add(P::load(a.res + ow * a.K + k));
   v.clamp(a.lo, a.hi);
-  activatePack(v, a.activation, a.alpha, a.beta);
+  activatePack(v, a.activation, a.alpha, a.beta, a.rounding);
   v.store(a.y + ow * a.K + k);
 }
 
@@ -210,7 +211,7 @@ FRICTION_INLINE void depthwiseRow(const ConvGeometry& g, const float* x, const f
   const DepthwiseRowArgs<P> a{x + ((oh * g.strideH - g.padTop + rLo * g.dilH) * g.W - g.padLeft) * C,
                               w + rLo * S * C, bias, res, y, blocks, rHi - rLo, S, C, g.K, g.dilH * g.W * C,
                               g.dilW * C, g.strideW * C, g.W, g.strideW, g.dilW, g.padLeft, P::splat(e.lo),
-                              P::splat(e.hi), e.activation, e.alpha, e.beta};
+                              P::splat(e.hi), e.activation, e.alpha, e.beta, e.rounding};
   int64_t ow = 0;
   // The interior in tiles of T pixels (in a function of its own: see callAtWidth), then of T/2 and 1; the
   // border pixels one by one, or in Bounded tiles where the input-reuse loop runs (depthwiseEdgeTiles).

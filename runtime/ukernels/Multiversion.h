@@ -17,6 +17,7 @@
 // Per-ISA copies on x86-64 with GCC (in every translation unit alike, so a
 // template instantiated in two of them means the same code in both).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
 #define FRICTION_X86_COPIES 1
 #define FRICTION_MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #define FRICTION_TARGET_AVX512 __attribute__((target("arch=x86-64-v4"), flatten))
@@ -41,6 +42,22 @@
 #endif
 
 namespace friction::ukernels {
+
+// A half-precision type a kernel's results are rounded to (a half model's op results, which widen-half computes
+// in f32 and rounds by ReducePrecision), staying f32; None: no rounding.
+enum class Rounding { None, F16, BF16 };
+
+#if defined(FRICTION_X86_COPIES)
+// 16 or 8 floats at p rounded to f16 and back in place by the hardware's conversions (round to nearest even).
+// Functions of their own ISA, not forced inline: another copy's code may name them (Pack's branch for its
+// width is never taken there) and the AVX copies inline them.
+__attribute__((target("avx512f"))) inline void roundToHalf16(float* p) {
+  _mm512_storeu_ps(p, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(p), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+}
+__attribute__((target("avx2,f16c"))) inline void roundToHalf8(float* p) {
+  _mm256_storeu_ps(p, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(p), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+}
+#endif
 
 // W lanes of T as one GCC vector (a typedef in a struct: the attribute on a
 // typedef that depends on a template parameter is lost inside a function).
@@ -182,6 +199,37 @@ struct Pack {
   }
   FRICTION_INLINE void gelu() {
     for (int i = 0; i < N; ++i) v[i] = geluOf<W>(v[i]);
+  }
+  // Each lane rounded to the nearest f16 or bf16 value, ties to even, NaN kept (roundedTo lane by lane): the
+  // mantissa's low bits dropped with a carry, f16's subnormals by adding and subtracting 0.75 (whose ulp is
+  // theirs), its overflow to infinity; f16 by the hardware's conversions where the copy's ISA has them.
+  FRICTION_INLINE void round(Rounding r) {
+    using VU = typename Vec<uint32_t, W>::V;
+    if (r == Rounding::None) return;
+#if defined(FRICTION_X86_COPIES)
+    // Eight and sixteen lanes run in the AVX2 and AVX-512 copies, whose ISAs convert to f16 and back in two
+    // instructions.
+    if constexpr (W == 8 || W == 16) {
+      if (r == Rounding::F16) {
+        for (int i = 0; i < N; ++i) (W == 16 ? roundToHalf16 : roundToHalf8)(reinterpret_cast<float*>(&v[i]));
+        return;
+      }
+    }
+#endif
+    const bool bf16 = r == Rounding::BF16;
+    const uint32_t low = bf16 ? 0xffffu : 0x1fffu, shift = bf16 ? 16 : 13;
+    for (int i = 0; i < N; ++i) {
+      const V x = v[i];
+      VU u = (VU)x;
+      u = (u + (low >> 1) + ((u >> shift) & 1u)) & ~low;
+      V rounded = (V)u;
+      if (!bf16) {
+        const V a = x < 0.f ? -x : x;
+        rounded = a < 0x1p-14f ? (x + 0.75f) - 0.75f : rounded;
+        rounded = a >= 65520.f ? (x < 0.f ? V{} - __builtin_inff() : V{} + __builtin_inff()) : rounded;
+      }
+      v[i] = x != x ? x : rounded;
+    }
   }
 };
 #pragma GCC diagnostic pop

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -18,6 +19,7 @@
 #include <tuple>
 #include <vector>
 
+#include "ir/DType.h"
 #include "runtime/ukernels/Conv.h"
 #include "runtime/ukernels/Copy.h"
 #include "runtime/ukernels/Multiversion.h"
@@ -370,6 +372,7 @@ std::vector<double> naiveConv(const ConvGeometry& g, const std::vector<float>& x
               }
         if (e.residual) acc += e.residual[at];
         acc = std::min(std::max(acc, double(e.lo)), double(e.hi));
+        acc = roundedTo(e.rounding, float(acc));  // to half precision, in f32 (none: unchanged)
         const double hard = std::min(std::max(double(e.alpha) * acc + double(e.beta), 0.0), 1.0);
         const double logistic = 1.0 / (1.0 + std::exp(-acc));
         switch (e.activation) {
@@ -380,7 +383,7 @@ std::vector<double> naiveConv(const ConvGeometry& g, const std::vector<float>& x
           case Activation::Silu: acc *= logistic; break;
           case Activation::Gelu: acc *= 0.5 * std::erfc(-acc / std::sqrt(2.0)); break;
         }
-        y[at] = acc;
+        y[at] = e.rounding == Rounding::None ? acc : roundedTo(e.rounding, float(acc));
       }
   return y;
 }
@@ -389,13 +392,15 @@ std::vector<double> naiveConv(const ConvGeometry& g, const std::vector<float>& x
 // g in both layouts at every vector width the machine has (the direct
 // kernels' copies), with each epilogue: none, bias, bias + clamp, bias +
 // clamp + residual, bias + HardSwish, bias + residual + HardSigmoid, bias +
-// Sigmoid, bias + residual + clamp + SiLU, bias + GELU; against naiveConv.
+// Sigmoid, bias + residual + clamp + SiLU, bias + GELU, bias + clamp rounded to f16, bias + Sigmoid rounded
+// to bf16 (within a unit of the half type's last place: a sum one f32 ulp apart may round the other way);
+// against naiveConv.
 void expectConvMatchesNaive(ConvGeometry g, const std::string& name) {
   auto x = randoms(size_t(g.N * g.inputPixels() * g.C), 6), w = randoms(size_t(g.K * (g.C / g.group) * g.cells()), 7);
   auto bias = randoms(size_t(g.K), 8), residual = randoms(size_t(g.N * g.outputPixels() * g.K), 9);
   std::vector<float> packed = packConvWeights(g, w.data());
   const std::vector<int64_t> table = convInputTable(g);
-  constexpr int kParts = 9;
+  constexpr int kParts = 11;
   for (int lanes : machineWidths())
     for (int part = 0; part < 2 * kParts; ++part) {
       const bool nchw = part >= kParts;
@@ -416,6 +421,8 @@ void expectConvMatchesNaive(ConvGeometry g, const std::string& name) {
           e.activation = Activation::Silu;
           break;
         case 8: e.bias = bias.data(), e.activation = Activation::Gelu; break;
+        case 9: e.bias = bias.data(), e.lo = 0.f, e.hi = 6.f, e.rounding = Rounding::F16; break;
+        case 10: e.bias = bias.data(), e.activation = Activation::Sigmoid, e.rounding = Rounding::BF16; break;
         default: break;
       }
       std::vector<float> y(residual.size());
@@ -425,7 +432,8 @@ void expectConvMatchesNaive(ConvGeometry g, const std::string& name) {
         convNhwc(g, x.data(), packed.data(), e, y.data());
       const std::string what = std::string(nchw ? "nchw " : "nhwc ") + name + " epilogue part " +
                                std::to_string(part % kParts) + " vector lanes " + std::to_string(lanes);
-      expectNear(y, naiveConv(g, x, w, e, nchw), 1e-5, what);
+      const double tolerance = e.rounding == Rounding::F16 ? 0x1p-10 : e.rounding == Rounding::BF16 ? 0x1p-7 : 1e-5;
+      expectNear(y, naiveConv(g, x, w, e, nchw), tolerance, what);
       if (nchw) continue;
       // The same through the input table built once, as a compiled conv reads it.
       std::vector<float> fromTable(y.size());
@@ -755,6 +763,47 @@ TEST(Pack, SigmoidAndSiluOverTheWholeFloatRange) {
   high.sigmoid(false);
   EXPECT_EQ(low.v[0][0], 0.f);
   EXPECT_EQ(high.v[0][0], 1.f);
+}
+
+// Pack::round and roundedTo against the interpreter's conversions (ir/DType.h) there and back: ties to even,
+// f16's subnormals and overflow, bf16's, zeros, infinities and NaN, and many random bit patterns.
+TEST(Pack, RoundsToHalfAndBfloat16AsTheConversionsThereAndBack) {
+  std::vector<float> xs = {0.f, -0.f, 1.f, -1.f, 65504.f, 65519.f, 65520.f, -65520.f, 1e9f, 0x1p-14f, 0x1.ffcp-15f,
+                           0x1p-24f, 0x1p-25f, 0x1.8p-24f, 0x1p-26f, 1.f + 0x1p-11f, 1.f + 0x3p-11f, 3.4e38f,
+                           std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                           std::numeric_limits<float>::denorm_min()};
+  std::mt19937 rng(3);
+  for (int i = 0; i < 100000; ++i) {
+    uint32_t bits = rng();
+    float f;
+    std::memcpy(&f, &bits, 4);
+    xs.push_back(i % 2 ? f : std::ldexp(float(rng() % 100000) / 1e5f, int(rng() % 60) - 30));
+  }
+  xs.resize(xs.size() / 16 * 16);
+  for (Rounding r : {Rounding::F16, Rounding::BF16}) {
+    for (int lanes : machineWidths()) {  // each copy's vectors: the F16C conversions at 8 and 16 lanes
+      const LanesLimit limit(lanes);
+      std::vector<float> got(xs.size());
+      withNativeWidth([&]<int W>() FRICTION_LAMBDA_INLINE {
+        for (size_t i = 0; i < xs.size(); i += W) {
+          Pack<W, 1> p = Pack<W, 1>::load(xs.data() + i);
+          p.round(r);
+          p.store(got.data() + i);
+        }
+      });
+      for (size_t i = 0; i < xs.size(); ++i) {
+        const float x = xs[i], want = r == Rounding::F16 ? halfToFloat(floatToHalf(x)) : bf16ToFloat(floatToBf16(x));
+        const float scalar = roundedTo(r, x);
+        const std::string what = std::string(r == Rounding::F16 ? "f16 " : "bf16 ") + std::to_string(lanes) + " lanes";
+        if (std::isnan(want)) {
+          ASSERT_TRUE(std::isnan(got[i]) && std::isnan(scalar)) << what << " " << x;
+          continue;
+        }
+        ASSERT_EQ(got[i], want) << what << " " << std::hexfloat << x;
+        ASSERT_EQ(scalar, want) << what << " " << std::hexfloat << x;
+      }
+    }
+  }
 }
 
 TEST(Pack, GeluOverTheWholeFloatRange) {
