@@ -412,23 +412,32 @@ std::optional<FusedEpilogue> matchFusedEpilogue(const Node& region, const Node& 
            std::all_of(os.begin(), os.end() - 1, [](int64_t d) { return d == 1; });
   };
   bool roundedBefore = false, roundedAfter = false;  // a ReducePrecision before the activation, after it
+  // Takes a ReducePrecision's type as the chain's one rounding; false if the chain rounds to another.
+  auto roundsTo = [&](const Node& rounding) {
+    const auto r = dtypeFromOnnxCode(rounding.attrInt("to", 0), rounding.describe()) == DType::F16
+                       ? ukernels::Rounding::F16
+                       : ukernels::Rounding::BF16;
+    if (e.rounding != ukernels::Rounding::None && e.rounding != r) return false;
+    e.rounding = r;
+    return true;
+  };
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = *nodes[i];
     if (&n == &anchor) continue;
     const bool activated = e.activation != ukernels::Activation::None;
     if (n.op() == "ReducePrecision" && n.input(0) == prev && bodyUses.soleUser(prev)) {
-      const auto r = dtypeFromOnnxCode(n.attrInt("to", 0), n.describe()) == DType::F16 ? ukernels::Rounding::F16
-                                                                                      : ukernels::Rounding::BF16;
-      if (e.rounding != ukernels::Rounding::None && e.rounding != r) return std::nullopt;
-      e.rounding = r;
+      if (!roundsTo(n)) return std::nullopt;
       (activated ? roundedAfter : roundedBefore) = true;
       prev = n.output(0);
       continue;
     }
     if (n.numOutputs() != 1 || n.numInputs() == 0 || activated) return std::nullopt;
-    // SiLU and GELU: prev's uses are the pattern's, the body's next nodes.
+    // SiLU and GELU: prev's uses are the pattern's, the body's next nodes. A SiLU's rounded gate is the
+    // chain's rounding.
     if (std::vector<Node*> silu = matchSilu(bodyUses, prev); nextNodesAre(silu, i)) {
-      e.activation = ukernels::Activation::Silu;
+      const bool roundedGate = silu.size() == 3;
+      if (roundedGate && !roundsTo(*silu[1])) return std::nullopt;
+      e.activation = roundedGate ? ukernels::Activation::SiluRoundedGate : ukernels::Activation::Silu;
       prev = silu.back()->output(0);
       i += silu.size() - 1;
       continue;

@@ -56,7 +56,10 @@ std::vector<Node*> matchSilu(const UseIndex& u, const Value* x) {
     Node* mul = xs[1 - k];
     if (sigmoid->op() != "Sigmoid" || mul->op() != "Mul" || mul->numInputs() != 2) continue;
     const Value* s = sigmoid->output(0);
+    Node* rounding = u.soleUser(s);
+    if (rounding && rounding->op() == "ReducePrecision") s = rounding->output(0);
     if (u.soleUser(s) != mul || (mul->input(0) != s && mul->input(1) != s)) continue;
+    if (s != sigmoid->output(0)) return {sigmoid, rounding, mul};
     return {sigmoid, mul};
   }
   return {};

@@ -26,9 +26,11 @@ GeluMatch matchErfGelu(const UseIndex& uses, const Value* x,
                        const std::function<const Tensor*(const Value*)>& constantOf = constantData);
 
 // SiLU (Swish) as exporters write it, y = x * sigmoid(x): Sigmoid(x) and a
-// Mul of x and its result, in either order. The two nodes, Mul last, when
-// they are x's only uses, x is not a graph output and the Sigmoid's result
-// has the Mul as its one use; empty otherwise.
+// Mul of x and its result, in either order; in a half model widened by
+// widen-half the Sigmoid's result is rounded (ReducePrecision) before the Mul.
+// The nodes (Sigmoid, the rounding if any, Mul last) when the Sigmoid and the
+// Mul are x's only uses, x is not a graph output and each node's result has
+// the next as its one use; empty otherwise.
 std::vector<Node*> matchSilu(const UseIndex& uses, const Value* x);
 
 }  // namespace friction

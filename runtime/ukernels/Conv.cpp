@@ -64,6 +64,7 @@ void activateBlock(float* c, int64_t ldc, int64_t rows, int64_t cols, const Conv
     case Activation::HardSwish: return hardSigmoidBlock(c, ldc, rows, cols, e);
     case Activation::Sigmoid:
     case Activation::Silu:
+    case Activation::SiluRoundedGate:
     case Activation::Gelu: return packActivationBlock(c, ldc, rows, cols, e);
   }
 }

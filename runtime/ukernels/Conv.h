@@ -61,8 +61,9 @@ bool convPacksWeights(const ConvGeometry& g, bool nhwc);
 
 // The activations a convolution applies itself, after its clamp:
 // HardSigmoid max(0, min(1, alpha x + beta)), HardSwish x times that;
-// Sigmoid 1 / (1 + e^-x), Silu x times that; Gelu x/2 (1 + erf(x / sqrt 2)).
-enum class Activation { None, HardSigmoid, HardSwish, Sigmoid, Silu, Gelu };
+// Sigmoid 1 / (1 + e^-x), Silu x times that; SiluRoundedGate x times that rounded by the epilogue's
+// rounding (a half model's SiLU: its Sigmoid's result is rounded before the Mul); Gelu x/2 (1 + erf(x / sqrt 2)).
+enum class Activation { None, HardSigmoid, HardSwish, Sigmoid, Silu, SiluRoundedGate, Gelu };
 
 inline const char* activationName(Activation a) {
   switch (a) {
@@ -71,6 +72,7 @@ inline const char* activationName(Activation a) {
     case Activation::HardSwish: return "hardswish";
     case Activation::Sigmoid: return "sigmoid";
     case Activation::Silu: return "silu";
+    case Activation::SiluRoundedGate: return "silu (gate rounded)";
     case Activation::Gelu: return "gelu";
   }
   return "?";
@@ -111,6 +113,7 @@ inline float activate(const ConvEpilogue& e, float v) {
     case Activation::HardSwish: v = v * std::min(std::max(e.alpha * v + e.beta, 0.f), 1.f); break;
     case Activation::Sigmoid: v = 1.f / (1.f + std::exp(-v)); break;
     case Activation::Silu: v = v / (1.f + std::exp(-v)); break;
+    case Activation::SiluRoundedGate: v = v * roundedTo(e.rounding, 1.f / (1.f + std::exp(-v))); break;
     case Activation::Gelu: v = 0.5f * v * std::erfc(-v * 0.70710678118654752f); break;
   }
   return roundedTo(e.rounding, v);

@@ -23,6 +23,7 @@ FRICTION_INLINE void activatePack(P& v, Activation activation, float alpha, floa
     case Activation::HardSwish: v.hardSigmoid(alpha, beta, activation == Activation::HardSwish); break;
     case Activation::Sigmoid:
     case Activation::Silu: v.sigmoid(activation == Activation::Silu); break;
+    case Activation::SiluRoundedGate: v.sigmoid(true, rounding); break;
     case Activation::Gelu: v.gelu(); break;
   }
   v.round(rounding);

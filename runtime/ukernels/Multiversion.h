@@ -190,12 +190,12 @@ struct Pack {
       v[i] = timesSelf ? v[i] * s : s;
     }
   }
-  // 1 / (1 + e^-v), times v when `timesSelf` (Sigmoid, SiLU).
-  FRICTION_INLINE void sigmoid(bool timesSelf) {
-    for (int i = 0; i < N; ++i) {
-      V s = 1.f / (1.f + expOf<W>(-v[i]));
-      v[i] = timesSelf ? v[i] * s : s;
-    }
+  // 1 / (1 + e^-v), rounded by `gate`, times v when `timesSelf` (Sigmoid, SiLU).
+  FRICTION_INLINE void sigmoid(bool timesSelf, Rounding gate = Rounding::None) {
+    Pack s;
+    for (int i = 0; i < N; ++i) s.v[i] = 1.f / (1.f + expOf<W>(-v[i]));
+    s.round(gate);
+    for (int i = 0; i < N; ++i) v[i] = timesSelf ? v[i] * s.v[i] : s.v[i];
   }
   FRICTION_INLINE void gelu() {
     for (int i = 0; i < N; ++i) v[i] = geluOf<W>(v[i]);

@@ -205,6 +205,21 @@ TEST(Patterns, SiluEitherOperandOrderAndItsMisses) {
     EXPECT_EQ(m[0], s->producer());
     EXPECT_EQ(m[1], y->producer());
   }
+  // A half model's SiLU: the Sigmoid's result rounded before the Mul.
+  {
+    Graph g;
+    GraphBuilder b(g);
+    Value* x = b.input("x", {DType::F32, {4}});
+    Value* s = b.op("Sigmoid", {x});
+    Value* rounded = b.op("ReducePrecision", {s}, {{"to", int64_t(10)}});
+    Value* y = b.op("Mul", {x, rounded});
+    b.output(y);
+    std::vector<Node*> m = matchSilu(UseIndex(static_cast<const Graph&>(g)), x);
+    ASSERT_EQ(m.size(), 3u);
+    EXPECT_EQ(m[0], s->producer());
+    EXPECT_EQ(m[1], rounded->producer());
+    EXPECT_EQ(m[2], y->producer());
+  }
   // Misses: x also an output; the sigmoid's result also an output; a Mul of another value.
   for (int miss = 0; miss < 3; ++miss) {
     Graph g;

@@ -126,6 +126,42 @@ graph "g" opset 17 {
   EXPECT_EQ(stats["nodes fused"], 4);
 }
 
+TEST(FuseEpilogues, ConvSiluOfAHalfModel) {
+  // widen-half's form of an f16 conv and SiLU: every result rounded, the sigmoid's before the Mul.
+  auto stats = expectPassRewrites("fuse-epilogues", R"(
+graph "g" opset 17 {
+  input %x : f32[N,2,4,4]
+  const %w : f32[2,2,1,1] = hex"0000803f0000803f0000803f0000803f"
+  %c : f32[N,2,4,4] = Conv(%x, %w) {kernel_shape = [1, 1]} @"conv"
+  %cr : f32[N,2,4,4] = ReducePrecision(%c) {to = 10} @"conv/rounded"
+  %s : f32[N,2,4,4] = Sigmoid(%cr) @"sigmoid"
+  %sr : f32[N,2,4,4] = ReducePrecision(%s) {to = 10} @"sigmoid/rounded"
+  %m : f32[N,2,4,4] = Mul(%cr, %sr) @"silu"
+  %y : f32[N,2,4,4] = ReducePrecision(%m) {to = 10} @"silu/rounded"
+  output %y
+}
+)",
+                                   R"(
+graph "g" opset 17 {
+  input %x : f32[N,2,4,4]
+  const %w : f32[2,2,1,1] = hex"0000803f0000803f0000803f0000803f"
+  %y : f32[N,2,4,4] = Fused(%x, %w) {body = graph "epilogue" opset 17 {
+    input %x : f32[N,2,4,4]
+    input %w : f32[2,2,1,1]
+    %c : f32[N,2,4,4] = Conv(%x, %w) {kernel_shape = [1, 1]} @"conv"
+    %cr : f32[N,2,4,4] = ReducePrecision(%c) {to = 10} @"conv/rounded"
+    %s : f32[N,2,4,4] = Sigmoid(%cr) @"sigmoid"
+    %sr : f32[N,2,4,4] = ReducePrecision(%s) {to = 10} @"sigmoid/rounded"
+    %m : f32[N,2,4,4] = Mul(%cr, %sr) @"silu"
+    %y : f32[N,2,4,4] = ReducePrecision(%m) {to = 10} @"silu/rounded"
+    output %y
+  }, kind = "epilogue"} @"f"
+  output %y
+}
+)");
+  EXPECT_EQ(stats["nodes fused"], 6);
+}
+
 TEST(FuseEpilogues, KeepsASiluWhoseInputHasAThirdUse) {
   // The biased result is also an output: the Sigmoid and Mul stay outside (the bias still joins).
   expectPassRewrites("fuse-epilogues", R"(

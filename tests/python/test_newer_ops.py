@@ -376,12 +376,12 @@ def test_mean_variance_normalization_matches_the_reference(axes):
     check_against_reference(model, {"x": x})
 
 
-@pytest.mark.parametrize("name", ["resnet_basic", "mobilenet_v2", "bert"])
+@pytest.mark.parametrize("name", ["resnet_basic", "mobilenet_v2", "efficientnet", "bert"])
 def test_half_precision_models_compile_whole(name, tmp_path):
     """Torch fixtures converted to f16 by onnxruntime's converter run on cpu with no interpreter node (each op
     on f32 values, its result rounded as the interpreter rounds it), within f16 precision of the interpreter;
     with the default passes (widen-half first) the convolutions are the f32 model's NHWC ones, rounding in their
-    epilogues."""
+    epilogues (a SiLU's too, its rounded sigmoid included)."""
     import logging
     import os
 
@@ -404,4 +404,5 @@ def test_half_precision_models_compile_whole(name, tmp_path):
         if passes is None:  # NHWC, the rounding in the convolutions' epilogues
             assert "nchw" not in cpu.executor, cpu.executor
             assert name == "bert" or "+ round f16" in cpu.executor, cpu.executor
+            assert name != "efficientnet" or "+ silu (gate rounded) + round f16" in cpu.executor, cpu.executor
         np.testing.assert_allclose(got.astype(np.float32), want, rtol=0, atol=4e-3 * float(np.abs(want).max()))

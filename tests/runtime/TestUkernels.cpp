@@ -381,6 +381,7 @@ std::vector<double> naiveConv(const ConvGeometry& g, const std::vector<float>& x
           case Activation::HardSwish: acc *= hard; break;
           case Activation::Sigmoid: acc = logistic; break;
           case Activation::Silu: acc *= logistic; break;
+          case Activation::SiluRoundedGate: acc *= roundedTo(e.rounding, float(logistic)); break;
           case Activation::Gelu: acc *= 0.5 * std::erfc(-acc / std::sqrt(2.0)); break;
         }
         y[at] = e.rounding == Rounding::None ? acc : roundedTo(e.rounding, float(acc));
@@ -393,14 +394,14 @@ std::vector<double> naiveConv(const ConvGeometry& g, const std::vector<float>& x
 // kernels' copies), with each epilogue: none, bias, bias + clamp, bias +
 // clamp + residual, bias + HardSwish, bias + residual + HardSigmoid, bias +
 // Sigmoid, bias + residual + clamp + SiLU, bias + GELU, bias + clamp rounded to f16, bias + Sigmoid rounded
-// to bf16 (within a unit of the half type's last place: a sum one f32 ulp apart may round the other way);
-// against naiveConv.
+// to bf16, bias + SiLU rounded to f16 with its gate rounded (within a unit of the half type's last place: a
+// sum one f32 ulp apart may round the other way); against naiveConv.
 void expectConvMatchesNaive(ConvGeometry g, const std::string& name) {
   auto x = randoms(size_t(g.N * g.inputPixels() * g.C), 6), w = randoms(size_t(g.K * (g.C / g.group) * g.cells()), 7);
   auto bias = randoms(size_t(g.K), 8), residual = randoms(size_t(g.N * g.outputPixels() * g.K), 9);
   std::vector<float> packed = packConvWeights(g, w.data());
   const std::vector<int64_t> table = convInputTable(g);
-  constexpr int kParts = 11;
+  constexpr int kParts = 12;
   for (int lanes : machineWidths())
     for (int part = 0; part < 2 * kParts; ++part) {
       const bool nchw = part >= kParts;
@@ -423,6 +424,7 @@ void expectConvMatchesNaive(ConvGeometry g, const std::string& name) {
         case 8: e.bias = bias.data(), e.activation = Activation::Gelu; break;
         case 9: e.bias = bias.data(), e.lo = 0.f, e.hi = 6.f, e.rounding = Rounding::F16; break;
         case 10: e.bias = bias.data(), e.activation = Activation::Sigmoid, e.rounding = Rounding::BF16; break;
+        case 11: e.bias = bias.data(), e.activation = Activation::SiluRoundedGate, e.rounding = Rounding::F16; break;
         default: break;
       }
       std::vector<float> y(residual.size());
