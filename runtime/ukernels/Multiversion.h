@@ -50,9 +50,13 @@ enum class Rounding { None, F16, BF16 };
 #if defined(FRICTION_X86_COPIES)
 // 16 or 8 floats at p rounded to f16 and back in place by the hardware's conversions (round to nearest even).
 // Functions of their own ISA, not forced inline: another copy's code may name them (Pack's branch for its
-// width is never taken there) and the AVX copies inline them.
+// width is never taken there) and the AVX copies inline them. The 16-lane conversions are the zero-masked
+// forms with every lane set (the same instructions): GCC 12's unmasked ones merge into an undefined vector,
+// which -Wmaybe-uninitialized reports at every inlined use.
 __attribute__((target("avx512f"))) inline void roundToHalf16(float* p) {
-  _mm512_storeu_ps(p, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(p), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+  constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  constexpr __mmask16 kAll = 0xffff;
+  _mm512_storeu_ps(p, _mm512_maskz_cvtph_ps(kAll, _mm512_maskz_cvtps_ph(kAll, _mm512_loadu_ps(p), kNearest)));
 }
 __attribute__((target("avx2,f16c"))) inline void roundToHalf8(float* p) {
   _mm256_storeu_ps(p, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(p), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
