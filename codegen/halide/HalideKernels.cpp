@@ -21,10 +21,18 @@
 namespace friction::codegen::halide {
 namespace {
 
+// The shortest reduction whose accumulator holds several rows (accumulate): a
+// depthwise 3x3 convolution's 9 steps are a short chain already, and grouped
+// they cost more than they saved (every read of the accumulator picks one of
+// the Tuple's elements); MobileNetV2's depthwise blocks grouped too compiled
+// in 87 s and ran no faster, excluded in 14 s and 1.2x faster.
+constexpr int64_t kStepsForRows = 32;
+
 // Builds the Funcs of one view.
 class Definer {
  public:
-  Definer(const KernelView& view, bool clampInputs) : view_(view), clampInputs_(clampInputs) {}
+  Definer(const KernelView& view, bool clampInputs, int accumulatorRows)
+      : view_(view), clampInputs_(clampInputs), accumulatorRows_(accumulatorRows) {}
 
   KernelFuncs define() {
     for (size_t i = 0; i < view_.inputs.size(); ++i) {
@@ -148,6 +156,55 @@ class Definer {
     return it->second(s);
   }
 
+  // A contraction's accumulator over `hints.shape` (its schedule hints:
+  // rowDim, laneDim, panel): init(y), then += term(y) at every point of the
+  // RDom the term reads; the Func to read it through. With accumulatorRows_
+  // > 1, that many neighbours along the rows' dim are the elements of one
+  // Tuple, so each step of the reduction updates as many independent
+  // accumulators (ScheduleOptions::accumulatorRows), and a pure Func of the
+  // whole shape reads them back. A last group past the end computes rows that
+  // are never read, from its producers past their end (a Func is defined
+  // everywhere; the kernel's inputs must be clamped: defineKernel). Clamping
+  // the row instead (min with the last) made Halide's bounds of three
+  // grouped convolutions in one kernel nest mins eight ways at each: it did
+  // not finish simplifying MobileNetV2's block in 20 minutes.
+  HL::Func accumulate(const std::string& name, ShapedFunc hints, int64_t steps, const std::function<HL::Expr(const Exprs&)>& init,
+                      const std::function<HL::Expr(const Exprs&)>& term) {
+    const Ints& shape = hints.shape;
+    const Vars v = vars(shape.size());
+    const Exprs y = exprs(v);
+    const Vars reversed(v.rbegin(), v.rend());
+    const int rowDim = hints.rowDim >= 0 ? hints.rowDim : int(shape.size()) - 2;
+    const int64_t rows = rowDim >= 0 && steps >= kStepsForRows ? std::min<int64_t>(accumulatorRows_, shape[size_t(rowDim)]) : 1;
+    if (rows <= 1) {
+      hints.func = HL::Func(halideName(name));
+      hints.func(reversed) = init(y);
+      ref(hints.func, y) += term(y);
+      out_.producers.push_back(hints);
+      return hints.func;
+    }
+    auto row = [&](Exprs i, int64_t t) {
+      i[size_t(rowDim)] = i[size_t(rowDim)] * i32(rows) + i32(t);
+      return i;
+    };
+    HL::Func group(halideName(name + "_rows"));
+    std::vector<HL::Expr> first, next;
+    for (int64_t t = 0; t < rows; ++t) first.push_back(init(row(y, t)));
+    group(reversed) = HL::Tuple(first);
+    for (int64_t t = 0; t < rows; ++t) next.push_back(HL::Expr(ref(group, y)[int(t)]) + term(row(y, t)));
+    ref(group, y) = HL::Tuple(next);
+    Ints groups = shape;
+    groups[size_t(rowDim)] = (shape[size_t(rowDim)] + rows - 1) / rows;
+    out_.producers.push_back({group, groups});
+    return halide::define(name, shape, [&](const Exprs& i) {
+      Exprs g = i;
+      g[size_t(rowDim)] = i[size_t(rowDim)] / i32(rows);
+      std::vector<HL::Expr> members;
+      for (int64_t t = 0; t < rows; ++t) members.push_back(ref(group, g)[int(t)]);
+      return HL::mux(i[size_t(rowDim)] % i32(rows), members);
+    }).func;
+  }
+
   // A convolution's accumulator over [N, K, spatial...]: the bias or zero,
   // then the products over an RDom of (the group's input channels, window).
   // Channels first, a row's pixels are its vector lanes and output channels
@@ -165,37 +222,36 @@ class Definer {
     const Window win = resolveWindow(n, {xs.begin() + 2, xs.end()}, {ws.begin() + 2, ws.end()});
     const int64_t G = n.attrInt("group", 1), cg = xs[1] / G, kg = ys[1] / G;
     const Value* source = channelsLastSource(n.input(0));
-    Vars yv = vars(ys.size());
-    const Exprs y = exprs(yv);
-    HL::Func acc(halideName(n.name() + "_acc"));
-    Vars reversed(yv.rbegin(), yv.rend());
-    acc(reversed) = n.input(2) ? at(value(n.input(2)), {y[1]}) : f32(0);
     Ints extents = {cg};
     extents.insert(extents.end(), win.kernel.begin(), win.kernel.end());
     HL::RDom r = rdom(extents, n.name() + "_r");
-    // The input channel of group k / (K/G); no division when there is one group.
-    Exprs xi = {y[0], G == 1 ? HL::Expr(r[0]) : (y[1] / i32(kg)) * i32(cg) + r[0]}, wi = {y[1], r[0]};
-    HL::Expr inside = HL::Internal::const_true();
-    for (size_t i = 0; i < d; ++i) {
-      HL::Expr p = y[2 + i] * i32(win.strides[i]) - i32(win.pads[i]) + r[int(1 + i)] * i32(win.dilations[i]);
-      if (win.pads[i] || win.pads[i + d] || (ys[2 + i] - 1) * win.strides[i] + (win.kernel[i] - 1) * win.dilations[i] >= xs[2 + i]) {
-        inside = inside && p >= 0 && p < i32(xs[2 + i]);
-        p = clampIndex(p, xs[2 + i]);
-      }
-      xi.push_back(p);
-      wi.push_back(r[int(1 + i)]);
-    }
-    ShapedFunc a{acc, ys, 1};
+    ShapedFunc a{HL::Func(), ys, 1};
     if (source) {
       a = channelsLast(a);
       a.panel = definePanel(n.name() + "_panel", ws.size(), [&](const Exprs& i) { return at(value(n.input(1)), i); });
       a.batchDims = 1;
     }
-    HL::Expr x = source ? at(value(source), channelsLastIndex(xi)) : at(value(n.input(0)), xi);
-    HL::Expr w = source ? a.panel(wi) : at(value(n.input(1)), wi);
-    acc(reversed) += HL::select(inside, x * w, f32(0));
-    out_.producers.push_back(a);  // the accumulator; defineNode adds the result
-    return acc;
+    auto bias = [&](const Exprs& y) { return n.input(2) ? at(value(n.input(2)), {y[1]}) : f32(0); };
+    auto product = [&](const Exprs& y) {
+      // The input channel of group k / (K/G); no division when there is one group.
+      Exprs xi = {y[0], G == 1 ? HL::Expr(r[0]) : (y[1] / i32(kg)) * i32(cg) + r[0]}, wi = {y[1], r[0]};
+      HL::Expr inside = HL::Internal::const_true();
+      for (size_t i = 0; i < d; ++i) {
+        HL::Expr p = y[2 + i] * i32(win.strides[i]) - i32(win.pads[i]) + r[int(1 + i)] * i32(win.dilations[i]);
+        if (win.pads[i] || win.pads[i + d] || (ys[2 + i] - 1) * win.strides[i] + (win.kernel[i] - 1) * win.dilations[i] >= xs[2 + i]) {
+          inside = inside && p >= 0 && p < i32(xs[2 + i]);
+          p = clampIndex(p, xs[2 + i]);
+        }
+        xi.push_back(p);
+        wi.push_back(r[int(1 + i)]);
+      }
+      HL::Expr x = source ? at(value(source), channelsLastIndex(xi)) : at(value(n.input(0)), xi);
+      HL::Expr w = source ? a.panel(wi) : at(value(n.input(1)), wi);
+      return HL::select(inside, x * w, f32(0));
+    };
+    int64_t steps = 1;
+    for (int64_t e : extents) steps *= e;
+    return accumulate(n.name() + "_acc", a, steps, bias, product);  // defineNode adds the result
   }
 
   // MatMul (batch dims broadcast) or Gemm (2-D, either operand transposed):
@@ -204,36 +260,30 @@ class Definer {
   HL::Func matmul(const Node& n) {
     const Ints ys = n.output(0)->shape().staticDims();
     auto arg = [&](size_t i) { return value(n.input(i)); };
-    Vars yv = vars(ys.size());
-    const Exprs y = exprs(yv);
-    HL::Func acc(halideName(n.name() + "_acc"));
-    Vars reversed(yv.rbegin(), yv.rend());
     const Ints as = n.input(0)->shape().staticDims(), bs = n.input(1)->shape().staticDims();
     const bool ta = n.op() == "Gemm" && n.attrInt("transA", 0) != 0, tb = n.op() == "Gemm" && n.attrInt("transB", 0) != 0;
     const int64_t K = ta ? as[as.size() - 2] : as.back();
     const size_t nb = ys.size() - 2;
-    acc(reversed) = f32(0);
     HL::RDom k(0, int(K), halideName(n.name() + "_k"));
-    auto operand = [&](const Ints& s, HL::Expr row, HL::Expr col, bool transposed) {
-      Ints batch(s.begin(), s.end() - 2), ybatch(ys.begin(), ys.begin() + int64_t(nb));
-      Exprs i = broadcastIndex(batch, ybatch, Exprs(y.begin(), y.begin() + int64_t(nb)));
-      if (transposed) std::swap(row, col);
-      i.push_back(row), i.push_back(col);
-      return i;
-    };
     // B through a panel over [N, K, batch...]: the schedule packs a block of columns at a time.
-    ShapedFunc a{acc, ys};
+    ShapedFunc a{HL::Func(), ys};
     a.batchDims = int(nb);
     a.panel = definePanel(n.name() + "_panel", bs.size(), [&](const Exprs& i) {
       Exprs b(i.begin() + 2, i.end());
       b.push_back(tb ? i[0] : i[1]), b.push_back(tb ? i[1] : i[0]);
       return at(arg(1), b);
     });
-    Exprs bi = broadcastIndex(Ints(bs.begin(), bs.end() - 2), Ints(ys.begin(), ys.begin() + int64_t(nb)),
-                              Exprs(y.begin(), y.begin() + int64_t(nb)));
-    bi.insert(bi.begin(), {y[nb + 1], k});
-    acc(reversed) += at(arg(0), operand(as, y[nb], k, ta)) * a.panel(bi);
-    out_.producers.push_back(a);  // the accumulator; defineNode adds the result
+    auto product = [&](const Exprs& y) {
+      const Exprs batch(y.begin(), y.begin() + int64_t(nb));
+      const Ints ybatch(ys.begin(), ys.begin() + int64_t(nb));
+      Exprs ai = broadcastIndex(Ints(as.begin(), as.end() - 2), ybatch, batch);
+      ai.push_back(ta ? HL::Expr(k) : y[nb]);
+      ai.push_back(ta ? y[nb] : HL::Expr(k));
+      Exprs bi = broadcastIndex(Ints(bs.begin(), bs.end() - 2), ybatch, batch);
+      bi.insert(bi.begin(), {y[nb + 1], k});
+      return at(arg(0), ai) * a.panel(bi);
+    };
+    const HL::Func acc = accumulate(n.name() + "_acc", a, K, [](const Exprs&) { return f32(0); }, product);
     const float alpha = n.attrFloat("alpha", 1.0f), beta = n.attrFloat("beta", 1.0f);
     if (n.op() != "Gemm" || (!n.input(2) && alpha == 1.0f)) return acc;
     ShapedFunc post = halide::define(n.name() + "_gemm", ys, [&](const Exprs& yi) {
@@ -250,6 +300,7 @@ class Definer {
 
   const KernelView& view_;
   bool clampInputs_;
+  int accumulatorRows_;
   KernelFuncs out_;
   std::unordered_map<const Value*, HL::Func> funcs_;
 };
@@ -272,6 +323,9 @@ HL::Type halideType(DType t) {
   }
 }
 
-KernelFuncs defineKernel(const KernelView& view, bool clampInputs) { return Definer(view, clampInputs).define(); }
+KernelFuncs defineKernel(const KernelView& view, bool clampInputs, int accumulatorRows) {
+  // A last group of rows reads past the rows' end (accumulate).
+  return Definer(view, clampInputs || accumulatorRows > 1, accumulatorRows).define();
+}
 
 }  // namespace friction::codegen::halide

@@ -80,7 +80,8 @@ HL::Region regionOf(const std::vector<int64_t>& shape);
 // `clampInputs`, every read of an input is clamped into it (repeat_edge):
 // the autoschedulers' schedules may compute a producer beyond what the
 // outputs need (rounded-up or shifted tails), which must not read past the
-// buffers.
-KernelFuncs defineKernel(const KernelView& view, bool clampInputs);
+// buffers. `accumulatorRows` > 1: a contraction's accumulator holds that many
+// rows as one Tuple (ScheduleOptions::accumulatorRows).
+KernelFuncs defineKernel(const KernelView& view, bool clampInputs, int accumulatorRows = 1);
 
 }  // namespace friction::codegen::halide

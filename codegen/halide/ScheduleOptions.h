@@ -51,7 +51,22 @@ struct ScheduleOptions {
   // Halide's own default, 32 with five passes, did not finish the full-size
   // MobileNetV2 in 9 minutes. Applies to adams2019 only.
   int beam = 1;
+  // Rows of a contraction's output (a convolution's or matmul's accumulator)
+  // accumulated together as the elements of one Tuple, so each step of the
+  // reduction updates that many independent accumulators: the register tile's
+  // rows, written into the algorithm. Adams2019 unrolls pure loops inside a
+  // reduction only when they hold at most 12 lanes, so with a vector of 8 or
+  // 16 it kept one accumulator, one dependent chain of FMAs, through a whole
+  // reduction. 0: automatic (kAutoschedulerRows under an autoscheduler, 1
+  // otherwise: friction's schedule tiles registers itself); rowsPerTuple().
+  int accumulatorRows = 0;
   bool dump = false;  // print each kernel's loop nest (its schedule) to stderr
 };
+
+// Accumulator rows under an autoscheduler unless the user chose: 8 vectors
+// hide the FMA latency (2 a cycle, 4 cycles each).
+constexpr int kAutoschedulerRows = 8;
+// ScheduleOptions::accumulatorRows resolved.
+int rowsPerTuple(const ScheduleOptions& options);
 
 }  // namespace friction::codegen::halide

@@ -295,6 +295,59 @@ TEST_F(HalideBackend, MatMulsPackBABlockOfColumnsAtATime) {
   }, 1e-4, "x x^T");
 }
 
+// Under an autoscheduler a contraction accumulates 8 rows of its output as one Tuple (`rows=N`, HalideKernels.cpp
+// `accumulate`): the loop nest produces the grouped accumulator, and `rows=1` the plain one. Then the indexing
+// the groups must get right, under no schedule (fast) and Adams2019: a row count that does not divide the rows
+// (the last group computes rows past the end), more rows than the dim has, channels first (rows are output
+// channels, with groups and pads) and last (rows are a row's pixels), a batched matmul and a Gemm with B
+// transposed; each a reduction of 32 steps or more (shorter ones keep one row: kStepsForRows). A depthwise conv
+// (9 steps) keeps its plain accumulator.
+TEST_F(HalideBackend, AccumulatorRowsAreOneTupleUnderTheAutoschedulers) {
+  using Ints = std::vector<int64_t>;
+  auto conv = [](Ints weights, std::map<std::string, Attribute> attrs) {
+    return [=](GraphBuilder& b, Value* x) {
+      return b.op("Conv", {x, b.constant(test::randomTensor(weights, 2)), b.constant(test::randomTensor({weights[0]}, 3))},
+                  attrs);
+    };
+  };
+  const auto padded = conv({12, 8, 3, 3}, {{"pads", Ints{1, 1, 1, 1}}});
+  for (const char* rows : {"", "&rows=1"}) {
+    auto backend = createBackend(std::string("halide?schedule=adams2019&dump=on") + rows);
+    testing::internal::CaptureStderr();
+    const std::string d = expectGraphMatchesInterp(*backend, {1, 8, 10, 10}, padded, 1e-4, std::string("the loop nest") + rows);
+    const std::string nest = testing::internal::GetCapturedStderr();
+    const bool grouped = *rows == 0;
+    EXPECT_EQ(nest.find("_acc_rows") != std::string::npos, grouped) << nest;
+    EXPECT_EQ(d.find("8 accumulator rows") != std::string::npos, grouped) << d;
+  }
+  {
+    auto backend = createBackend("halide?schedule=none&rows=8&dump=on");
+    testing::internal::CaptureStderr();
+    expectGraphMatchesInterp(*backend, {1, 8, 10, 10}, conv({8, 1, 3, 3}, {{"group", int64_t(8)}, {"pads", Ints{1, 1, 1, 1}}}),
+                             1e-4, "depthwise");
+    const std::string nest = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(nest.find("_acc_rows"), std::string::npos) << nest;
+    EXPECT_NE(nest.find("_acc"), std::string::npos) << nest;
+  }
+  PipelineOptions layout;
+  layout.passes = {"convert-layout"};
+  for (const char* spec : {"halide?schedule=none&rows=3", "halide?schedule=none&rows=8", "halide?schedule=adams2019&rows=3"}) {
+    auto backend = createBackend(spec);
+    const std::string at = std::string(" on ") + spec;
+    expectGraphMatchesInterp(*backend, {2, 8, 9, 7}, conv({12, 4, 3, 3}, {{"group", int64_t(2)}, {"pads", Ints{1, 0, 1, 2}}, {"strides", Ints{2, 1}}}),
+                             1e-4, "channels first, groups, pads, strides" + at);
+    expectGraphMatchesInterp(*backend, {1, 8, 9, 7}, padded, 1e-4, "channels last" + at, &layout);
+    expectGraphMatchesInterp(*backend, {1, 40, 5, 5}, conv({2, 40, 1, 1}, {}), 1e-4, "2 output channels" + at);
+    expectGraphMatchesInterp(*backend, {2, 3, 10, 40}, [](GraphBuilder& g, Value* x) {
+      return g.op("MatMul", {x, g.constant(test::randomTensor({40, 12}, 2))});
+    }, 1e-4, "batched matmul" + at);
+    expectGraphMatchesInterp(*backend, {11, 32}, [](GraphBuilder& g, Value* x) {
+      return g.op("Gemm", {x, g.constant(test::randomTensor({24, 32}, 3)), g.constant(test::randomTensor({24}, 4))},
+                  {{"transB", int64_t(1)}, {"alpha", 0.5f}});
+    }, 1e-4, "Gemm, B transposed" + at);
+  }
+}
+
 // A broadcast operand under the batch loop: Adams2019 at 2 threads stored its clamped read above the batch
 // loop and computed it inside, and Halide 14's sliding window skipped rows storage folding had overwritten
 // (off by 4). The autoschedulers' producers are stored where they are computed (HalideSchedule.cpp).
@@ -388,7 +441,8 @@ TEST_F(HalideBackend, DocsListEverySchedule) {
 
 TEST_F(HalideBackend, BadOptionsAreRefusedInOneLine) {
   for (const char* spec : {"halide?schedule=fastest", "halide?fusion=maybe", "halide?tiles=8", "halide?profile=yes", "halide?beam=4",
-                           "halide?schedule=adams2019&beam=0", "halide?schedule=adams2019&beam=wide"}) {
+                           "halide?schedule=adams2019&beam=0", "halide?schedule=adams2019&beam=wide", "halide?rows=4",
+                           "halide?schedule=adams2019&rows=0", "halide?schedule=li2018&rows=64"}) {
     try {
       createBackend(spec);
       ADD_FAILURE() << spec << " was accepted";
