@@ -232,11 +232,6 @@ Schedule parseSchedule(const std::string& name) {
   throw Error("backend halide: schedule must be " + scheduleSpellings() + ", got '" + name + "'");
 }
 
-int rowsPerTuple(const ScheduleOptions& options) {
-  if (options.accumulatorRows > 0) return options.accumulatorRows;
-  return *scheduleInfo(options.schedule).autoscheduler ? kAutoschedulerRows : 1;
-}
-
 void loadAutoscheduler(Schedule schedule) {
   const std::string name = scheduleInfo(schedule).autoscheduler;
   if (name.empty()) return;

@@ -135,7 +135,7 @@ class HalideSource : public KernelSource {
     std::string d = std::string("Halide 14 JIT for ") + target_.to_string() + ", schedule " +
                     scheduleInfo(options_.schedule).spelling +
                     (options_.schedule == Schedule::Adams2019 ? " (beam " + std::to_string(options_.beam) + ")" : "") +
-                    (rowsPerTuple(options_) > 1 ? ", " + std::to_string(rowsPerTuple(options_)) + " accumulator rows" : "") +
+                    (options_.accumulatorRows > 1 ? ", " + std::to_string(options_.accumulatorRows) + " accumulator rows" : "") +
                     ", producers " +
                     (options_.inlineProducers ? "inlined" : "materialized");
     if (refused_)
@@ -185,7 +185,7 @@ class HalideSource : public KernelSource {
   HL::Pipeline build(const KernelView& view, const Node& n, const ScheduleOptions& options, KernelFuncs& funcs,
                      CompileTimes& times) {
     auto t0 = std::chrono::steady_clock::now();
-    funcs = defineKernel(view, /*clampInputs=*/options.schedule != Schedule::None, rowsPerTuple(options));
+    funcs = defineKernel(view, /*clampInputs=*/options.schedule != Schedule::None, options.accumulatorRows);
     times.buildMs += msSince(t0);
     t0 = std::chrono::steady_clock::now();
     std::vector<HL::Func> outputs;

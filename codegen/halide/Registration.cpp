@@ -45,7 +45,7 @@ std::unique_ptr<Backend> makeHalideBackend(const std::map<std::string, std::stri
   }
   FRICTION_CHECK(!options.count("beam") || schedule.schedule == Schedule::Adams2019,
                  "backend halide: beam is Adams2019's search width: it needs schedule=adams2019");
-  FRICTION_CHECK(rowsPerTuple(schedule) == 1 || schedule.schedule != Schedule::Default,
+  FRICTION_CHECK(schedule.accumulatorRows == 1 || schedule.schedule != Schedule::Default,
                  "backend halide: rows is for the autoschedulers and none: friction's schedule tiles a contraction's "
                  "registers itself");
   schedule.threads = omp_get_max_threads();

@@ -56,17 +56,12 @@ struct ScheduleOptions {
   // reduction updates that many independent accumulators: the register tile's
   // rows, written into the algorithm. Adams2019 unrolls pure loops inside a
   // reduction only when they hold at most 12 lanes, so with a vector of 8 or
-  // 16 it kept one accumulator, one dependent chain of FMAs, through a whole
-  // reduction. 0: automatic (kAutoschedulerRows under an autoscheduler, 1
-  // otherwise: friction's schedule tiles registers itself); rowsPerTuple().
-  int accumulatorRows = 0;
+  // 16 it keeps one accumulator, one dependent chain of FMAs, through a whole
+  // reduction. 1 (the default): the plain accumulator. Not the autoschedulers'
+  // default: at batch 8 Halide's lowering of a grouped ResNet-50 kernel ran
+  // for over 15 minutes (docs/codegen.md).
+  int accumulatorRows = 1;
   bool dump = false;  // print each kernel's loop nest (its schedule) to stderr
 };
-
-// Accumulator rows under an autoscheduler unless the user chose: 8 vectors
-// hide the FMA latency (2 a cycle, 4 cycles each).
-constexpr int kAutoschedulerRows = 8;
-// ScheduleOptions::accumulatorRows resolved.
-int rowsPerTuple(const ScheduleOptions& options);
 
 }  // namespace friction::codegen::halide

@@ -295,8 +295,8 @@ TEST_F(HalideBackend, MatMulsPackBABlockOfColumnsAtATime) {
   }, 1e-4, "x x^T");
 }
 
-// Under an autoscheduler a contraction accumulates 8 rows of its output as one Tuple (`rows=N`, HalideKernels.cpp
-// `accumulate`): the loop nest produces the grouped accumulator, and `rows=1` the plain one. Then the indexing
+// With `rows=8` a contraction accumulates 8 rows of its output as one Tuple (HalideKernels.cpp `accumulate`):
+// the loop nest produces the grouped accumulator, and without the option the plain one. Then the indexing
 // the groups must get right, under no schedule (fast) and Adams2019: a row count that does not divide the rows
 // (the last group computes rows past the end), more rows than the dim has, channels first (rows are output
 // channels, with groups and pads) and last (rows are a row's pixels), a batched matmul and a Gemm with B
@@ -311,12 +311,12 @@ TEST_F(HalideBackend, AccumulatorRowsAreOneTupleUnderTheAutoschedulers) {
     };
   };
   const auto padded = conv({12, 8, 3, 3}, {{"pads", Ints{1, 1, 1, 1}}});
-  for (const char* rows : {"", "&rows=1"}) {
+  for (const char* rows : {"&rows=8", ""}) {
     auto backend = createBackend(std::string("halide?schedule=adams2019&dump=on") + rows);
     testing::internal::CaptureStderr();
     const std::string d = expectGraphMatchesInterp(*backend, {1, 8, 10, 10}, padded, 1e-4, std::string("the loop nest") + rows);
     const std::string nest = testing::internal::GetCapturedStderr();
-    const bool grouped = *rows == 0;
+    const bool grouped = *rows != 0;
     EXPECT_EQ(nest.find("_acc_rows") != std::string::npos, grouped) << nest;
     EXPECT_EQ(d.find("8 accumulator rows") != std::string::npos, grouped) << d;
   }
