@@ -180,7 +180,8 @@ void storeWhereComputed(HL::Internal::Function& f) { f.schedule().store_level() 
 // (rows split by 8 with a guarded tail, the outer loop unrolled, computed
 // inside the attention's row loop over 9 rows) that bound came out one short:
 // row 8's max was never updated, stayed -inf, and the softmax read
-// inf / inf. Adams2019 on a small ViT at batch 2 (TestHalideBackend.cpp).
+// inf / inf. Adams2019 on a small ViT at batch 2 (TestHalideBackend.cpp;
+// TestHalideSchedule.cpp on a hand-written schedule).
 // `s` is a handle: a copy edits the stage's schedule.
 void serializeGuardedUnrolls(HL::Internal::StageSchedule s) {
   std::set<std::string> guarded;
@@ -195,8 +196,8 @@ void serializeGuardedUnrolls(HL::Internal::StageSchedule s) {
     if (d.for_type == ForType::Unrolled && guarded.count(d.var)) d.for_type = ForType::Serial;
 }
 
-// What an autoscheduler's schedule needs before Halide 14 lowers it right, on
-// every Func of the pipeline of `outputs`.
+}  // namespace
+
 void repairAutoschedule(const std::vector<HL::Func>& outputs) {
   std::map<std::string, HL::Internal::Function> all;
   for (const HL::Func& out : outputs) all.merge(HL::Internal::find_transitive_calls(out.function()));
@@ -206,8 +207,6 @@ void repairAutoschedule(const std::vector<HL::Func>& outputs) {
     for (const HL::Internal::Definition& update : f.updates()) serializeGuardedUnrolls(update.schedule());
   }
 }
-
-}  // namespace
 
 const std::vector<ScheduleInfo>& schedules() {
   static const std::vector<ScheduleInfo> all = {
