@@ -19,11 +19,8 @@ using HL::Internal::ForType;
 ForType loopType(const HL::Func& f, int stage, const std::string& var) {
   const HL::Internal::Function fn = f.function();
   const HL::Internal::Definition& def = stage == 0 ? fn.definition() : fn.update(stage - 1);
-  for (const HL::Internal::Dim& d : def.schedule().dims()) {
-    const std::string& name = d.var;  // a split's loops are named "x.xo"
-    const size_t dot = name.rfind('.');
-    if (name == var || (dot != std::string::npos && name.substr(dot + 1) == var)) return d.for_type;
-  }
+  for (const HL::Internal::Dim& d : def.schedule().dims())  // a split's loops are named "x.xo"
+    if (d.var == var || HL::Internal::ends_with(d.var, "." + var)) return d.for_type;
   ADD_FAILURE() << "no loop " << var << " in stage " << stage << " of " << f.name();
   return ForType::Serial;
 }
