@@ -13,12 +13,15 @@
 namespace friction::codegen::halide {
 namespace {
 
-constexpr int kVector = 8;  // f32 lanes of AVX2
-constexpr int kRows = 4;    // rows of an output tile
-// Rows of a reduction's register tile: 8 accumulators of kVector lanes hide
-// the FMA latency (2 FMAs a cycle, 4 cycles each) and leave registers for
-// the operands in AVX2's 16.
-constexpr int kUpdateRows = 8;
+// Friction's tiles for one target.
+struct Tiles {
+  int lanes;         // f32 lanes of a vector: 8 on AVX2, 16 on AVX-512
+  int rows = 4;      // rows of an output tile
+  // Rows of a reduction's register tile: 8 accumulators of a vector each hide
+  // the FMA latency (2 FMAs a cycle, 4 cycles each) and leave registers for
+  // the operands in AVX2's 16.
+  int updateRows = 8;
+};
 
 // The extent of Halide dim `k` of a friction shape.
 int64_t extent(const std::vector<int64_t>& shape, size_t k) { return shape[shape.size() - 1 - k]; }
@@ -34,13 +37,14 @@ std::vector<HL::Var> laneFirst(std::vector<HL::Var> vars, size_t lane) {
 
 // Vectorizes pure var `lane` of stage `s` (moved innermost) and runs the
 // outermost of its other vars of extent 2 or more in parallel.
-void vectorizeAndParallel(HL::Stage s, const std::vector<HL::Var>& vars, const std::vector<int64_t>& shape, size_t lane) {
+void vectorizeAndParallel(HL::Stage s, const std::vector<HL::Var>& vars, const std::vector<int64_t>& shape, size_t lane,
+                          int lanes) {
   if (vars.empty()) return;
   if (lane != 0) {
     const std::vector<HL::Var> order = laneFirst(vars, lane);
     s.reorder(std::vector<HL::VarOrRVar>(order.begin(), order.end()));
   }
-  if (extent(shape, lane) >= kVector) s.vectorize(vars[lane], kVector);
+  if (extent(shape, lane) >= lanes) s.vectorize(vars[lane], lanes);
   for (size_t k = vars.size(); k-- > 0;)
     if (k != lane && extent(shape, k) >= 2) {
       s.parallel(vars[k]);
@@ -63,19 +67,19 @@ std::vector<HL::Var> updateVars(const HL::Func& f, int i) {
 // A reduction's panel (ShapedFunc::panel) computed at loop `at`, in its own
 // order: the lanes' dim innermost (a convolution's output channels), then
 // the rest in the order the reduction steps through them.
-void schedulePanel(HL::Func panel, const HL::LoopLevel& at) {
-  panel.compute_at(at).vectorize(panel.args()[0], kVector);
+void schedulePanel(HL::Func panel, const HL::LoopLevel& at, int lanes) {
+  panel.compute_at(at).vectorize(panel.args()[0], lanes);
 }
 
 // Update `i` of the reduction `p`: the reduction inside a register tile of
-// its pure vars (kVector lanes of the lane dim, the hint's or Halide dim 0,
-// times kUpdateRows of the rows dim: the hint's, else Halide dim 1), so each step of the reduction updates the
+// its pure vars (t.lanes lanes of the lane dim, the hint's or Halide dim 0,
+// times t.updateRows of the rows dim: the hint's, else Halide dim 1), so each step of the reduction updates the
 // whole tile, the tiles' loops outside, the outermost kept dim of extent 2
 // or more in parallel. The tile's loops round up (7 pixels compute as 8
 // lanes, into the reduction's own buffer: its inputs are clamped, HalideKernels.h);
 // an update cannot recompute lanes (ShiftInwards), and guarding them
 // (GuardWithIf) runs the tails scalar.
-void scheduleUpdate(const ShapedFunc& p, int i) {
+void scheduleUpdate(const ShapedFunc& p, int i, const Tiles& t) {
   HL::Func f = p.func;
   HL::Stage s = f.update(i);
   const std::vector<HL::Var> v = f.args(), kept = updateVars(f, i);
@@ -86,17 +90,17 @@ void scheduleUpdate(const ShapedFunc& p, int i) {
   };
   const size_t laneDim = laneHalideDim(p), rowDim = p.rowDim >= 0 ? p.shape.size() - 1 - size_t(p.rowDim) : 1;
   auto lane = std::find_if(kept.begin(), kept.end(), [&](const HL::Var& x) { return dimOf(x) == laneDim; });
-  const bool lanes = lane != kept.end() && extent(p.shape, laneDim) >= kVector / 2;
+  const bool lanes = lane != kept.end() && extent(p.shape, laneDim) >= t.lanes / 2;
   auto row = std::find_if(kept.begin(), kept.end(), [&](const HL::Var& x) { return dimOf(x) == rowDim && rowDim != laneDim; });
-  const bool rows = lanes && row != kept.end() && extent(p.shape, rowDim) >= kUpdateRows / 2;
+  const bool rows = lanes && row != kept.end() && extent(p.shape, rowDim) >= t.updateRows / 2;
   HL::Var xo("xo"), xi("xi"), yo("yo"), yi("yi");
   std::vector<HL::VarOrRVar> order;
   if (lanes) {
-    s.split(*lane, xo, xi, kVector, HL::TailStrategy::RoundUp);
+    s.split(*lane, xo, xi, t.lanes, HL::TailStrategy::RoundUp);
     order.push_back(xi);
   }
   if (rows) {
-    s.split(*row, yo, yi, kUpdateRows, HL::TailStrategy::RoundUp);
+    s.split(*row, yo, yi, t.updateRows, HL::TailStrategy::RoundUp);
     order.push_back(yi);
   }
   for (const HL::RVar& r : f.rvars(i)) order.push_back(r);
@@ -110,10 +114,10 @@ void scheduleUpdate(const ShapedFunc& p, int i) {
     if (lanes && x.name() == lane->name()) continue;
     const bool isRow = rows && x.name() == row->name();
     const int64_t e = extent(p.shape, dimOf(x));
-    loops.emplace_back(isRow ? HL::VarOrRVar(yo) : HL::VarOrRVar(x), isRow ? e / kUpdateRows : e);
+    loops.emplace_back(isRow ? HL::VarOrRVar(yo) : HL::VarOrRVar(x), isRow ? e / t.updateRows : e);
     if (panel && p.shape.size() - 1 - dimOf(x) >= size_t(p.batchDims)) blocksAt = loops.size();
   }
-  if (lanes) loops.insert(loops.begin() + int64_t(blocksAt), {xo, extent(p.shape, laneDim) / kVector});
+  if (lanes) loops.insert(loops.begin() + int64_t(blocksAt), {xo, extent(p.shape, laneDim) / t.lanes});
   for (const auto& l : loops) order.push_back(l.first);
   // In parallel: the outermost loop of 2 or more iterations (a block of lanes only with a panel).
   auto parallel = std::find_if(loops.rbegin(), loops.rend(), [&](const auto& l) {
@@ -123,29 +127,29 @@ void scheduleUpdate(const ShapedFunc& p, int i) {
   if (lanes) s.vectorize(xi);
   if (rows) s.unroll(yi);
   if (parallel != loops.rend()) s.parallel(parallel->first);
-  if (p.panel.defined()) schedulePanel(p.panel, panel ? HL::LoopLevel(f, xo) : HL::LoopLevel::root());
+  if (p.panel.defined()) schedulePanel(p.panel, panel ? HL::LoopLevel(f, xo) : HL::LoopLevel::root(), t.lanes);
 }
 
-// Friction's own schedule. Outputs: tiled kVector x kRows over their two
+// Friction's own schedule. Outputs: tiled t.lanes x t.rows over their two
 // innermost dims where they are that large (vector lanes, unrolled rows),
 // parallel over the outermost dim of extent 2 or more. Reductions (a
 // contraction's accumulator, pooling, statistics): computed whole before
 // the outputs, their pure definition vectorized and parallel, their updates
 // in register tiles (scheduleUpdate). Pure producers: inlined, or computed
 // whole (fusion=root); those a reduction reads always computed whole.
-void frictionSchedule(KernelFuncs& k, bool inlineProducers) {
+void frictionSchedule(KernelFuncs& k, bool inlineProducers, const Tiles& t) {
   for (ShapedFunc& out : k.outputs) {
     HL::Func f = out.func;
     std::vector<HL::Var> v = f.args();
     if (v.empty()) continue;
     HL::Var xo("xo"), xi("xi"), yo("yo"), yi("yi");
-    const bool tile = v.size() >= 2 && extent(out.shape, 0) >= kVector && extent(out.shape, 1) >= kRows;
-    if (tile) f.tile(v[0], v[1], xo, yo, xi, yi, kVector, kRows).vectorize(xi).unroll(yi);
-    else if (extent(out.shape, 0) >= kVector) f.vectorize(v[0], kVector);
+    const bool tile = v.size() >= 2 && extent(out.shape, 0) >= t.lanes && extent(out.shape, 1) >= t.rows;
+    if (tile) f.tile(v[0], v[1], xo, yo, xi, yi, t.lanes, t.rows).vectorize(xi).unroll(yi);
+    else if (extent(out.shape, 0) >= t.lanes) f.vectorize(v[0], t.lanes);
     bool parallel = false;
     for (size_t d = v.size(); d-- > (tile ? 2 : 1) && !parallel;)
       if (extent(out.shape, d) >= 2) f.parallel(v[d]), parallel = true;
-    if (tile && !parallel && extent(out.shape, 1) >= 2 * kRows) f.parallel(yo);  // a [rows, columns] output
+    if (tile && !parallel && extent(out.shape, 1) >= 2 * t.rows) f.parallel(yo);  // a [rows, columns] output
   }
   // The operands a reduction reads: materialized once rather than recomputed at every step of the reduction
   // (a transposed input read per window tap, with strided loads).
@@ -158,8 +162,8 @@ void frictionSchedule(KernelFuncs& k, bool inlineProducers) {
     if (!f.has_update_definition() && inlineProducers && !operands.count(f.name())) continue;
     f.compute_root();
     if (p.laneDim >= 0) f.reorder_storage(laneFirst(f.args(), laneHalideDim(p)));  // the lanes' dim laid out innermost
-    vectorizeAndParallel(f, f.args(), p.shape, laneHalideDim(p));
-    for (int i = 0; i < f.num_update_definitions(); ++i) scheduleUpdate(p, i);
+    vectorizeAndParallel(f, f.args(), p.shape, laneHalideDim(p), t.lanes);
+    for (int i = 0; i < f.num_update_definitions(); ++i) scheduleUpdate(p, i, t);
   }
 }
 
@@ -260,7 +264,8 @@ void scheduleKernel(KernelFuncs& k, const ScheduleOptions& options, const HL::Ta
         if (!p.func.has_update_definition()) p.func.compute_root();
     return;
   }
-  if (options.schedule == Schedule::Default) return frictionSchedule(k, options.inlineProducers);
+  if (options.schedule == Schedule::Default)
+    return frictionSchedule(k, options.inlineProducers, Tiles{options.lanes ? options.lanes : target.natural_vector_size<float>()});
   loadAutoscheduler(options.schedule);
   for (size_t i = 0; i < k.inputs.size(); ++i) k.inputs[i].set_estimates(regionOf(k.inputShapes[i]));
   std::vector<HL::Func> outputs;

@@ -135,6 +135,10 @@ class HalideSource : public KernelSource {
     std::string d = std::string("Halide 14 JIT for ") + target_.to_string() + ", schedule " +
                     scheduleInfo(options_.schedule).spelling +
                     (options_.schedule == Schedule::Adams2019 ? " (beam " + std::to_string(options_.beam) + ")" : "") +
+                    (options_.schedule == Schedule::Default
+                         ? " (" + std::to_string(options_.lanes ? options_.lanes : target_.natural_vector_size<float>()) +
+                               " lanes)"
+                         : "") +
                     (options_.accumulatorRows > 1 ? ", " + std::to_string(options_.accumulatorRows) + " accumulator rows" : "") +
                     ", producers " +
                     (options_.inlineProducers ? "inlined" : "materialized");

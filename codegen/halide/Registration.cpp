@@ -39,15 +39,22 @@ std::unique_ptr<Backend> makeHalideBackend(const std::map<std::string, std::stri
       auto rows = Spec::integer(value, 1, 32);
       FRICTION_CHECK(rows, "backend halide: rows must be a count of accumulator rows from 1 to 32, got '" + value + "'");
       schedule.accumulatorRows = int(*rows);
+    } else if (key == "lanes") {
+      auto lanes = Spec::integer(value, 1, 64);
+      FRICTION_CHECK(lanes, "backend halide: lanes must be a vector width from 1 to 64, got '" + value + "'");
+      schedule.lanes = int(*lanes);
     } else
       throw Error("backend halide: unknown option '" + key + "' (options: schedule=" + scheduleSpellings() +
-                  ", fusion=inline|root, beam=N (adams2019), rows=N, profile=on|off, dump=on|off)");
+                  ", fusion=inline|root, beam=N (adams2019), rows=N, lanes=N (default), profile=on|off, dump=on|off)");
   }
   FRICTION_CHECK(!options.count("beam") || schedule.schedule == Schedule::Adams2019,
                  "backend halide: beam is Adams2019's search width: it needs schedule=adams2019");
   FRICTION_CHECK(schedule.accumulatorRows == 1 || schedule.schedule != Schedule::Default,
                  "backend halide: rows is for the autoschedulers and none: friction's schedule tiles a contraction's "
                  "registers itself");
+  FRICTION_CHECK(!options.count("lanes") || schedule.schedule == Schedule::Default,
+                 "backend halide: lanes is the vector width of friction's schedule: it needs schedule=default "
+                 "(the autoschedulers choose their own)");
   schedule.threads = omp_get_max_threads();
   // Halide's own thread pool runs the parallel loops: as many threads as
   // OpenMP has (bench --threads), unless the user set HL_NUM_THREADS. Read

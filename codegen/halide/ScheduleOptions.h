@@ -14,8 +14,8 @@ namespace friction::codegen::halide {
 #define FRICTION_HALIDE_SCHEDULES(X)                                                                              \
   X(None, "none", "", "no schedule: Halide's defaults (every pure Func inlined, serial loops)")                      \
   X(Default, "default", "",                                                                                        \
-    "friction's hand schedule: outputs tiled 8 x 4, vectorized and parallel over the outermost dim; reductions "   \
-    "in 8 x 8 register tiles with the reduction inside")                                                           \
+    "friction's hand schedule: outputs tiled a vector x 4, vectorized and parallel over the outermost dim; "       \
+    "reductions in register tiles of a vector x 8 with the reduction inside")                                      \
   X(Adams2019, "adams2019", "Adams2019", "Halide's learned autoscheduler (cost model shipped with Halide 14)")     \
   X(Mullapudi2016, "mullapudi2016", "Mullapudi2016", "Halide's heuristic autoscheduler (grouping and tiling)")     \
   X(Li2018, "li2018", "Li2018", "Halide's gradient autoscheduler (simple parallel and vector loops)")
@@ -61,6 +61,10 @@ struct ScheduleOptions {
   // default: at batch 8 Halide's lowering of a grouped ResNet-50 kernel ran
   // for over 15 minutes (docs/codegen.md).
   int accumulatorRows = 1;
+  // The f32 lanes of friction's schedule's vectors (outputs, register tiles,
+  // panels); 0 (the default): the target's natural vector width, 8 with AVX2
+  // and 16 with AVX-512. Applies to default only.
+  int lanes = 0;
   bool dump = false;  // print each kernel's loop nest (its schedule) to stderr
 };
 

@@ -217,8 +217,8 @@ TEST_F(HalideBackend, TwoClampedInputsUnderAGreedyAndABeamAutoschedule) {
 // register tile's rows, the weights packed a block of output channels at a time inside the blocks' loop. One
 // conv's loop nest shows it; then the numerics of what the indexing must get right: strides, asymmetric pads,
 // dilations, a bias, groups that straddle a vector (3 channels a group), depthwise, 3 output channels (fewer
-// than half a vector: no lanes) and 12 (a partial last block), max and average pools, global ones; batch 1
-// and 3.
+// than half a vector: no lanes) and 12 (a partial last block of 8 or 16 lanes), max and average pools, global
+// ones; batch 1 and 3; vectors of AVX2's 8 lanes and AVX-512's 16 whatever the machine's are.
 TEST_F(HalideBackend, ChannelsLastConvolutionsReadTheirInputInPlace) {
   PipelineOptions layout;
   layout.passes = {"convert-layout"};
@@ -247,9 +247,10 @@ TEST_F(HalideBackend, ChannelsLastConvolutionsReadTheirInputInPlace) {
     EXPECT_TRUE(blocks != std::string::npos && panel != std::string::npos && blocks < panel)
         << "the panel packed inside the blocks' loop:\n" << nest;
   }
-  auto backend = createBackend("halide");
+  for (const char* lanes : {"8", "16"})
   for (int64_t batch : {1, 3}) {
-    const std::string at = ", batch " + std::to_string(batch);
+    auto backend = createBackend(std::string("halide?lanes=") + lanes);
+    const std::string at = ", batch " + std::to_string(batch) + ", " + lanes + " lanes";
     expectGraphMatchesInterp(*backend, {batch, 8, 13, 11},
                              conv({12, 8, 3, 3}, {{"strides", Ints{2, 1}}, {"pads", Ints{1, 0, 2, 1}}, {"dilations", Ints{1, 2}}}, true),
                              1e-4, "strided, padded, dilated, bias" + at, &layout);
@@ -267,32 +268,39 @@ TEST_F(HalideBackend, ChannelsLastConvolutionsReadTheirInputInPlace) {
   }
 }
 
-// A matmul's B is read through a panel packed a block of 8 columns at a time, the blocks' loop outside the rows'
-// (HalideKernels.cpp, `matmul`): one loop nest shows it; then B constant or computed, transposed (Gemm), with
-// batch dims of its own and broadcast over A's.
+// A matmul's B is read through a panel packed a block of columns (a vector's lanes) at a time, the blocks' loop
+// outside the rows' (HalideKernels.cpp, `matmul`): one loop nest shows it; then B constant or computed,
+// transposed (Gemm), with batch dims of its own and broadcast over A's, in vectors of 8 and 16 lanes.
 TEST_F(HalideBackend, MatMulsPackBABlockOfColumnsAtATime) {
   auto matmul = [](std::vector<int64_t> b) {
     return [=](GraphBuilder& g, Value* x) { return g.op("MatMul", {x, g.constant(test::randomTensor(b, 2))}); };
   };
-  {
-    auto backend = createBackend("halide?dump=on");
-    testing::internal::CaptureStderr();
-    expectGraphMatchesInterp(*backend, {2, 20, 32}, matmul({32, 24}), 1e-4, "[2,20,32] x [32,24], the loop nest");
-    const std::string nest = testing::internal::GetCapturedStderr();
-    EXPECT_EQ(test::countOf(nest, "produce "), 3) << "the accumulator, B's panel and the output:\n" << nest;
-    const size_t blocks = nest.find("d2.xo"), panel = nest.find("_panel:"), rows = nest.find("unrolled d1.yi");
-    EXPECT_TRUE(blocks < panel && panel < rows && rows != std::string::npos)
-        << "the panel packed inside the blocks' loop, outside the rows:\n" << nest;
+  for (const std::string lanes : {"8", "16"}) {
+    const std::string at = ", " + lanes + " lanes";
+    {
+      auto backend = createBackend("halide?dump=on&lanes=" + lanes);
+      testing::internal::CaptureStderr();
+      const std::string d =
+          expectGraphMatchesInterp(*backend, {2, 20, 32}, matmul({32, 24}), 1e-4, "[2,20,32] x [32,24], the loop nest" + at);
+      const std::string nest = testing::internal::GetCapturedStderr();
+      EXPECT_NE(d.find("(" + lanes + " lanes)"), std::string::npos) << d;
+      EXPECT_EQ(test::countOf(nest, "produce "), 3) << "the accumulator, B's panel and the output:\n" << nest;
+      const size_t blocks = nest.find("d2.xo"), panel = nest.find("_panel:"), rows = nest.find("unrolled d1.yi");
+      EXPECT_TRUE(blocks < panel && panel < rows && rows != std::string::npos)
+          << "the panel packed inside the blocks' loop, outside the rows:\n" << nest;
+      EXPECT_NE(nest.find("vectorized d2.xi in [0, " + std::to_string(std::stoi(lanes) - 1) + "]"), std::string::npos)
+          << "a vector of " << lanes << " columns:\n" << nest;
+    }
+    auto backend = createBackend("halide?lanes=" + lanes);
+    expectGraphMatchesInterp(*backend, {2, 3, 20, 32}, matmul({3, 32, 12}), 1e-4, "B's batch dims broadcast over A's" + at);
+    expectGraphMatchesInterp(*backend, {20, 32}, [](GraphBuilder& g, Value* x) {
+      return g.op("Gemm", {x, g.constant(test::randomTensor({24, 32}, 3)), g.constant(test::randomTensor({24}, 4))},
+                  {{"transB", int64_t(1)}});
+    }, 1e-4, "Gemm, B transposed" + at);
+    expectGraphMatchesInterp(*backend, {2, 9, 16}, [](GraphBuilder& g, Value* x) {  // B computed: attention scores
+      return g.op("MatMul", {x, g.op("Transpose", {x}, {{"perm", std::vector<int64_t>{0, 2, 1}}})});
+    }, 1e-4, "x x^T" + at);
   }
-  auto backend = createBackend("halide");
-  expectGraphMatchesInterp(*backend, {2, 3, 20, 32}, matmul({3, 32, 12}), 1e-4, "B's batch dims broadcast over A's");
-  expectGraphMatchesInterp(*backend, {20, 32}, [](GraphBuilder& g, Value* x) {
-    return g.op("Gemm", {x, g.constant(test::randomTensor({24, 32}, 3)), g.constant(test::randomTensor({24}, 4))},
-                {{"transB", int64_t(1)}});
-  }, 1e-4, "Gemm, B transposed");
-  expectGraphMatchesInterp(*backend, {2, 9, 16}, [](GraphBuilder& g, Value* x) {  // B computed: attention scores
-    return g.op("MatMul", {x, g.op("Transpose", {x}, {{"perm", std::vector<int64_t>{0, 2, 1}}})});
-  }, 1e-4, "x x^T");
 }
 
 // With `rows=8` a contraction accumulates 8 rows of its output as one Tuple (HalideKernels.cpp `accumulate`):
@@ -442,7 +450,8 @@ TEST_F(HalideBackend, DocsListEverySchedule) {
 TEST_F(HalideBackend, BadOptionsAreRefusedInOneLine) {
   for (const char* spec : {"halide?schedule=fastest", "halide?fusion=maybe", "halide?tiles=8", "halide?profile=yes", "halide?beam=4",
                            "halide?schedule=adams2019&beam=0", "halide?schedule=adams2019&beam=wide", "halide?rows=4",
-                           "halide?schedule=adams2019&rows=0", "halide?schedule=li2018&rows=64"}) {
+                           "halide?schedule=adams2019&rows=0", "halide?schedule=li2018&rows=64", "halide?lanes=0",
+                           "halide?lanes=128", "halide?schedule=adams2019&lanes=16"}) {
     try {
       createBackend(spec);
       ADD_FAILURE() << spec << " was accepted";
