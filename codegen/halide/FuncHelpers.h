@@ -109,10 +109,11 @@ inline Exprs channelsLastIndex(const Exprs& nchw) {
 }
 // A windowed op's hints when it is computed channels last: the channels in
 // vector lanes, laid out innermost; the pixels of a row as the rows of its
-// register tile (they share the weights).
+// register tile (they share the weights); its image rows as its slices.
 inline ShapedFunc channelsLast(ShapedFunc f) {
   f.laneDim = 1;
   f.rowDim = int(f.shape.size()) - 1;
+  if (f.shape.size() >= 4) f.sliceDim = int(f.shape.size()) - 2;
   return f;
 }
 // `source` read with every index clamped into `shape` (what BoundaryConditions::repeat_edge computes), as a

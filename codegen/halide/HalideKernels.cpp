@@ -229,6 +229,7 @@ class Definer {
     if (source) {
       a = channelsLast(a);
       a.panel = definePanel(n.name() + "_panel", ws.size(), [&](const Exprs& i) { return at(value(n.input(1)), i); });
+      a.panelElements = checkedNumel(n.input(1)->shape().staticDims());
       a.batchDims = 1;
     }
     auto bias = [&](const Exprs& y) { return n.input(2) ? at(value(n.input(2)), {y[1]}) : f32(0); };
@@ -268,6 +269,8 @@ class Definer {
     // B through a panel over [N, K, batch...]: the schedule packs a block of columns at a time.
     ShapedFunc a{HL::Func(), ys};
     a.batchDims = int(nb);
+    a.sliceDim = int(nb) - 1;
+    a.panelElements = checkedNumel(n.input(1)->shape().staticDims());
     a.panel = definePanel(n.name() + "_panel", bs.size(), [&](const Exprs& i) {
       Exprs b(i.begin() + 2, i.end());
       b.push_back(tb ? i[0] : i[1]), b.push_back(tb ? i[1] : i[0]);

@@ -43,10 +43,15 @@ struct ShapedFunc {
   // channels-last convolution's weights [K, C/G, window...]; a matmul's B as
   // [N, K, batch...]; definePanel in FuncHelpers.h); undefined when none.
   HL::Func panel;
+  int64_t panelElements = 0;  // the panel's size: the operand's
   // The leading dims whose loops enclose the panel's blocks (a batch: one
   // panel a batch index); the blocks enclose the other dims' loops, so one
   // block's panel serves all of them.
   int batchDims = 0;
+  // A reduction's dim that a consumer may compute it a slice of at a time
+  // without cutting its register tile: a channels-last convolution's image
+  // rows, a batched matmul's innermost batch dim; -1: none.
+  int sliceDim = -1;
 };
 
 // The Halide functions of one kernel.

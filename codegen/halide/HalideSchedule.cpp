@@ -8,6 +8,7 @@
 #include <set>
 
 #include "ir/Error.h"
+#include "ir/Shape.h"
 #include "ir/Spec.h"
 
 namespace friction::codegen::halide {
@@ -35,17 +36,18 @@ std::vector<HL::Var> laneFirst(std::vector<HL::Var> vars, size_t lane) {
   return vars;
 }
 
-// Vectorizes pure var `lane` of stage `s` (moved innermost) and runs the
-// outermost of its other vars of extent 2 or more in parallel.
+// Vectorizes pure var `lane` of stage `s` (moved innermost) and, with
+// `parallel`, runs the outermost of its other vars of extent 2 or more in
+// parallel.
 void vectorizeAndParallel(HL::Stage s, const std::vector<HL::Var>& vars, const std::vector<int64_t>& shape, size_t lane,
-                          int lanes) {
+                          int lanes, bool parallel = true) {
   if (vars.empty()) return;
   if (lane != 0) {
     const std::vector<HL::Var> order = laneFirst(vars, lane);
     s.reorder(std::vector<HL::VarOrRVar>(order.begin(), order.end()));
   }
   if (extent(shape, lane) >= lanes) s.vectorize(vars[lane], lanes);
-  for (size_t k = vars.size(); k-- > 0;)
+  for (size_t k = vars.size(); parallel && k-- > 0;)
     if (k != lane && extent(shape, k) >= 2) {
       s.parallel(vars[k]);
       return;
@@ -78,8 +80,10 @@ void schedulePanel(HL::Func panel, const HL::LoopLevel& at, int lanes) {
 // or more in parallel. The tile's loops round up (7 pixels compute as 8
 // lanes, into the reduction's own buffer: its inputs are clamped, HalideKernels.h);
 // an update cannot recompute lanes (ShiftInwards), and guarding them
-// (GuardWithIf) runs the tails scalar.
-void scheduleUpdate(const ShapedFunc& p, int i, const Tiles& t) {
+// (GuardWithIf) runs the tails scalar. `inSlice`: computed a slice at a time
+// inside the output's parallel loop (frictionSchedule): serial, its panel
+// packed once at the root.
+void scheduleUpdate(const ShapedFunc& p, int i, const Tiles& t, bool inSlice) {
   HL::Func f = p.func;
   HL::Stage s = f.update(i);
   const std::vector<HL::Var> v = f.args(), kept = updateVars(f, i);
@@ -126,18 +130,43 @@ void scheduleUpdate(const ShapedFunc& p, int i, const Tiles& t) {
   if (order.size() > 1) s.reorder(order);
   if (lanes) s.vectorize(xi);
   if (rows) s.unroll(yi);
-  if (parallel != loops.rend()) s.parallel(parallel->first);
-  if (p.panel.defined()) schedulePanel(p.panel, panel ? HL::LoopLevel(f, xo) : HL::LoopLevel::root(), t.lanes);
+  if (parallel != loops.rend() && !inSlice) s.parallel(parallel->first);
+  if (p.panel.defined())
+    schedulePanel(p.panel, panel && !inSlice ? HL::LoopLevel(f, xo) : HL::LoopLevel::root(), t.lanes);
+}
+
+// Whether `reader` reads the Func named `name`, directly or through the Funcs
+// it calls that are inlined (not in `materialized`).
+bool readsThroughInlined(const HL::Internal::Function& reader, const std::string& name,
+                         const std::set<std::string>& materialized, std::set<std::string>& seen) {
+  for (const auto& [callee, f] : HL::Internal::find_direct_calls(reader)) {
+    if (callee == name) return true;
+    if (!materialized.count(callee) && seen.insert(callee).second && readsThroughInlined(f, name, materialized, seen))
+      return true;
+  }
+  return false;
 }
 
 // Friction's own schedule. Outputs: tiled t.lanes x t.rows over their two
 // innermost dims where they are that large (vector lanes, unrolled rows),
 // parallel over the outermost dim of extent 2 or more. Reductions (a
-// contraction's accumulator, pooling, statistics): computed whole before
-// the outputs, their pure definition vectorized and parallel, their updates
-// in register tiles (scheduleUpdate). Pure producers: inlined, or computed
-// whole (fusion=root); those a reduction reads always computed whole.
+// contraction's accumulator, pooling, statistics): computed before the
+// outputs, their pure definition vectorized, their updates in register tiles
+// (scheduleUpdate). A reduction the output alone reads (through inlined Funcs:
+// a convolution's bias and Relu), as many elements as the output, is computed
+// a slice at a time (ShapedFunc::sliceDim: a channels-last image's rows, a
+// batched matmul's batch) inside the output's loop over its third innermost
+// dim, when that dim has the slice dim's extent (the output is the reduction
+// transposed, or itself: a guess from extents, which at worst costs speed;
+// Halide's bounds keep it right) and runs inside the parallel loop: the
+// slice's accumulator stays in cache for the epilogue, where a whole one went
+// to memory and back twice (MobileNetV2's 1x1 convolutions of 16 input
+// channels into 112x112x96). Its panel is then packed once, at the root. The
+// other reductions are computed whole, in parallel. Pure producers: inlined,
+// or computed whole (fusion=root); those a reduction reads always computed
+// whole.
 void frictionSchedule(KernelFuncs& k, bool inlineProducers, const Tiles& t) {
+  HL::Func sliced;  // the one output whose loop over Halide dim 2 can hold a reduction's slice
   for (ShapedFunc& out : k.outputs) {
     HL::Func f = out.func;
     std::vector<HL::Var> v = f.args();
@@ -146,24 +175,46 @@ void frictionSchedule(KernelFuncs& k, bool inlineProducers, const Tiles& t) {
     const bool tile = v.size() >= 2 && extent(out.shape, 0) >= t.lanes && extent(out.shape, 1) >= t.rows;
     if (tile) f.tile(v[0], v[1], xo, yo, xi, yi, t.lanes, t.rows).vectorize(xi).unroll(yi);
     else if (extent(out.shape, 0) >= t.lanes) f.vectorize(v[0], t.lanes);
-    bool parallel = false;
-    for (size_t d = v.size(); d-- > (tile ? 2 : 1) && !parallel;)
-      if (extent(out.shape, d) >= 2) f.parallel(v[d]), parallel = true;
-    if (tile && !parallel && extent(out.shape, 1) >= 2 * t.rows) f.parallel(yo);  // a [rows, columns] output
+    int parallel = -1;
+    for (size_t d = v.size(); d-- > (tile ? 2 : 1) && parallel < 0;)
+      if (extent(out.shape, d) >= 2) f.parallel(v[d]), parallel = int(d);
+    if (tile && parallel < 0 && extent(out.shape, 1) >= 2 * t.rows) f.parallel(yo);  // a [rows, columns] output
+    if (k.outputs.size() == 1 && tile && parallel >= 2 && extent(out.shape, 2) >= 2) sliced = f;
   }
   // The operands a reduction reads: materialized once rather than recomputed at every step of the reduction
   // (a transposed input read per window tap, with strided loads).
-  std::set<std::string> operands;
+  std::set<std::string> operands, materialized;
   for (ShapedFunc& p : k.producers)
     if (p.func.has_update_definition())
       for (const auto& [name, f] : HL::Internal::find_direct_calls(p.func.function())) operands.insert(name);
+  for (ShapedFunc& p : k.producers)
+    if (p.func.has_update_definition() || !inlineProducers || operands.count(p.func.name()))
+      materialized.insert(p.func.name());
+  auto inSlice = [&](const ShapedFunc& p) {
+    const std::vector<int64_t>& out = k.outputs[0].shape;
+    if (!sliced.defined() || !p.func.has_update_definition() || p.sliceDim < 0 ||
+        p.shape[size_t(p.sliceDim)] != extent(out, 2) || checkedNumel(p.shape) != checkedNumel(out))
+      return false;
+    // Each slice reads the whole panel: worth it only where that is less than the reduction's own traffic.
+    const int64_t slices = checkedNumel(out) / (extent(out, 0) * extent(out, 1));
+    if (p.panelElements * slices >= checkedNumel(out)) return false;
+    for (const ShapedFunc& q : k.producers) {
+      std::set<std::string> seen;
+      if (q.func.name() != p.func.name() && materialized.count(q.func.name()) &&
+          readsThroughInlined(q.func.function(), p.func.name(), materialized, seen))
+        return false;  // computed whole, it needs all of p
+    }
+    return true;
+  };
   for (ShapedFunc& p : k.producers) {
     HL::Func f = p.func;
-    if (!f.has_update_definition() && inlineProducers && !operands.count(f.name())) continue;
-    f.compute_root();
+    if (!materialized.count(f.name())) continue;
+    const bool slice = inSlice(p);
+    if (slice) f.compute_at(sliced, sliced.args()[2]);
+    else f.compute_root();
     if (p.laneDim >= 0) f.reorder_storage(laneFirst(f.args(), laneHalideDim(p)));  // the lanes' dim laid out innermost
-    vectorizeAndParallel(f, f.args(), p.shape, laneHalideDim(p), t.lanes);
-    for (int i = 0; i < f.num_update_definitions(); ++i) scheduleUpdate(p, i, t);
+    vectorizeAndParallel(f, f.args(), p.shape, laneHalideDim(p), t.lanes, !slice);
+    for (int i = 0; i < f.num_update_definitions(); ++i) scheduleUpdate(p, i, t, slice);
   }
 }
 
@@ -264,8 +315,10 @@ void scheduleKernel(KernelFuncs& k, const ScheduleOptions& options, const HL::Ta
         if (!p.func.has_update_definition()) p.func.compute_root();
     return;
   }
-  if (options.schedule == Schedule::Default)
-    return frictionSchedule(k, options.inlineProducers, Tiles{options.lanes ? options.lanes : target.natural_vector_size<float>()});
+  if (options.schedule == Schedule::Default) {
+    const int lanes = options.lanes ? options.lanes : target.natural_vector_size<float>();
+    return frictionSchedule(k, options.inlineProducers, Tiles{lanes});
+  }
   loadAutoscheduler(options.schedule);
   for (size_t i = 0; i < k.inputs.size(); ++i) k.inputs[i].set_estimates(regionOf(k.inputShapes[i]));
   std::vector<HL::Func> outputs;

@@ -268,6 +268,45 @@ TEST_F(HalideBackend, ChannelsLastConvolutionsReadTheirInputInPlace) {
   }
 }
 
+// Friction's schedule computes a reduction that only the output reads a slice (an image row) at a time inside
+// the output's parallel loop, so its accumulator stays in cache for the epilogue, where the whole panel read by
+// every slice costs less than the reduction's own size (HalideSchedule.cpp, frictionSchedule); one whose weights
+// outweigh it is computed whole. Loop nests, then the numerics with the slice loop inside a batch's (batch 3),
+// a stride and odd sizes.
+TEST_F(HalideBackend, AReductionIsComputedASliceAtATimeWhereItsPanelIsSmall) {
+  PipelineOptions layout;
+  layout.passes = {"convert-layout"};
+  using Ints = std::vector<int64_t>;
+  auto conv = [](Ints weights, Ints strides = {1, 1}) {
+    return [=](GraphBuilder& b, Value* x) {
+      return b.op("Conv", {x, b.constant(test::randomTensor(weights, 2)), b.constant(test::randomTensor({weights[0]}, 3))},
+                  {{"strides", strides}});
+    };
+  };
+  auto nestOf = [&](const Ints& input, const Ints& weights, const std::string& what) {
+    auto backend = createBackend("halide?dump=on");
+    testing::internal::CaptureStderr();
+    expectGraphMatchesInterp(*backend, input, conv(weights), 1e-4, what, &layout);
+    const std::string dump = testing::internal::GetCapturedStderr();
+    const size_t at = dump.find("loop nest of Fused");
+    return at == std::string::npos ? dump : dump.substr(at, dump.find("halide: loop nest of", at + 1) - at);
+  };
+  // 8 input channels into 32 at 24x24: a panel of 256 floats read by each of 24 rows, against 18432 outputs.
+  std::string nest = nestOf({1, 8, 24, 24}, {32, 8, 1, 1}, "a small panel");
+  EXPECT_GT(nest.find("_acc:"), nest.find("_out:")) << "the accumulator produced inside the output's loop:\n" << nest;
+  EXPECT_LT(nest.find("parallel"), nest.find("_acc:")) << "inside its parallel loop:\n" << nest;
+  // 64 channels into 64, 3x3, at 4x4: a panel of 36864 floats a row against 1024 outputs.
+  nest = nestOf({1, 64, 6, 6}, {64, 64, 3, 3}, "a large panel");
+  EXPECT_LT(nest.find("_acc:"), nest.find("_out:")) << "the accumulator produced whole, before the output:\n" << nest;
+  auto backend = createBackend("halide");
+  for (int64_t batch : {1, 3}) {
+    const std::string at = ", batch " + std::to_string(batch);
+    expectGraphMatchesInterp(*backend, {batch, 8, 24, 24}, conv({32, 8, 1, 1}), 1e-4, "1x1" + at, &layout);
+    expectGraphMatchesInterp(*backend, {batch, 4, 17, 15}, conv({20, 4, 1, 1}, {2, 2}), 1e-4, "1x1, stride 2, odd" + at,
+                             &layout);
+  }
+}
+
 // A matmul's B is read through a panel packed a block of columns (a vector's lanes) at a time, the blocks' loop
 // outside the rows' (HalideKernels.cpp, `matmul`): one loop nest shows it; then B constant or computed,
 // transposed (Gemm), with batch dims of its own and broadcast over A's, in vectors of 8 and 16 lanes.
