@@ -52,6 +52,7 @@ expect_error huge-dim-fir "huge.fir:2:.*dimension 5555555555555553 is too large"
 expect_ok inspect "FLOPs" -- "$F" inspect "zoo:resnet?depth=2&width=8&resolution=16"
 expect_ok inspect-json '"parameters"' -- "$F" inspect "zoo:mlp" --json
 expect_ok run-json '"outputs"' -- "$F" run "zoo:mlp" --batch 3 --json
+expect_ok run-says-what-ran "0 nodes on interp fallback" -- "$F" run "zoo:mlp" --backend cpu
 expect_ok run-test-data "output_0|min" -- "$F" run "$NODE/test_conv_with_strides_padding/model.onnx" --inputs "$NODE/test_conv_with_strides_padding/test_data_set_0" --outputs "$T/out"
 expect_ok outputs-written "output_0.pb" -- ls "$T/out"
 expect_ok zoo-list "^resnet" -- "$F" zoo list

@@ -103,8 +103,8 @@ void runModel(RunArgs a) {
     j["load"] = {{"open_ms", loaded.openMs}, {"graph_parse_ms", loaded.parseMs}, {"program_ms", loaded.programMs},
                  {"kernels_compiled", st ? st->kernelsCompiled : 0}, {"kernels_loaded", st ? st->kernelsLoaded : 0},
                  {"compiled_for", loaded.artifact->info().cpu}, {"friction_revision", loaded.artifact->info().revision}};
-    j["executor"] = compiled->description();
   }
+  j["executor"] = compiled->description();  // what ran: kernels, fallbacks, an autoscheduler's refusals
   for (size_t i = 0; i < outputs.size(); ++i) j["outputs"].push_back(summary(g->outputs()[i]->name(), outputs[i]));
   if (a.json) {
     std::cout << j.dump(2) << "\n";
@@ -118,6 +118,7 @@ void runModel(RunArgs a) {
   } else {
     std::printf("%s on %s, batch %ld: compile %.1f ms, run %.1f ms (single run; use `friction bench` to measure)\n",
                 a.model.c_str(), a.backend.c_str(), long(batch), compileMs, runMs);
+    if (!compiled->description().empty()) std::printf("  %s\n", compiled->description().c_str());
   }
   for (const auto& o : j["outputs"]) {
     std::cout << "  " << o["name"].get<std::string>() << " " << o["dtype"].get<std::string>() << o["shape"].dump()
