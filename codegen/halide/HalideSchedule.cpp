@@ -307,6 +307,10 @@ void loadAutoscheduler(Schedule schedule) {
   loaded.insert(name);
 }
 
+int scheduleLanes(const ScheduleOptions& options, const HL::Target& target) {
+  return options.lanes ? options.lanes : target.natural_vector_size<float>();
+}
+
 void scheduleKernel(KernelFuncs& k, const ScheduleOptions& options, const HL::Target& target) {
   const ScheduleInfo& info = scheduleInfo(options.schedule);
   if (options.schedule == Schedule::None) {
@@ -316,8 +320,7 @@ void scheduleKernel(KernelFuncs& k, const ScheduleOptions& options, const HL::Ta
     return;
   }
   if (options.schedule == Schedule::Default) {
-    const int lanes = options.lanes ? options.lanes : target.natural_vector_size<float>();
-    return frictionSchedule(k, options.inlineProducers, Tiles{lanes});
+    return frictionSchedule(k, options.inlineProducers, Tiles{scheduleLanes(options, target)});
   }
   loadAutoscheduler(options.schedule);
   for (size_t i = 0; i < k.inputs.size(); ++i) k.inputs[i].set_estimates(regionOf(k.inputShapes[i]));

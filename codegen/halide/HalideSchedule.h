@@ -15,6 +15,10 @@ void loadAutoscheduler(Schedule schedule);
 // estimates from the static shapes and load their plugin on first use.
 void scheduleKernel(KernelFuncs& k, const ScheduleOptions& options, const Halide::Target& target);
 
+// The f32 lanes of friction's schedule's vectors for `target`: the option's,
+// else the target's natural width.
+int scheduleLanes(const ScheduleOptions& options, const Halide::Target& target);
+
 // What an autoscheduler's schedule of the pipeline of `outputs` needs before
 // Halide 14 lowers it right (scheduleKernel runs it after each): every Func
 // stored where it is computed, and the loops it unrolled over a guarded tail

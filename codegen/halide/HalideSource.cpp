@@ -136,8 +136,7 @@ class HalideSource : public KernelSource {
                     scheduleInfo(options_.schedule).spelling +
                     (options_.schedule == Schedule::Adams2019 ? " (beam " + std::to_string(options_.beam) + ")" : "") +
                     (options_.schedule == Schedule::Default
-                         ? " (" + std::to_string(options_.lanes ? options_.lanes : target_.natural_vector_size<float>()) +
-                               " lanes)"
+                         ? " (" + std::to_string(scheduleLanes(options_, target_)) + " lanes)"
                          : "") +
                     (options_.accumulatorRows > 1 ? ", " + std::to_string(options_.accumulatorRows) + " accumulator rows" : "") +
                     ", producers " +

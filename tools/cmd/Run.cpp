@@ -104,7 +104,8 @@ void runModel(RunArgs a) {
                  {"kernels_compiled", st ? st->kernelsCompiled : 0}, {"kernels_loaded", st ? st->kernelsLoaded : 0},
                  {"compiled_for", loaded.artifact->info().cpu}, {"friction_revision", loaded.artifact->info().revision}};
   }
-  j["executor"] = compiled->description();  // what ran: kernels, fallbacks, an autoscheduler's refusals
+  const std::string executor = compiled->description();  // what ran: kernels, fallbacks, an autoscheduler's refusals
+  j["executor"] = executor;
   for (size_t i = 0; i < outputs.size(); ++i) j["outputs"].push_back(summary(g->outputs()[i]->name(), outputs[i]));
   if (a.json) {
     std::cout << j.dump(2) << "\n";
@@ -114,11 +115,11 @@ void runModel(RunArgs a) {
     std::printf("%s on %s, batch %ld: load %.1f ms (open %.1f, graph parse %.1f, program %.1f; no MLIR/LLVM work), "
                 "run %.1f ms (single run; use `friction bench` to measure)\n  %s\n",
                 a.model.c_str(), backendName.c_str(), long(batch), compileMs, loaded.openMs, loaded.parseMs,
-                loaded.programMs, runMs, compiled->description().c_str());
+                loaded.programMs, runMs, executor.c_str());
   } else {
     std::printf("%s on %s, batch %ld: compile %.1f ms, run %.1f ms (single run; use `friction bench` to measure)\n",
                 a.model.c_str(), a.backend.c_str(), long(batch), compileMs, runMs);
-    if (!compiled->description().empty()) std::printf("  %s\n", compiled->description().c_str());
+    if (!executor.empty()) std::printf("  %s\n", executor.c_str());
   }
   for (const auto& o : j["outputs"]) {
     std::cout << "  " << o["name"].get<std::string>() << " " << o["dtype"].get<std::string>() << o["shape"].dump()
