@@ -251,15 +251,59 @@ void serializeGuardedUnrolls(HL::Internal::StageSchedule s) {
     if (d.for_type == ForType::Unrolled && guarded.count(d.var)) d.for_type = ForType::Serial;
 }
 
+// An update's vectorized loop over a guarded tail (a pure var split with
+// GuardWithIf, a loop of its inner part vectorized) computes whole vectors:
+// Halide 14's lowering (its rewrite of vector interleavings) dropped the
+// tail's branch of such a loop when the update read another Func, so every
+// iteration of the outer loop updated the first vector. Mullapudi2016 on a
+// LayerNormalization of 17 rows of 16 lanes summed the squares of rows 0-15
+// twice and of row 16 never (TestHalideSchedule.cpp). A Func the pipeline
+// computes for itself rounds such splits up (its buffer grows to whole
+// vectors; the kernel's inputs are clamped, HalideKernels.h); an output,
+// whose buffer cannot grow, runs the loop as scalars.
+// `s` is a handle: a copy edits the stage's schedule.
+void vectorizeGuardedUpdatesWhole(HL::Internal::StageSchedule s, const std::vector<std::string>& args, bool output) {
+  std::set<std::string> pure(args.begin(), args.end()), tail;  // tail: loops of a guarded split's inner part
+  for (const HL::Internal::Split& split : s.splits()) {
+    const bool isPure = pure.count(split.old_var) > 0, inTail = tail.count(split.old_var) > 0;
+    if (split.is_fuse()) {
+      if (pure.count(split.outer) && pure.count(split.inner)) pure.insert(split.old_var);
+      if (tail.count(split.outer) || tail.count(split.inner)) tail.insert(split.old_var);
+      continue;
+    }
+    for (const std::string& part : {split.outer, split.is_split() ? split.inner : split.outer}) {
+      if (isPure) pure.insert(part);
+      if (inTail) tail.insert(part);
+    }
+    if (split.is_split() && isPure && split.tail == HL::TailStrategy::GuardWithIf) tail.insert(split.inner);
+  }
+  using HL::Internal::ForType;
+  bool vectorizedTail = false;
+  for (HL::Internal::Dim& d : s.dims())
+    if (d.for_type == ForType::Vectorized && tail.count(d.var)) {
+      vectorizedTail = true;
+      if (output) d.for_type = ForType::Serial;
+    }
+  if (!vectorizedTail || output) return;
+  for (HL::Internal::Split& split : s.splits())
+    if (split.is_split() && pure.count(split.old_var) && split.tail == HL::TailStrategy::GuardWithIf)
+      split.tail = HL::TailStrategy::RoundUp;
+}
+
 }  // namespace
 
 void repairAutoschedule(const std::vector<HL::Func>& outputs) {
   std::map<std::string, HL::Internal::Function> all;
   for (const HL::Func& out : outputs) all.merge(HL::Internal::find_transitive_calls(out.function()));
+  std::set<std::string> outputNames;
+  for (const HL::Func& out : outputs) outputNames.insert(out.name());
   for (auto& [name, f] : all) {
     storeWhereComputed(f);
     serializeGuardedUnrolls(f.definition().schedule());
-    for (const HL::Internal::Definition& update : f.updates()) serializeGuardedUnrolls(update.schedule());
+    for (const HL::Internal::Definition& update : f.updates()) {
+      serializeGuardedUnrolls(update.schedule());
+      vectorizeGuardedUpdatesWhole(update.schedule(), f.args(), outputNames.count(name) > 0);
+    }
   }
 }
 

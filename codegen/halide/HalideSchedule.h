@@ -21,8 +21,9 @@ int scheduleLanes(const ScheduleOptions& options, const Halide::Target& target);
 
 // What an autoscheduler's schedule of the pipeline of `outputs` needs before
 // Halide 14 lowers it right (scheduleKernel runs it after each): every Func
-// stored where it is computed, and the loops it unrolled over a guarded tail
-// made serial (HalideSchedule.cpp says why).
+// stored where it is computed, the loops it unrolled over a guarded tail
+// made serial, and an update's vectors over a guarded tail computed whole
+// (HalideSchedule.cpp says why).
 void repairAutoschedule(const std::vector<Halide::Func>& outputs);
 
 }  // namespace friction::codegen::halide

@@ -11,7 +11,9 @@
 // FRICTION_DIFFERENTIAL_SAVE=DIR also writes the minimized graph there, to
 // keep under tests/codegen/regressions/ (checked by RegressionGraphs below).
 // FRICTION_DIFFERENTIAL_SEEDS=N runs seeds [0, N) instead of the bounded CI
-// set.
+// set; FRICTION_DIFFERENTIAL_BACKENDS="SPEC ..." adds backends (default and
+// all-off on each), such as Halide's autoschedulers, which take seconds a
+// graph and are checked on fixed models in CI (TestHalideBackend.cpp).
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -63,6 +65,12 @@ std::vector<Config> everyConfiguration() {
   for (const std::string halide : {"halide", "halide?fusion=root"}) {
     configs.push_back({"default on " + halide, {}, halide});
     configs.push_back({"none on " + halide, configs[1].options, halide});
+  }
+  // More backends by request (the autoschedulers take seconds a graph, too long for every CI seed).
+  std::istringstream extra(std::getenv("FRICTION_DIFFERENTIAL_BACKENDS") ? std::getenv("FRICTION_DIFFERENTIAL_BACKENDS") : "");
+  for (std::string spec; extra >> spec;) {
+    configs.push_back({"default on " + spec, {}, spec});
+    configs.push_back({"none on " + spec, configs[1].options, spec});
   }
   return configs;
 }

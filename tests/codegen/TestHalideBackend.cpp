@@ -414,6 +414,30 @@ TEST_F(HalideBackend, AnUnrolledLoopOverAGuardedTailOnTwoThreads) {
   expectMatchesInterp(*backend, "vit?width=32&heads=2&patch=8&resolution=32&depth=2", 2, {}, "small ViT at batch 2");
 }
 
+// A row statistic over a guarded tail: Mullapudi2016 vectorized a LayerNormalization's sums over 16 of its 17
+// rows with a guarded tail, and Halide 14 lowered the squares' update to the first vector alone (rows 0-15
+// summed twice, row 16 never; relative errors of 100). Such vectors are computed whole (HalideSchedule.cpp).
+// The normalizations of 17 and 33 rows, and a softmax's, under every autoscheduler; then the small ViT of
+// 17 tokens at batch 1, where the halide-schedules study found it.
+TEST_F(HalideBackend, AnUpdatesVectorsOverAGuardedTail) {
+  for (const char* schedule : {"adams2019", "mullapudi2016", "li2018"}) {
+    const std::string spec = std::string("halide?schedule=") + schedule;
+    auto backend = backendPlannedFor(2, spec);
+    for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{{17, 32}, {1, 33, 48}}) {
+      const std::string rows = std::to_string(shape[shape.size() - 2]) + " rows";
+      expectGraphMatchesInterp(*backend, shape, [&](GraphBuilder& b, Value* x) {
+        return b.op("LayerNormalization", {x, b.constant(test::randomTensor({shape.back()}, 3)),
+                                           b.constant(test::randomTensor({shape.back()}, 4))}, {{"axis", int64_t(-1)}});
+      }, 1e-4, spec + ": LayerNormalization of " + rows);
+      expectGraphMatchesInterp(*backend, shape, [](GraphBuilder& b, Value* x) {
+        return b.op("Softmax", {x}, {{"axis", int64_t(-1)}});
+      }, 1e-4, spec + ": Softmax of " + rows);
+    }
+  }
+  auto mullapudi = backendPlannedFor(2, "halide?schedule=mullapudi2016");
+  expectMatchesInterp(*mullapudi, "vit?width=32&heads=2&patch=8&resolution=32&depth=2", 1, {}, "small ViT at batch 1");
+}
+
 // The ops the cpu target runs as native typed kernels are Typed kernels here
 // (a mask built by comparisons, logic and Where on bools and integers, Casts
 // between element types, ScatterND of constant indices), no pass run first.
