@@ -259,35 +259,59 @@ void serializeGuardedUnrolls(HL::Internal::StageSchedule s) {
 // LayerNormalization of 17 rows of 16 lanes summed the squares of rows 0-15
 // twice and of row 16 never (TestHalideSchedule.cpp). A Func the pipeline
 // computes for itself rounds such splits up (its buffer grows to whole
-// vectors; the kernel's inputs are clamped, HalideKernels.h); an output,
-// whose buffer cannot grow, runs the loop as scalars.
+// vectors; the kernel's inputs are clamped) where rounding up adds
+// iterations past the end only: a split of a whole dim or of its outer loops,
+// or of an inner loop whose extent it divides. Rounding 128 channels up to
+// 3 x 48 would overlap the next block of 128, which another thread updates
+// too (Adams2019 on MobileNetV3's depthwise convolutions). Elsewhere, and in
+// an output's update, whose buffer cannot grow, the loop runs as scalars.
 // `s` is a handle: a copy edits the stage's schedule.
 void vectorizeGuardedUpdatesWhole(HL::Internal::StageSchedule s, const std::vector<std::string>& args, bool output) {
-  std::set<std::string> pure(args.begin(), args.end()), tail;  // tail: loops of a guarded split's inner part
-  for (const HL::Internal::Split& split : s.splits()) {
-    const bool isPure = pure.count(split.old_var) > 0, inTail = tail.count(split.old_var) > 0;
+  struct Loop {
+    bool pure = false;
+    // Whether running the loop past its extent computes values past the end only: a whole dim's loop, or
+    // the outer loop of one that is; not a split's inner loop, whose next values are the next block's.
+    bool extendable = false;
+    int64_t extent = -1;      // a split's inner loop: the split's factor; -1: not known
+    std::set<size_t> guards;  // the guarded splits of pure loops whose inner part holds this one
+  };
+  std::map<std::string, Loop> loops;
+  for (const std::string& a : args) loops[a] = {true, true, -1, {}};
+  std::vector<HL::Internal::Split>& splits = s.splits();
+  std::set<size_t> roundable;  // guarded splits that can round up with no overlap
+  for (size_t i = 0; i < splits.size(); ++i) {
+    const HL::Internal::Split& split = splits[i];
+    const Loop old = loops[split.old_var];
     if (split.is_fuse()) {
-      if (pure.count(split.outer) && pure.count(split.inner)) pure.insert(split.old_var);
-      if (tail.count(split.outer) || tail.count(split.inner)) tail.insert(split.old_var);
+      const Loop &outer = loops[split.outer], &inner = loops[split.inner];
+      Loop fused{outer.pure && inner.pure, false, -1, outer.guards};
+      fused.guards.insert(inner.guards.begin(), inner.guards.end());
+      loops[split.old_var] = fused;
       continue;
     }
-    for (const std::string& part : {split.outer, split.is_split() ? split.inner : split.outer}) {
-      if (isPure) pure.insert(part);
-      if (inTail) tail.insert(part);
+    if (!split.is_split()) {  // a rename (or an RVar made pure): the same loop
+      loops[split.outer] = old;
+      continue;
     }
-    if (split.is_split() && isPure && split.tail == HL::TailStrategy::GuardWithIf) tail.insert(split.inner);
+    const int64_t* factor = HL::Internal::as_const_int(split.factor);
+    loops[split.outer] = {old.pure, old.extendable, -1, old.guards};
+    Loop& inner = loops[split.inner] = {old.pure, false, factor ? *factor : -1, old.guards};
+    if (old.pure && split.tail == HL::TailStrategy::GuardWithIf) {
+      inner.guards.insert(i);
+      if (factor && (old.extendable || (old.extent > 0 && old.extent % *factor == 0))) roundable.insert(i);
+    }
   }
   using HL::Internal::ForType;
-  bool vectorizedTail = false;
+  std::set<size_t> guards;  // the guarded splits over vectorized loops
+  for (const HL::Internal::Dim& d : s.dims())
+    if (d.for_type == ForType::Vectorized) guards.insert(loops[d.var].guards.begin(), loops[d.var].guards.end());
+  if (guards.empty()) return;
+  if (!output && std::includes(roundable.begin(), roundable.end(), guards.begin(), guards.end())) {
+    for (size_t i : guards) splits[i].tail = HL::TailStrategy::RoundUp;
+    return;
+  }
   for (HL::Internal::Dim& d : s.dims())
-    if (d.for_type == ForType::Vectorized && tail.count(d.var)) {
-      vectorizedTail = true;
-      if (output) d.for_type = ForType::Serial;
-    }
-  if (!vectorizedTail || output) return;
-  for (HL::Internal::Split& split : s.splits())
-    if (split.is_split() && pure.count(split.old_var) && split.tail == HL::TailStrategy::GuardWithIf)
-      split.tail = HL::TailStrategy::RoundUp;
+    if (d.for_type == ForType::Vectorized && !loops[d.var].guards.empty()) d.for_type = ForType::Serial;
 }
 
 }  // namespace

@@ -85,13 +85,18 @@ TEST(HalideSchedule, AGuardedTailsUnrolledLoopRunsSerially) {
 // over the row's 32 columns vectorized over 16 rows, split with a guarded tail.
 // The input's bounds are constant (as the backend declares every buffer's):
 // then Halide 14 lowered the squares' update to the first vector alone, in
-// both iterations of the outer loop. An output's update of the same kind too.
+// both iterations of the outer loop. Then the squares with the rows split
+// twice, as Adams2019 splits: by 32 and 16 (rounding up the inner split adds
+// nothing), by 12 and 8 on two threads (rounded up, the first block of 12
+// rows would update rows 12-15 too, which the second block updates), by 12
+// and 4 with the 3 blocks of 4 split by 2 and vectorized over 2 blocks
+// (rounded up, 4 blocks of 4); and as a pipeline's output.
 struct GuardedVectorUpdates {
-  static constexpr int kRows = 17, kColumns = 32, kLanes = 16;
+  static constexpr int kRows = 17, kColumns = 32;
   HL::ImageParam in{HL::Float(32), 2, "in"};
-  HL::Var c{"c"}, k{"k"}, r{"r"}, ro{"ro"}, ri{"ri"};
+  HL::Var c{"c"}, k{"k"}, r{"r"}, ro{"ro"}, ri{"ri"}, rio{"rio"}, rii{"rii"}, rioo{"rioo"}, rioi{"rioi"};
   HL::RDom column{0, kColumns, "column"};
-  HL::Func x{"x"}, sum{"sum"}, squares{"squares"}, out{"out"}, outSquares{"outSquares"};
+  HL::Func x{"x"}, sum{"sum"};
   HL::Buffer<float> values{kColumns, kRows};
   GuardedVectorUpdates() {
     in.dim(0).set_bounds(0, kColumns).set_stride(1);
@@ -99,23 +104,27 @@ struct GuardedVectorUpdates {
     x(c, r) = in(HL::clamp(c, 0, kColumns - 1), HL::clamp(r, 0, kRows - 1));
     sum(k, r) = 0.f;
     sum(0, r) += x(column, r);
-    HL::Expr deviation = x(column, r) - sum(0, r) / kColumns;
-    squares(k, r) = 0.f;
-    squares(0, r) += deviation * deviation;
-    out(c, r) = squares(0, r);
-    outSquares(k, r) = 0.f;  // the same statistic as a pipeline's output
-    outSquares(0, r) += deviation * deviation;
-    for (HL::Func f : {sum, squares}) {
-      f.compute_root().split(r, ro, ri, kLanes).vectorize(ri).parallel(ro);
-      f.update().split(r, ro, ri, kLanes, HL::TailStrategy::GuardWithIf).vectorize(ri).parallel(ro);
-    }
-    outSquares.split(r, ro, ri, kLanes).vectorize(ri);
-    outSquares.update().split(r, ro, ri, kLanes, HL::TailStrategy::GuardWithIf).vectorize(ri);
-    out.output_buffer().dim(0).set_bounds(0, kColumns).dim(1).set_bounds(0, kRows);
-    outSquares.output_buffer().dim(0).set_bounds(0, 1).dim(1).set_bounds(0, kRows);
+    sum.compute_root().split(r, ro, ri, 16).vectorize(ri).parallel(ro);
+    sum.update().split(r, ro, ri, 16, HL::TailStrategy::GuardWithIf).vectorize(ri).parallel(ro);
     for (int j = 0; j < kRows; ++j)
       for (int i = 0; i < kColumns; ++i) values(i, j) = float((i * 7 + j * 3) % 11);
     in.set(values);
+  }
+  // The squared deviations, its pure definition vectorized by 16 at the root.
+  HL::Func squares(const std::string& name) {
+    HL::Func f(name);
+    HL::Expr deviation = x(column, r) - sum(0, r) / kColumns;
+    f(k, r) = 0.f;
+    f(0, r) += deviation * deviation;
+    f.compute_root().split(r, ro, ri, 16).vectorize(ri).parallel(ro);
+    return f;
+  }
+  // An output of every column of `statistic`'s rows.
+  HL::Func reading(const HL::Func& statistic) {
+    HL::Func out(statistic.name() + "_out");
+    out(c, r) = statistic(0, r);
+    out.output_buffer().dim(0).set_bounds(0, kColumns).dim(1).set_bounds(0, kRows);
+    return out;
   }
   // Row j's squared deviations, in double.
   float want(int j) const {
@@ -123,6 +132,12 @@ struct GuardedVectorUpdates {
     for (int i = 0; i < kColumns; ++i) s += values(i, j);
     for (int i = 0; i < kColumns; ++i) q += (values(i, j) - s / kColumns) * (values(i, j) - s / kColumns);
     return float(q);
+  }
+  // `out` realized (its parallel loops on Halide's thread pool), column 0 against want().
+  void expectRows(HL::Func out, int width, const std::string& what) {
+    SCOPED_TRACE(what);
+    HL::Buffer<float> got = out.realize({width, kRows});
+    for (int j = 0; j < kRows; ++j) EXPECT_NEAR(got(0, j), want(j), 1e-3 * want(j)) << "row " << j;
   }
 };
 
@@ -136,26 +151,45 @@ HL::TailStrategy splitTail(const HL::Func& f, int update, const std::string& out
 }
 
 // An update's vectors over a guarded tail are computed whole: rounded up where
-// the pipeline owns the Func's buffer, scalar in an output's. The pure
-// definitions keep their schedule.
+// the pipeline owns the Func's buffer and rounding adds rows past the end
+// only, scalar otherwise and in an output's update. The pure definitions keep
+// their schedule.
 TEST(HalideSchedule, AnUpdatesVectorsOverAGuardedTailAreComputedWhole) {
+  using HL::TailStrategy;
   GuardedVectorUpdates p;
-  repairAutoschedule({p.out});
-  repairAutoschedule({p.outSquares});
-  for (const HL::Func& f : {p.sum, p.squares}) {
-    EXPECT_EQ(splitTail(f, 0, "ro"), HL::TailStrategy::RoundUp) << f.name();
+  HL::Func once = p.squares("once"), blocks = p.squares("blocks"), overlapping = p.squares("overlapping"),
+           outerOfInner = p.squares("outerOfInner");
+  once.update().split(p.r, p.ro, p.ri, 16, TailStrategy::GuardWithIf).vectorize(p.ri).parallel(p.ro);
+  blocks.update().split(p.r, p.ro, p.ri, 32, TailStrategy::GuardWithIf)
+      .split(p.ri, p.rio, p.rii, 16, TailStrategy::GuardWithIf).vectorize(p.rii).parallel(p.ro);
+  overlapping.update().split(p.r, p.ro, p.ri, 12, TailStrategy::GuardWithIf)
+      .split(p.ri, p.rio, p.rii, 8, TailStrategy::GuardWithIf).vectorize(p.rii).parallel(p.ro);
+  outerOfInner.update().split(p.r, p.ro, p.ri, 12, TailStrategy::GuardWithIf)
+      .split(p.ri, p.rio, p.rii, 4, TailStrategy::GuardWithIf)
+      .split(p.rio, p.rioo, p.rioi, 2, TailStrategy::GuardWithIf).vectorize(p.rioi).parallel(p.ro);
+  HL::Func output = p.squares("output");  // the statistic as the pipeline's output: [1, rows]
+  output.update().split(p.r, p.ro, p.ri, 16, TailStrategy::GuardWithIf).vectorize(p.ri);
+  output.output_buffer().dim(0).set_bounds(0, 1).dim(1).set_bounds(0, GuardedVectorUpdates::kRows);
+  std::vector<HL::Func> outs = {p.reading(once), p.reading(blocks), p.reading(overlapping), p.reading(outerOfInner)};
+  for (const HL::Func& out : outs) repairAutoschedule({out});
+  repairAutoschedule({output});
+  for (const HL::Func& f : {p.sum, once}) {
+    EXPECT_EQ(splitTail(f, 0, "ro"), TailStrategy::RoundUp) << f.name();
     EXPECT_EQ(loopType(f, 1, "ri"), ForType::Vectorized) << f.name();
     EXPECT_EQ(loopType(f, 0, "ri"), ForType::Vectorized) << f.name() << "'s pure definition";
   }
-  EXPECT_EQ(splitTail(p.outSquares, 0, "ro"), HL::TailStrategy::GuardWithIf) << "an output's buffer cannot grow";
-  EXPECT_EQ(loopType(p.outSquares, 1, "ri"), ForType::Serial);
-  EXPECT_EQ(loopType(p.outSquares, 0, "ri"), ForType::Vectorized) << "its pure definition";
-  HL::Buffer<float> got = p.out.realize({GuardedVectorUpdates::kColumns, GuardedVectorUpdates::kRows});
-  HL::Buffer<float> gotOutput = p.outSquares.realize({1, GuardedVectorUpdates::kRows});
-  for (int j = 0; j < GuardedVectorUpdates::kRows; ++j) {
-    EXPECT_NEAR(got(0, j), p.want(j), 1e-3 * p.want(j)) << "row " << j;
-    EXPECT_NEAR(gotOutput(0, j), p.want(j), 1e-3 * p.want(j)) << "row " << j << " of the output's update";
-  }
+  EXPECT_EQ(splitTail(blocks, 0, "ro"), TailStrategy::RoundUp);
+  EXPECT_EQ(splitTail(blocks, 0, "rio"), TailStrategy::RoundUp) << "16 divides the inner 32";
+  EXPECT_EQ(loopType(blocks, 1, "rii"), ForType::Vectorized);
+  EXPECT_EQ(splitTail(overlapping, 0, "rio"), TailStrategy::GuardWithIf) << "8 does not divide the inner 12";
+  EXPECT_EQ(loopType(overlapping, 1, "rii"), ForType::Serial);
+  EXPECT_EQ(splitTail(outerOfInner, 0, "rioo"), TailStrategy::GuardWithIf) << "2 does not divide the 3 blocks";
+  EXPECT_EQ(loopType(outerOfInner, 1, "rioi"), ForType::Serial);
+  EXPECT_EQ(splitTail(output, 0, "ro"), TailStrategy::GuardWithIf) << "an output's buffer cannot grow";
+  EXPECT_EQ(loopType(output, 1, "ri"), ForType::Serial);
+  EXPECT_EQ(loopType(output, 0, "ri"), ForType::Vectorized) << "its pure definition";
+  for (const HL::Func& out : outs) p.expectRows(out, GuardedVectorUpdates::kColumns, out.name());
+  p.expectRows(output, 1, "the statistic as the output");
 }
 
 }  // namespace

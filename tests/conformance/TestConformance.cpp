@@ -204,4 +204,13 @@ TEST(Conformance, TorchvisionExportsOnHalideWithNoPass) {
             10);
 }
 
+// Under the autoschedulers, whose schedules friction repairs before Halide 14 lowers them
+// (codegen/halide/HalideSchedule.cpp): MobileNetV3-Large under Adams2019 (its depthwise convolutions' channel
+// blocks, split twice with guarded tails) and the ViT under Mullapudi2016 (its normalizations over 17 rows of
+// 16 lanes). All 25 fixtures under each of the three autoschedulers matched too, by hand (2026-12-07).
+TEST(Conformance, TorchvisionExportsUnderTheAutoschedulers) {
+  EXPECT_EQ(expectTorchFixturesOn("halide?schedule=adams2019", PipelineOptions{}, "default", "^mobilenet_v3_large$"), 1);
+  EXPECT_EQ(expectTorchFixturesOn("halide?schedule=mullapudi2016", PipelineOptions{}, "default", "^vit$"), 1);
+}
+
 TEST(Conformance, HalidePassesWhatInterpPasses) { expectPassesWhatInterpPasses("halide", {"onnx-package"}); }
