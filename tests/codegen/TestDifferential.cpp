@@ -67,7 +67,8 @@ std::vector<Config> everyConfiguration() {
     configs.push_back({"none on " + halide, configs[1].options, halide});
   }
   // More backends by request (the autoschedulers take seconds a graph, too long for every CI seed).
-  std::istringstream extra(std::getenv("FRICTION_DIFFERENTIAL_BACKENDS") ? std::getenv("FRICTION_DIFFERENTIAL_BACKENDS") : "");
+  const char* extraBackends = std::getenv("FRICTION_DIFFERENTIAL_BACKENDS");
+  std::istringstream extra(extraBackends ? extraBackends : "");
   for (std::string spec; extra >> spec;) {
     configs.push_back({"default on " + spec, {}, spec});
     configs.push_back({"none on " + spec, configs[1].options, spec});
