@@ -22,6 +22,7 @@ struct Tiles {
   // the FMA latency (2 FMAs a cycle, 4 cycles each) and leave registers for
   // the operands in AVX2's 16.
   int updateRows = 8;
+  int64_t parallelWork = kParallelWork;  // the least work a stage holds to run in parallel (ScheduleOptions.h)
 };
 
 // The extent of Halide dim `k` of a friction shape.
@@ -130,7 +131,10 @@ void scheduleUpdate(const ShapedFunc& p, int i, const Tiles& t, bool inSlice) {
   if (order.size() > 1) s.reorder(order);
   if (lanes) s.vectorize(xi);
   if (rows) s.unroll(yi);
-  if (parallel != loops.rend() && !inSlice) s.parallel(parallel->first);
+  int64_t work = checkedNumel(p.shape);
+  for (const HL::RVar& r : f.rvars(i))
+    if (const int64_t* steps = HL::Internal::as_const_int(r.extent())) work *= *steps;
+  if (parallel != loops.rend() && !inSlice && work >= t.parallelWork) s.parallel(parallel->first);
   if (p.panel.defined())
     schedulePanel(p.panel, panel && !inSlice ? HL::LoopLevel(f, xo) : HL::LoopLevel::root(), t.lanes);
 }
@@ -149,7 +153,8 @@ bool readsThroughInlined(const HL::Internal::Function& reader, const std::string
 
 // Friction's own schedule. Outputs: tiled t.lanes x t.rows over their two
 // innermost dims where they are that large (vector lanes, unrolled rows),
-// parallel over the outermost dim of extent 2 or more. Reductions (a
+// parallel over the outermost dim of extent 2 or more. A stage runs in
+// parallel only where it holds t.parallelWork elements of work or more. Reductions (a
 // contraction's accumulator, pooling, statistics): computed before the
 // outputs, their pure definition vectorized, their updates in register tiles
 // (scheduleUpdate). A reduction the output alone reads (through inlined Funcs:
@@ -175,10 +180,11 @@ void frictionSchedule(KernelFuncs& k, bool inlineProducers, const Tiles& t) {
     const bool tile = v.size() >= 2 && extent(out.shape, 0) >= t.lanes && extent(out.shape, 1) >= t.rows;
     if (tile) f.tile(v[0], v[1], xo, yo, xi, yi, t.lanes, t.rows).vectorize(xi).unroll(yi);
     else if (extent(out.shape, 0) >= t.lanes) f.vectorize(v[0], t.lanes);
+    const bool worthParallel = checkedNumel(out.shape) >= t.parallelWork;
     int parallel = -1;
-    for (size_t d = v.size(); d-- > (tile ? 2 : 1) && parallel < 0;)
+    for (size_t d = v.size(); worthParallel && d-- > (tile ? 2 : 1) && parallel < 0;)
       if (extent(out.shape, d) >= 2) f.parallel(v[d]), parallel = int(d);
-    if (tile && parallel < 0 && extent(out.shape, 1) >= 2 * t.rows) f.parallel(yo);  // a [rows, columns] output
+    if (worthParallel && tile && parallel < 0 && extent(out.shape, 1) >= 2 * t.rows) f.parallel(yo);  // [rows, columns]
     if (k.outputs.size() == 1 && tile && parallel >= 2 && extent(out.shape, 2) >= 2) sliced = f;
   }
   // The operands a reduction reads: materialized once rather than recomputed at every step of the reduction
@@ -213,7 +219,7 @@ void frictionSchedule(KernelFuncs& k, bool inlineProducers, const Tiles& t) {
     if (slice) f.compute_at(sliced, sliced.args()[2]);
     else f.compute_root();
     if (p.laneDim >= 0) f.reorder_storage(laneFirst(f.args(), laneHalideDim(p)));  // the lanes' dim laid out innermost
-    vectorizeAndParallel(f, f.args(), p.shape, laneHalideDim(p), t.lanes, !slice);
+    vectorizeAndParallel(f, f.args(), p.shape, laneHalideDim(p), t.lanes, !slice && checkedNumel(p.shape) >= t.parallelWork);
     for (int i = 0; i < f.num_update_definitions(); ++i) scheduleUpdate(p, i, t, slice);
   }
 }
@@ -388,7 +394,9 @@ void scheduleKernel(KernelFuncs& k, const ScheduleOptions& options, const HL::Ta
     return;
   }
   if (options.schedule == Schedule::Default) {
-    return frictionSchedule(k, options.inlineProducers, Tiles{scheduleLanes(options, target)});
+    Tiles tiles{scheduleLanes(options, target)};
+    tiles.parallelWork = options.parallelWork;
+    return frictionSchedule(k, options.inlineProducers, tiles);
   }
   loadAutoscheduler(options.schedule);
   for (size_t i = 0; i < k.inputs.size(); ++i) k.inputs[i].set_estimates(regionOf(k.inputShapes[i]));

@@ -43,15 +43,23 @@ std::unique_ptr<Backend> makeHalideBackend(const std::map<std::string, std::stri
       auto lanes = Spec::integer(value, 1, 64);
       FRICTION_CHECK(lanes, "backend halide: lanes must be a vector width from 1 to 64, got '" + value + "'");
       schedule.lanes = int(*lanes);
+    } else if (key == "parallel-work") {
+      auto work = Spec::integer(value, 0, int64_t(1) << 40);
+      FRICTION_CHECK(work, "backend halide: parallel-work must be a count of elements from 0, got '" + value + "'");
+      schedule.parallelWork = *work;
     } else
       throw Error("backend halide: unknown option '" + key + "' (options: schedule=" + scheduleSpellings() +
-                  ", fusion=inline|root, beam=N (adams2019), rows=N, lanes=N (default), profile=on|off, dump=on|off)");
+                  ", fusion=inline|root, beam=N (adams2019), rows=N, lanes=N (default), parallel-work=N (default), "
+                  "profile=on|off, dump=on|off)");
   }
   FRICTION_CHECK(!options.count("beam") || schedule.schedule == Schedule::Adams2019,
                  "backend halide: beam is Adams2019's search width: it needs schedule=adams2019");
   FRICTION_CHECK(schedule.accumulatorRows == 1 || schedule.schedule != Schedule::Default,
                  "backend halide: rows is for the autoschedulers and none: friction's schedule tiles a contraction's "
                  "registers itself");
+  FRICTION_CHECK(!options.count("parallel-work") || schedule.schedule == Schedule::Default,
+                 "backend halide: parallel-work is friction's schedule's floor for a parallel loop: it needs "
+                 "schedule=default (the autoschedulers choose their own)");
   FRICTION_CHECK(!options.count("lanes") || schedule.schedule == Schedule::Default,
                  "backend halide: lanes is the vector width of friction's schedule: it needs schedule=default "
                  "(the autoschedulers choose their own)");

@@ -39,6 +39,10 @@ std::string scheduleSpellings();
 // The schedule spelled `name`; throws Error listing the spellings otherwise.
 Schedule parseSchedule(const std::string& name);
 
+// A fork-join costs microseconds: the small Mixer's 53 parallel loops a run took it from 0.06 ms on one
+// thread to 0.19 ms on two (docs/codegen.md).
+constexpr int64_t kParallelWork = 16384;
+
 struct ScheduleOptions {
   Schedule schedule = Schedule::Default;
   // Loop-level fusion of the pure producers inside a kernel (per-node values
@@ -65,6 +69,9 @@ struct ScheduleOptions {
   // panels); 0 (the default): the target's natural vector width, 8 with AVX2
   // and 16 with AVX-512. Applies to default only.
   int lanes = 0;
+  // The least work (elements, times a reduction's steps) a stage of friction's schedule holds to run in
+  // parallel; 0: every stage of 2 or more iterations. Applies to default only.
+  int64_t parallelWork = kParallelWork;
   bool dump = false;  // print each kernel's loop nest (its schedule) to stderr
 };
 

@@ -342,6 +342,27 @@ TEST_F(HalideBackend, MatMulsPackBABlockOfColumnsAtATime) {
   }
 }
 
+// A stage runs in parallel only where it holds the work of a fork-join (`kParallelWork` elements, times a
+// reduction's steps; `parallel-work=N` sets it, 0 parallelizes every stage): a small Relu and a small matmul
+// run serially, a large Relu in parallel, and with `parallel-work=0` the small ones too.
+TEST_F(HalideBackend, SmallStagesRunSerially) {
+  auto nestOf = [](const std::string& spec, const std::vector<int64_t>& shape, bool matmul) {
+    auto backend = createBackend(spec);
+    testing::internal::CaptureStderr();
+    expectGraphMatchesInterp(*backend, shape, [&](GraphBuilder& b, Value* x) {
+      return matmul ? b.op("MatMul", {x, b.constant(test::randomTensor({shape.back(), 16}, 2))}) : b.op("Relu", {x});
+    }, 1e-4, spec);
+    return testing::internal::GetCapturedStderr();
+  };
+  ASSERT_GT(64 * 64 * 8, codegen::halide::kParallelWork);
+  for (bool matmul : {false, true}) {
+    const std::string what = matmul ? "[16,32] x [32,16]" : "Relu of [1,16,32]";
+    EXPECT_EQ(nestOf("halide?dump=on", {1, 16, 32}, matmul).find("parallel"), std::string::npos) << what;
+    EXPECT_NE(nestOf("halide?dump=on&parallel-work=0", {1, 16, 32}, matmul).find("parallel"), std::string::npos) << what;
+  }
+  EXPECT_NE(nestOf("halide?dump=on", {8, 64, 64}, false).find("parallel"), std::string::npos) << "Relu of [8,64,64]";
+}
+
 // With `rows=8` a contraction accumulates 8 rows of its output as one Tuple (HalideKernels.cpp `accumulate`):
 // the loop nest produces the grouped accumulator, and without the option the plain one. Then the indexing
 // the groups must get right, under no schedule (fast) and Adams2019: a row count that does not divide the rows
@@ -514,7 +535,8 @@ TEST_F(HalideBackend, BadOptionsAreRefusedInOneLine) {
   for (const char* spec : {"halide?schedule=fastest", "halide?fusion=maybe", "halide?tiles=8", "halide?profile=yes", "halide?beam=4",
                            "halide?schedule=adams2019&beam=0", "halide?schedule=adams2019&beam=wide", "halide?rows=4",
                            "halide?schedule=adams2019&rows=0", "halide?schedule=li2018&rows=64", "halide?lanes=0",
-                           "halide?lanes=128", "halide?schedule=adams2019&lanes=16"}) {
+                           "halide?lanes=128", "halide?schedule=adams2019&lanes=16", "halide?parallel-work=-1",
+                           "halide?schedule=mullapudi2016&parallel-work=0"}) {
     try {
       createBackend(spec);
       ADD_FAILURE() << spec << " was accepted";
