@@ -23,6 +23,7 @@ struct Tiles {
   // the operands in AVX2's 16.
   int updateRows = 8;
   int64_t parallelWork = kParallelWork;  // the least work a stage holds to run in parallel (ScheduleOptions.h)
+  bool worthParallel(int64_t work) const { return work >= parallelWork; }
 };
 
 // The extent of Halide dim `k` of a friction shape.
@@ -134,7 +135,7 @@ void scheduleUpdate(const ShapedFunc& p, int i, const Tiles& t, bool inSlice) {
   int64_t work = checkedNumel(p.shape);
   for (const HL::RVar& r : f.rvars(i))
     if (const int64_t* steps = HL::Internal::as_const_int(r.extent())) work *= *steps;
-  if (parallel != loops.rend() && !inSlice && work >= t.parallelWork) s.parallel(parallel->first);
+  if (parallel != loops.rend() && !inSlice && t.worthParallel(work)) s.parallel(parallel->first);
   if (p.panel.defined())
     schedulePanel(p.panel, panel && !inSlice ? HL::LoopLevel(f, xo) : HL::LoopLevel::root(), t.lanes);
 }
@@ -180,7 +181,7 @@ void frictionSchedule(KernelFuncs& k, bool inlineProducers, const Tiles& t) {
     const bool tile = v.size() >= 2 && extent(out.shape, 0) >= t.lanes && extent(out.shape, 1) >= t.rows;
     if (tile) f.tile(v[0], v[1], xo, yo, xi, yi, t.lanes, t.rows).vectorize(xi).unroll(yi);
     else if (extent(out.shape, 0) >= t.lanes) f.vectorize(v[0], t.lanes);
-    const bool worthParallel = checkedNumel(out.shape) >= t.parallelWork;
+    const bool worthParallel = t.worthParallel(checkedNumel(out.shape));
     int parallel = -1;
     for (size_t d = v.size(); worthParallel && d-- > (tile ? 2 : 1) && parallel < 0;)
       if (extent(out.shape, d) >= 2) f.parallel(v[d]), parallel = int(d);
@@ -219,7 +220,7 @@ void frictionSchedule(KernelFuncs& k, bool inlineProducers, const Tiles& t) {
     if (slice) f.compute_at(sliced, sliced.args()[2]);
     else f.compute_root();
     if (p.laneDim >= 0) f.reorder_storage(laneFirst(f.args(), laneHalideDim(p)));  // the lanes' dim laid out innermost
-    vectorizeAndParallel(f, f.args(), p.shape, laneHalideDim(p), t.lanes, !slice && checkedNumel(p.shape) >= t.parallelWork);
+    vectorizeAndParallel(f, f.args(), p.shape, laneHalideDim(p), t.lanes, !slice && t.worthParallel(checkedNumel(p.shape)));
     for (int i = 0; i < f.num_update_definitions(); ++i) scheduleUpdate(p, i, t, slice);
   }
 }
@@ -324,9 +325,11 @@ void vectorizeGuardedUpdatesWhole(HL::Internal::StageSchedule s, const std::vect
 
 void repairAutoschedule(const std::vector<HL::Func>& outputs) {
   std::map<std::string, HL::Internal::Function> all;
-  for (const HL::Func& out : outputs) all.merge(HL::Internal::find_transitive_calls(out.function()));
   std::set<std::string> outputNames;
-  for (const HL::Func& out : outputs) outputNames.insert(out.name());
+  for (const HL::Func& out : outputs) {
+    all.merge(HL::Internal::find_transitive_calls(out.function()));
+    outputNames.insert(out.name());
+  }
   for (auto& [name, f] : all) {
     storeWhereComputed(f);
     serializeGuardedUnrolls(f.definition().schedule());
