@@ -132,9 +132,11 @@ void scheduleUpdate(const ShapedFunc& p, int i, const Tiles& t, bool inSlice) {
   if (order.size() > 1) s.reorder(order);
   if (lanes) s.vectorize(xi);
   if (rows) s.unroll(yi);
+  // The steps from the update's own reduction domain: Func::rvars() gives RVars by name only, whose extent()
+  // is a symbol, not the constant.
   int64_t work = checkedNumel(p.shape);
-  for (const HL::RVar& r : f.rvars(i))
-    if (const int64_t* steps = HL::Internal::as_const_int(r.extent())) work *= *steps;
+  for (const HL::Internal::ReductionVariable& r : f.function().update(i).schedule().rvars())
+    if (const int64_t* steps = HL::Internal::as_const_int(r.extent)) work *= *steps;
   if (parallel != loops.rend() && !inSlice && t.worthParallel(work)) s.parallel(parallel->first);
   if (p.panel.defined())
     schedulePanel(p.panel, panel && !inSlice ? HL::LoopLevel(f, xo) : HL::LoopLevel::root(), t.lanes);

@@ -344,7 +344,8 @@ TEST_F(HalideBackend, MatMulsPackBABlockOfColumnsAtATime) {
 
 // A stage runs in parallel only where it holds the work of a fork-join (`kParallelWork` elements, times a
 // reduction's steps; `parallel-work=N` sets it, 0 parallelizes every stage): a small Relu and a small matmul
-// run serially, a large Relu in parallel, and with `parallel-work=0` the small ones too.
+// run serially, a large Relu and a matmul of few elements but many steps in parallel, and with
+// `parallel-work=0` the small ones too.
 TEST_F(HalideBackend, SmallStagesRunSerially) {
   auto nestOf = [](const std::string& spec, const std::vector<int64_t>& shape, bool matmul) {
     auto backend = createBackend(spec);
@@ -361,6 +362,9 @@ TEST_F(HalideBackend, SmallStagesRunSerially) {
     EXPECT_NE(nestOf("halide?dump=on&parallel-work=0", {1, 16, 32}, matmul).find("parallel"), std::string::npos) << what;
   }
   EXPECT_NE(nestOf("halide?dump=on", {8, 64, 64}, false).find("parallel"), std::string::npos) << "Relu of [8,64,64]";
+  ASSERT_LT(16 * 16, codegen::halide::kParallelWork);
+  ASSERT_GT(16 * 16 * 2048, codegen::halide::kParallelWork);
+  EXPECT_NE(nestOf("halide?dump=on", {1, 16, 2048}, true).find("parallel"), std::string::npos) << "[16,2048] x [2048,16]";
 }
 
 // With `rows=8` a contraction accumulates 8 rows of its output as one Tuple (HalideKernels.cpp `accumulate`):
