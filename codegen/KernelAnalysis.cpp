@@ -231,9 +231,11 @@ std::optional<size_t> maskInputs(const std::string& op) {
   auto it = ops.find(op);
   return it == ops.end() ? std::nullopt : std::optional<size_t>(it->second);
 }
-// The ops the halide target builds as Typed kernels: the mask ops, ScatterND, and every Cast (one a
-// Structured kernel covers never gets here).
-bool isTypedKernelOp(const std::string& op) { return maskInputs(op) || op == "ScatterND" || op == "Cast"; }
+// The ops the halide target builds as Typed kernels: the mask ops, ScatterND, every Cast (one a Structured
+// kernel covers never gets here) and Resize (its tap tables baked in).
+bool isTypedKernelOp(const std::string& op) {
+  return maskInputs(op) || op == "ScatterND" || op == "Cast" || op == "Resize";
+}
 
 // Whether ScatterND `node` has a Typed kernel: no reduction, at least one index tuple, constant and in
 // range (scatterRows, as the cpu target checks them).
@@ -258,9 +260,15 @@ std::unique_ptr<KernelView> analyzeTyped(const Node& node, std::string* why) {
   if (node.numOutputs() != 1 || !storable(node.output(0)))
     return fail(why, node.op() + ": one static result of f32, i64, i32 or bool expected"), nullptr;
   if (mask && node.numInputs() != *maskArity) return fail(why, node.op() + " with another operand count"), nullptr;
-  for (const Value* v : node.inputs())
-    if (!v || !storable(v)) return fail(why, node.op() + ": an operand is absent or not f32, i64, i32 or bool"), nullptr;
+  for (const Value* v : node.inputs())  // Resize's roi, scales or sizes may be absent
+    if ((!v && node.op() != "Resize") || (v && !storable(v)))
+      return fail(why, node.op() + ": an operand is absent or not f32, i64, i32 or bool"), nullptr;
   if (node.op() == "ScatterND" && !checkScatterND(node, why)) return nullptr;
+  if (node.op() == "Resize" &&
+      (node.input(0)->dtype() != DType::F32 ||
+       !resizeTables(node, {node.inputs().begin(), node.inputs().end()}, node.input(0)->shape().staticDims(),
+                     node.output(0)->shape().staticDims(), why)))
+    return nullptr;
   auto view = std::make_unique<KernelView>();
   view->kind = KernelKind::Typed;
   view->nodes = {&node};
@@ -268,7 +276,7 @@ std::unique_ptr<KernelView> analyzeTyped(const Node& node, std::string* why) {
     const Value* v = node.input(i);
     if (mask && !broadcastsTo(v->shape().staticDims(), node.output(0)->shape().staticDims()))
       return fail(why, node.op() + ": input " + std::to_string(i) + " does not broadcast to the result"), nullptr;
-    if (constantData(v) || std::find(view->inputs.begin(), view->inputs.end(), v) != view->inputs.end()) continue;
+    if (!v || constantData(v) || std::find(view->inputs.begin(), view->inputs.end(), v) != view->inputs.end()) continue;
     view->inputs.push_back(v);
     view->argInputs.push_back(int(i));
   }
@@ -333,6 +341,12 @@ std::vector<bool> reducedDims(const Node& n) {
 
 std::vector<bool> normalizedDims(const Node& n) {
   const int64_t rank = int64_t(n.input(0)->shape().rank());
+  if (n.op() == "InstanceNormalization") {  // each image plane: every dim after the channels
+    FRICTION_CHECK(rank >= 3, n.describe() + ": InstanceNormalization needs rank >= 3");
+    std::vector<bool> dims(size_t(rank), true);
+    dims[0] = dims[1] = false;
+    return dims;
+  }
   int64_t axis = n.attrInt("axis", -1);
   if (axis < 0) axis += rank;
   FRICTION_CHECK(axis >= 0 && axis < rank, n.describe() + ": axis out of range");

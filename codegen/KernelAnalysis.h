@@ -84,8 +84,9 @@ bool isSupportedElementwise(const Node& n);
 // A shape-only op (Reshape, Flatten, Squeeze, Unsqueeze: the View trait)
 // between static f32 values of as many elements: zero-copy on the host.
 bool isStaticView(const Node& n);
-// The dims of input 0 a Softmax or LogSoftmax (its `axis`) or a
-// LayerNormalization (`axis` to the last) normalizes over.
+// The dims of input 0 a Softmax or LogSoftmax (its `axis`), a
+// LayerNormalization (`axis` to the last) or an InstanceNormalization (every
+// dim after the channels) normalizes over.
 std::vector<bool> normalizedDims(const Node& n);
 // The dims of input 0 a Reduce op reduces (its axes input or attribute;
 // every dim when empty) or a global pool does (the spatial dims); throws

@@ -22,6 +22,7 @@
 
 #include "ir/Graph.h"
 #include "runtime/ukernels/Conv.h"
+#include "runtime/ukernels/Resize.h"
 
 namespace friction::codegen {
 
@@ -94,6 +95,14 @@ struct ScatterRows {
 std::optional<ScatterRows> scatterRows(const std::vector<int64_t>& xs, const std::vector<int64_t>& indexShape,
                                        const std::vector<int64_t>& tuples, int64_t updateElements,
                                        std::string* why = nullptr);
+
+// Resize's taps, a table per axis (made as the interpreter takes them, ir/ops/TensorShapes.h's resizeTaps), from
+// constant scales or the sizes the static shapes `xs` -> `ys` hold; nullopt, with the reason in `why`, for a mode
+// other than nearest, linear and cubic, tf_crop_and_resize, or scales not constant. The cpu target's gather and
+// the halide target's Resize both start from it.
+std::optional<std::vector<ukernels::ResizeAxis>> resizeTables(const Node& n, const std::vector<const Value*>& in,
+                                                              const std::vector<int64_t>& xs,
+                                                              const std::vector<int64_t>& ys, std::string* why = nullptr);
 
 // The native kernel of a data-movement or per-axis op on f32
 // (NativeTensorOps.cpp: Slice, Concat, Pad, Gather, ScatterND, Expand, Tile,

@@ -573,28 +573,35 @@ ukernels::ResizeAxis resizeAxis(const ResizeParams& p, int64_t in, int64_t out, 
   return a;
 }
 
-// Resize with constant scales (or sizes, which static shapes give): tables of each axis's taps made now, so a run
-// only gathers. tf_crop_and_resize (positions outside its roi extrapolate) stays with the interpreter.
 std::unique_ptr<NativeKernel> matchResize(const Node& n, const std::vector<const Value*>& in, const Ints& xs,
                                           const Ints& ys, std::string* why) {
-  const ResizeParams p = resizeParams(n);
-  if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic")
-    return noNative(why, "Resize mode '" + p.mode + "'");
-  if (p.ctm == "tf_crop_and_resize") return noNative(why, "Resize with tf_crop_and_resize");
-  // Scales as the interpreter reads them (floats), when given; else the sizes the output's static shape holds.
-  const Tensor* given = absent(in, 2) ? nullptr : constantData(in[2]);
-  if (!absent(in, 2) && !given) return noNative(why, "Resize scales are not constants");
-  const bool scaled = given && given->numel() > 0;
-  if (scaled && given->numel() != int64_t(xs.size())) return noNative(why, "Resize scales do not have one entry per dim");
-  std::vector<double> scales;
-  for (size_t d = 0; d < xs.size(); ++d)
-    scales.push_back(scaled ? double(float(given->elementAsDouble(int64_t(d)))) : double(ys[d]) / double(xs[d]));
-  std::vector<ukernels::ResizeAxis> axes;
-  for (size_t d = 0; d < xs.size(); ++d) axes.push_back(resizeAxis(p, xs[d], ys[d], scales[d]));
-  return std::make_unique<AxisGatherKernel>("Resize " + p.mode + " (tap tables)", std::move(axes));
+  auto axes = resizeTables(n, in, xs, ys, why);
+  if (!axes) return nullptr;
+  return std::make_unique<AxisGatherKernel>("Resize " + resizeParams(n).mode + " (tap tables)", std::move(*axes));
 }
 
 }  // namespace
+
+// Resize with constant scales (or sizes, which static shapes give): tables of each axis's taps made now, so a run
+// only gathers. tf_crop_and_resize (positions outside its roi extrapolate) stays with the interpreter.
+std::optional<std::vector<ukernels::ResizeAxis>> resizeTables(const Node& n, const std::vector<const Value*>& in,
+                                                              const Ints& xs, const Ints& ys, std::string* why) {
+  const ResizeParams p = resizeParams(n);
+  if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic")
+    return noNative(why, "Resize mode '" + p.mode + "'"), std::nullopt;
+  if (p.ctm == "tf_crop_and_resize") return noNative(why, "Resize with tf_crop_and_resize"), std::nullopt;
+  // Scales as the interpreter reads them (floats), when given; else the sizes the output's static shape holds.
+  const Tensor* given = absent(in, 2) ? nullptr : constantData(in[2]);
+  if (!absent(in, 2) && !given) return noNative(why, "Resize scales are not constants"), std::nullopt;
+  const bool scaled = given && given->numel() > 0;
+  if (scaled && given->numel() != int64_t(xs.size()))
+    return noNative(why, "Resize scales do not have one entry per dim"), std::nullopt;
+  std::vector<ukernels::ResizeAxis> axes;
+  for (size_t d = 0; d < xs.size(); ++d)
+    axes.push_back(resizeAxis(p, xs[d], ys[d], scaled ? double(float(given->elementAsDouble(int64_t(d))))
+                                                       : double(ys[d]) / double(xs[d])));
+  return axes;
+}
 
 std::unique_ptr<NativeKernel> matchBatchNormNhwc(const Node& n, const std::vector<const Value*>& in, std::string* why) {
   const Value* x = in.empty() ? nullptr : in[0];

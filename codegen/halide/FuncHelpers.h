@@ -172,11 +172,12 @@ struct Structured {
 };
 
 // The Structured ops' build functions (StructuredFuncs.cpp): the rows of
-// codegen/StructuredOps.def, the mask ops of codegen/MaskOps.def, ScatterND.
+// codegen/StructuredOps.def, the mask ops of codegen/MaskOps.def, ScatterND, Resize.
 #define FRICTION_STRUCTURED_OP(op, arguments, statistics, build) ShapedFunc build(Structured& s);
 #include "codegen/StructuredOps.def"
 #undef FRICTION_STRUCTURED_OP
 ShapedFunc buildMask(Structured& s);
 ShapedFunc buildScatterND(Structured& s);
+ShapedFunc buildResize(Structured& s);
 
 }  // namespace friction::codegen::halide

@@ -150,6 +150,7 @@ class Definer {
 #include "codegen/MaskOps.def"
 #undef FRICTION_MASK_OP
         {"ScatterND", &buildScatterND},
+        {"Resize", &buildResize},
     };
     auto it = table.find(s.n.op());
     FRICTION_CHECK(it != table.end(), "halide: no kernel for " + s.n.op());

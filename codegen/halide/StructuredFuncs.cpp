@@ -3,6 +3,7 @@
 // (runtime/interp/kernels/) and the MLIR builder's (codegen/mlir/
 // StructuredKernels.cpp), NaN handling included: max and min as compare +
 // select, a NaN tap never taken by a max pool.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -278,6 +279,60 @@ ShapedFunc buildScatterND(Structured& s) {
   });
 }
 
+// Resize through its tap tables (resizeTables, shared with the cpu target's gather): each output element the
+// sum, over one tap of every interpolated axis, of the taps' weights' product times x at their positions.
+// Tables and the input are read at clamped positions, as a schedule may compute past the outputs and bounds
+// inference cannot see through a table.
+ShapedFunc buildResize(Structured& s) {
+  const Ints xs = s.shapeOf(0), ys = s.resultShape();
+  const auto axes = resizeTables(s.n, {s.n.inputs().begin(), s.n.inputs().end()}, xs, ys);
+  FRICTION_CHECK(axes, s.n.describe() + ": a Resize the analysis should have refused");
+  std::vector<HL::Buffer<int32_t>> index;
+  std::vector<HL::Buffer<float>> weight;
+  std::vector<bool> weighted;  // an axis with a weight other than 1 (nearest has none)
+  for (const ukernels::ResizeAxis& a : *axes) {
+    index.emplace_back(int(a.index.size()));
+    weight.emplace_back(int(a.weight.size()));
+    // Laid out a tap's positions at a time (tap t of position o at t * out + o), so a vector of output positions
+    // reads each tap's entries densely: read strided (o * taps + t), friction's schedule and Mullapudi2016 crashed
+    // on an aligned vector load where the vector did not start at a multiple of the lanes (a width of 18).
+    for (int64_t o = 0; o < a.out; ++o)
+      for (int64_t t = 0; t < a.taps; ++t) {
+        const size_t from = size_t(o * a.taps + t);
+        const int to = int(t * a.out + o);
+        index.back()(to) = int32_t(a.index[from]), weight.back()(to) = a.weight[from];
+      }
+    weighted.push_back(std::any_of(a.weight.begin(), a.weight.end(), [](float w) { return w != 1.f; }));
+  }
+  return s.result([&](const Exprs& y) {
+    std::vector<HL::Expr> at(xs.size());  // each axis's output position, clamped
+    for (size_t d = 0; d < xs.size(); ++d)
+      if (!(*axes)[d].identity()) at[d] = HL::clamp(y[d], 0, int((*axes)[d].out - 1));
+    HL::Expr sum;
+    std::vector<int64_t> tap(xs.size(), 0);  // one tap of every axis, counted like digits
+    for (bool more = true; more;) {
+      Exprs x;
+      HL::Expr w;
+      for (size_t d = 0; d < xs.size(); ++d) {
+        if ((*axes)[d].identity()) {
+          x.push_back(y[d]);
+          continue;
+        }
+        HL::Expr k = at[d] + int(tap[d] * (*axes)[d].out);
+        x.push_back(clampIndex(index[d](k), xs[d]));  // in range already: for bounds inference
+        if (weighted[d]) w = w.defined() ? w * weight[d](k) : weight[d](k);
+      }
+      HL::Expr term = w.defined() ? w * s.read(0, x) : s.read(0, x);
+      sum = sum.defined() ? sum + term : term;
+      more = false;
+      for (size_t d = xs.size(); d-- > 0 && !more;)
+        if (!(*axes)[d].identity() && ++tap[d] < (*axes)[d].taps) more = true;
+        else tap[d] = 0;
+    }
+    return sum;
+  });
+}
+
 // What Softmax and LayerNormalization share: a statistic per row (input 0's
 // shape with the normalized dims at 1), reduced over an RDom of x's shape.
 struct Statistics {
@@ -332,12 +387,11 @@ ShapedFunc buildSoftmax(Structured& s) {
   });
 }
 
-// LayerNormalization over `axis` to the last dim: the means, the (biased)
-// variances, then (x - mean) / sqrt(var + epsilon) * scale + B, scale and B
-// broadcast over the normalized dims.
-ShapedFunc buildLayerNorm(Structured& s) {
+// The means, the (biased) variances, then (x - mean) / sqrt(var + epsilon) *
+// scale + B, scale and B read at `param`'s index of x's index.
+ShapedFunc normalize(Structured& s, const std::function<Exprs(int, const Exprs&)>& param) {
   Statistics st(s);
-  FRICTION_CHECK(s.args.size() >= 2 && s.args[1].defined(), s.n.describe() + ": LayerNormalization without a scale");
+  FRICTION_CHECK(s.args.size() >= 2 && s.args[1].defined(), s.n.describe() + ": " + s.n.op() + " without a scale");
   const float eps = s.n.attrFloat("epsilon", 1e-5f);
   const HL::Expr inverse = f32(1.0 / double(st.count));
   ShapedFunc total = st.sum(s, "sum", [&](const Exprs& x) { return s.read(0, x); });
@@ -349,9 +403,21 @@ ShapedFunc buildLayerNorm(Structured& s) {
   const bool hasB = s.args.size() > 2 && s.args[2].defined();
   return s.result([&](const Exprs& y) {
     HL::Expr sd = HL::sqrt(at(squares.func, st.row(y)) * inverse + f32(eps));
-    HL::Expr v = (s.read(0, y) - mean(y)) / sd * s.read(1, broadcastIndex(s.shapeOf(1), st.xs, y));
-    return hasB ? v + s.read(2, broadcastIndex(s.shapeOf(2), st.xs, y)) : v;
+    HL::Expr v = (s.read(0, y) - mean(y)) / sd * s.read(1, param(1, y));
+    return hasB ? v + s.read(2, param(2, y)) : v;
   });
+}
+
+// LayerNormalization over `axis` to the last dim, scale and B broadcast over
+// the normalized dims.
+ShapedFunc buildLayerNorm(Structured& s) {
+  const Ints xs = s.shapeOf(0);
+  return normalize(s, [&](int k, const Exprs& y) { return broadcastIndex(s.shapeOf(k), xs, y); });
+}
+
+// InstanceNormalization over each image plane, scale and B one per channel.
+ShapedFunc buildInstanceNorm(Structured& s) {
+  return normalize(s, [](int, const Exprs& y) { return Exprs{y[1]}; });
 }
 
 }  // namespace friction::codegen::halide

@@ -421,13 +421,12 @@ mlir::Value buildSoftmax(Structured& s) {
                    });
 }
 
-// LayerNormalization over `axis` to the last dim: the means, the (biased)
-// variances, then (x - mean) / sqrt(var + epsilon) * scale + B, scale and B
-// broadcast over the normalized dims.
-mlir::Value buildLayerNorm(Structured& s) {
+// The means, the (biased) variances, then (x - mean) / sqrt(var + epsilon) *
+// scale + B, scale and B read through `param(k)`: input k's map from x's index.
+mlir::Value normalize(Structured& s, const std::function<mlir::AffineMap(int)>& param) {
   Statistics st(s);
   const size_t r = st.xs.size();
-  FRICTION_CHECK(s.args.size() >= 2 && s.args[1], s.n.describe() + ": LayerNormalization without a scale");
+  FRICTION_CHECK(s.args.size() >= 2 && s.args[1], s.n.describe() + ": " + s.n.op() + " without a scale");
   const float eps = s.n.attrFloat("epsilon", 1e-5f);
   auto scaled = [&](mlir::Value v) { return s.scaleInPlace(v, 1.0 / double(st.count)); };
   mlir::Value mean = s.generic({s.args[0]}, s.fill(s.scratch[0], 0.0), {s.identity(r), st.stat}, st.reduce,
@@ -444,8 +443,8 @@ mlir::Value buildLayerNorm(Structured& s) {
   s.scratch = {mean, var};
   const bool hasB = s.args.size() > 2 && s.args[2];
   llvm::SmallVector<mlir::Value> ins = {s.args[0], mean, var, s.args[1]};
-  llvm::SmallVector<mlir::AffineMap> maps = {s.identity(r), st.stat, st.stat, s.broadcast(s.shapeOf(1), st.xs)};
-  if (hasB) ins.push_back(s.args[2]), maps.push_back(s.broadcast(s.shapeOf(2), st.xs));
+  llvm::SmallVector<mlir::AffineMap> maps = {s.identity(r), st.stat, st.stat, param(1)};
+  if (hasB) ins.push_back(s.args[2]), maps.push_back(param(2));
   maps.push_back(s.identity(r));
   return s.generic(ins, s.init, maps, st.parallel(), [eps, hasB](mlir::OpBuilder& pb, mlir::Location l, mlir::ValueRange v) {
     mlir::Value e = pb.create<mlir::arith::ConstantOp>(l, pb.getF32FloatAttr(eps));
@@ -454,6 +453,19 @@ mlir::Value buildLayerNorm(Structured& s) {
         l, pb.create<mlir::arith::DivFOp>(l, pb.create<mlir::arith::SubFOp>(l, v[0], v[1]), sd), v[3]);
     yield(pb, l, hasB ? pb.create<mlir::arith::AddFOp>(l, y, v[4]).getResult() : y);
   });
+}
+
+// LayerNormalization over `axis` to the last dim, scale and B broadcast over
+// the normalized dims.
+mlir::Value buildLayerNorm(Structured& s) {
+  const Ints xs = s.shapeOf(0);
+  return normalize(s, [&](int k) { return s.broadcast(s.shapeOf(k), xs); });
+}
+
+// InstanceNormalization over each image plane, scale and B one per channel.
+mlir::Value buildInstanceNorm(Structured& s) {
+  const size_t r = s.shapeOf(0).size();
+  return normalize(s, [&](int) { return s.map(r, {s.dim(1)}); });
 }
 
 }  // namespace

@@ -434,6 +434,29 @@ TEST(CudaTarget, SerialWorkAndMixedSlicesHaveKernels) {
     }
 }
 
+// InstanceNormalization is a Structured kernel like LayerNormalization (its statistics per image plane, scale
+// and B per channel): on the nests against interp, and as PTX with no step left on the host.
+TEST(CudaTarget, InstanceNormalizationIsAKernel) {
+  codegen::registerCpuBackend();
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F32, {2, 3, 5, 7}});
+  b.output(b.op("InstanceNormalization", {x, b.constant(randomTensor({3}, 5)), b.constant(randomTensor({3}, 6))},
+                {{"epsilon", 1e-3f}}));
+  std::vector<Tensor> in = {randomTensor({2, 3, 5, 7}, 3)};
+  auto want = interp::run(g, in);
+  auto model = createBackend("cpu?target=cuda-nests")->compile(g);
+  auto got = model->run(in);
+  ASSERT_EQ(got.size(), 1u);
+  expectClose(got[0], want[0], 1e-4, "InstanceNormalization");
+  EXPECT_EQ(model->interpNodes(), 0) << model->description();
+  auto report = codegen::compileForGpu(g, cudaOptions());
+  EXPECT_EQ(report.failed(), 0);
+  EXPECT_TRUE(report.hostSteps.empty());
+  ASSERT_EQ(report.kernels.size(), 1u);
+  EXPECT_EQ(report.kernels[0].code.scratch, (std::vector<std::vector<int64_t>>{{2, 3, 1, 1}, {2, 3, 1, 1}}));
+}
+
 // Passes change the GPU program: fusion makes fewer kernels and launches.
 TEST(CudaTarget, FusionPassesChangeKernelsAndLaunches) {
   auto compile = [](const std::vector<std::string>& passes) {

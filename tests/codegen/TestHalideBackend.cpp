@@ -463,6 +463,63 @@ TEST_F(HalideBackend, AnUpdatesVectorsOverAGuardedTail) {
   expectMatchesInterp(*mullapudi, "vit?width=32&heads=2&patch=8&resolution=32&depth=2", 1, {}, "small ViT at batch 1");
 }
 
+// InstanceNormalization is a Structured kernel (the cpu target's native one is not available here): each image
+// plane normalized, scale and B one per channel; ranks 3 to 5 (GroupNorm exports as one over [N, groups, rest]),
+// under friction's schedule, none and the autoschedulers.
+TEST_F(HalideBackend, InstanceNormalizationIsAKernel) {
+  for (const char* spec : {"halide", "halide?schedule=none", "halide?schedule=adams2019", "halide?schedule=mullapudi2016"}) {
+    auto backend = backendPlannedFor(2, spec);
+    for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{{2, 3, 5, 7}, {1, 4, 17}, {1, 2, 3, 4, 5}}) {
+      expectGraphMatchesInterp(*backend, shape, [&](GraphBuilder& b, Value* x) {
+        return b.op("InstanceNormalization", {x, b.constant(test::randomTensor({shape[1]}, 3)),
+                                              b.constant(test::randomTensor({shape[1]}, 4))}, {{"epsilon", 1e-3f}});
+      }, 1e-4, std::string(spec) + ": InstanceNormalization of rank " + std::to_string(shape.size()));
+    }
+  }
+}
+
+// Resize is a Typed kernel of its tap tables (resizeTables, as the cpu target's gather makes them): nearest,
+// linear and cubic under several coordinate transforms, up and down by scales, and by sizes over a rank-3 and a
+// rank-5 input, under friction's schedule and none; a bilinear upsampling under the autoschedulers. A width of
+// 18 is a vector of 16 and one shifted inwards: with the tables read strided, Halide 14 loaded them with an
+// aligned vector load there and the kernel crashed (friction's schedule, Adams2019, Mullapudi2016).
+TEST_F(HalideBackend, ResizeIsAKernelOfItsTapTables) {
+  using Attrs = std::map<std::string, Attribute>;
+  auto mode = [](const char* m) { return Attribute(std::string(m)); };
+  auto byScales = [](const Attrs& attrs, const std::vector<float>& scales) {
+    return [=](GraphBuilder& b, Value* x) {
+      Value* s = b.constant(Tensor::fromVector<float>(DType::F32, {int64_t(scales.size())}, scales));
+      return b.op("Resize", {x, nullptr, s}, attrs);
+    };
+  };
+  auto bySizes = [](const Attrs& attrs, const std::vector<int64_t>& sizes) {
+    return [=](GraphBuilder& b, Value* x) { return b.op("Resize", {x, nullptr, nullptr, b.constant(Tensor::vectorI64(sizes))}, attrs); };
+  };
+  const std::vector<Attrs> kinds = {
+      {{"mode", mode("nearest")}},
+      {{"mode", mode("nearest")}, {"coordinate_transformation_mode", mode("asymmetric")}, {"nearest_mode", mode("floor")}},
+      {{"mode", mode("linear")}},
+      {{"mode", mode("linear")}, {"coordinate_transformation_mode", mode("align_corners")}},
+      {{"mode", mode("linear")}, {"coordinate_transformation_mode", mode("pytorch_half_pixel")}},
+      {{"mode", mode("cubic")}},
+      {{"mode", mode("cubic")}, {"cubic_coeff_a", -0.5f}, {"exclude_outside", int64_t(1)}}};
+  for (const char* spec : {"halide", "halide?schedule=none"}) {
+    auto backend = createBackend(spec);
+    for (size_t k = 0; k < kinds.size(); ++k) {
+      const std::string what = std::string(spec) + ": Resize kind " + std::to_string(k);
+      expectGraphMatchesInterp(*backend, {2, 3, 5, 7}, byScales(kinds[k], {1, 1, 2, 1.5f}), 1e-4, what + " up");
+      expectGraphMatchesInterp(*backend, {2, 3, 5, 7}, byScales(kinds[k], {1, 1, 0.6f, 0.5f}), 1e-4, what + " down");
+      expectGraphMatchesInterp(*backend, {1, 2, 4, 9}, byScales(kinds[k], {1, 1, 1, 2}), 1e-4, what + " to 18 wide");
+    }
+    expectGraphMatchesInterp(*backend, {4, 5, 6}, bySizes(kinds[2], {9, 5, 6}), 1e-4, std::string(spec) + ": rank 3");
+    expectGraphMatchesInterp(*backend, {1, 2, 3, 4, 5}, bySizes(kinds[5], {1, 2, 6, 8, 5}), 1e-4, std::string(spec) + ": rank 5");
+  }
+  for (const char* spec : {"halide?schedule=adams2019", "halide?schedule=mullapudi2016", "halide?schedule=li2018"}) {
+    auto backend = backendPlannedFor(2, spec);
+    expectGraphMatchesInterp(*backend, {1, 4, 9, 9}, byScales(kinds[3], {1, 1, 2, 2}), 1e-4, std::string(spec) + ": bilinear x2");
+  }
+}
+
 // The ops the cpu target runs as native typed kernels are Typed kernels here
 // (a mask built by comparisons, logic and Where on bools and integers, Casts
 // between element types, ScatterND of constant indices), no pass run first.
