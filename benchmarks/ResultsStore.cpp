@@ -9,11 +9,8 @@
 #include <thread>
 
 #include "ir/Error.h"
+#include "ir/Revision.h"
 #include "ir/TextFormat.h"
-
-#ifndef FRICTION_GIT_REVISION
-#define FRICTION_GIT_REVISION "unknown"
-#endif
 
 namespace friction::bench {
 namespace {
@@ -132,7 +129,7 @@ Fingerprint Fingerprint::ofThisMachine() {
   for (const char* f : {"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "amx_tile"})
     if (all.count(f)) fp.cpuFlags += (fp.cpuFlags.empty() ? "" : " ") + std::string(f);
   fp.cores = int(std::thread::hardware_concurrency());
-  fp.gitRevision = FRICTION_GIT_REVISION;
+  fp.gitRevision = friction::revision();
   fp.toolVersion = "friction 0.1";
   fp.libraries = nlohmann::json{{"sqlite", sqlite3_libversion()}, {"compiler", __VERSION__}}.dump();
   return fp;

@@ -17,6 +17,7 @@
 #include "codegen/aot/Manifest.h"
 #include "codegen/mlir/Codegen.h"
 #include "ir/Error.h"
+#include "ir/Revision.h"
 #include "ir/TextFormat.h"
 
 namespace fs = std::filesystem;
@@ -168,7 +169,7 @@ std::shared_ptr<Artifact> Artifact::open(const std::string& path) {
   info.revision = m.value("friction_revision", "");
   FRICTION_CHECK(info.abi == kArtifactAbi, "'" + path + "' is a friction artifact of ABI " + std::to_string(info.abi) +
                                           " (written by friction " + info.revision + "); this friction (" +
-                                          FRICTION_GIT_REVISION + ") loads ABI " + std::to_string(kArtifactAbi) +
+                                          friction::revision() + ") loads ABI " + std::to_string(kArtifactAbi) +
                                           ": compile the model again");
   info.model = m.value("model", "");
   info.batch = m.value("batch", int64_t(0));

@@ -23,11 +23,8 @@
 #include "codegen/mlir/Codegen.h"
 #include "ir/Error.h"
 #include "ir/Shell.h"
+#include "ir/Revision.h"
 #include "ir/TextFormat.h"
-
-#ifndef FRICTION_GIT_REVISION
-#define FRICTION_GIT_REVISION "unknown"
-#endif
 
 namespace fs = std::filesystem;
 
@@ -125,7 +122,7 @@ AotCompileReport compileArtifact(const Graph& g, const std::string& outPath, con
   nlohmann::json m;
   m["format"] = kArtifactFormat;
   m["abi"] = kArtifactAbi;
-  m["friction_revision"] = FRICTION_GIT_REVISION;
+  m["friction_revision"] = friction::revision();
   m["model"] = options.model;
   m["batch"] = options.batch;
   m["passes"] = options.passes;

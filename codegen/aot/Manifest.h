@@ -4,10 +4,6 @@
 #include <chrono>
 #include <cstdint>
 
-#ifndef FRICTION_GIT_REVISION
-#define FRICTION_GIT_REVISION "unknown"
-#endif
-
 namespace friction::codegen {
 
 // Bumped whenever the artifact layout, the manifest, the kernel keys, the

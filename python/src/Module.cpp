@@ -24,6 +24,7 @@
 #include "ir/DotFormat.h"
 #include "ir/Error.h"
 #include "ir/OpRegistry.h"
+#include "ir/Revision.h"
 #include "ir/Spec.h"
 #include "ir/Specialize.h"
 #include "ir/TextFormat.h"
@@ -182,7 +183,7 @@ PYBIND11_MODULE(_core, m) {
   codegen::registerCudaBackend();
   codegen::halide::registerHalideBackend();
   py::register_exception<Error>(m, "Error", PyExc_RuntimeError);
-  m.attr("revision") = FRICTION_GIT_REVISION;
+  m.attr("revision") = friction::revision();
   m.attr("binary") = FRICTION_BINARY;
 
   bindOutputArray(m);
