@@ -287,12 +287,16 @@ ShapedFunc buildResize(Structured& s) {
   const Ints xs = s.shapeOf(0), ys = s.resultShape();
   const auto axes = resizeTables(s.n, {s.n.inputs().begin(), s.n.inputs().end()}, xs, ys);
   FRICTION_CHECK(axes, s.n.describe() + ": a Resize the analysis should have refused");
-  std::vector<HL::Buffer<int32_t>> index;
-  std::vector<HL::Buffer<float>> weight;
-  std::vector<bool> weighted;  // an axis with a weight other than 1 (nearest has none)
-  for (const ukernels::ResizeAxis& a : *axes) {
-    index.emplace_back(int(a.index.size()));
-    weight.emplace_back(int(a.weight.size()));
+  std::vector<HL::Buffer<int32_t>> index(axes->size());
+  std::vector<HL::Buffer<float>> weight(axes->size());
+  std::vector<bool> kept, weighted;  // an axis that keeps every position; one with a weight other than 1
+  for (size_t d = 0; d < axes->size(); ++d) {
+    const ukernels::ResizeAxis& a = (*axes)[d];
+    kept.push_back(a.identity());
+    weighted.push_back(std::any_of(a.weight.begin(), a.weight.end(), [](float w) { return w != 1.f; }));
+    if (kept.back()) continue;
+    index[d] = HL::Buffer<int32_t>(int(a.index.size()));
+    weight[d] = HL::Buffer<float>(int(a.weight.size()));
     // Laid out a tap's positions at a time (tap t of position o at t * out + o), so a vector of output positions
     // reads each tap's entries densely: read strided (o * taps + t), friction's schedule and Mullapudi2016 crashed
     // on an aligned vector load where the vector did not start at a multiple of the lanes (a width of 18).
@@ -300,25 +304,21 @@ ShapedFunc buildResize(Structured& s) {
       for (int64_t t = 0; t < a.taps; ++t) {
         const size_t from = size_t(o * a.taps + t);
         const int to = int(t * a.out + o);
-        index.back()(to) = int32_t(a.index[from]), weight.back()(to) = a.weight[from];
+        index[d](to) = int32_t(a.index[from]), weight[d](to) = a.weight[from];
       }
-    weighted.push_back(std::any_of(a.weight.begin(), a.weight.end(), [](float w) { return w != 1.f; }));
   }
   return s.result([&](const Exprs& y) {
-    std::vector<HL::Expr> at(xs.size());  // each axis's output position, clamped
-    for (size_t d = 0; d < xs.size(); ++d)
-      if (!(*axes)[d].identity()) at[d] = HL::clamp(y[d], 0, int((*axes)[d].out - 1));
     HL::Expr sum;
-    std::vector<int64_t> tap(xs.size(), 0);  // one tap of every axis, counted like digits
+    std::vector<int64_t> tap(xs.size(), 0);  // one tap of every resized axis, counted like digits
     for (bool more = true; more;) {
       Exprs x;
       HL::Expr w;
       for (size_t d = 0; d < xs.size(); ++d) {
-        if ((*axes)[d].identity()) {
+        if (kept[d]) {
           x.push_back(y[d]);
           continue;
         }
-        HL::Expr k = at[d] + int(tap[d] * (*axes)[d].out);
+        HL::Expr k = HL::clamp(y[d], 0, int((*axes)[d].out - 1)) + int(tap[d] * (*axes)[d].out);
         x.push_back(clampIndex(index[d](k), xs[d]));  // in range already: for bounds inference
         if (weighted[d]) w = w.defined() ? w * weight[d](k) : weight[d](k);
       }
@@ -326,7 +326,7 @@ ShapedFunc buildResize(Structured& s) {
       sum = sum.defined() ? sum + term : term;
       more = false;
       for (size_t d = xs.size(); d-- > 0 && !more;)
-        if (!(*axes)[d].identity() && ++tap[d] < (*axes)[d].taps) more = true;
+        if (!kept[d] && ++tap[d] < (*axes)[d].taps) more = true;
         else tap[d] = 0;
     }
     return sum;
