@@ -54,6 +54,31 @@ bool checkConv(const Node& n, std::string* why) {
   return true;
 }
 
+// Checks a ConvTranspose for the halide target's gathered accumulator (HalideKernels.cpp): 1-D to 3-D, weights
+// [C, K / group, window...], a bias per output channel, the result's shape the geometry's.
+bool checkConvTranspose(const Node& n, std::string* why) {
+  for (size_t i = 0; i < n.numInputs(); ++i)
+    if (n.input(i) && !isStaticF32(n.input(i))) return fail(why, "ConvTranspose on non-f32 or dynamic operands");
+  if (!n.input(0) || !n.input(1) || !isStaticF32(n.output(0))) return fail(why, "ConvTranspose without two operands");
+  std::vector<int64_t> xs = n.input(0)->shape().staticDims(), ws = n.input(1)->shape().staticDims();
+  std::vector<int64_t> ys = n.output(0)->shape().staticDims();
+  if (xs.size() < 3 || xs.size() > 5 || ws.size() != xs.size() || ys.size() != xs.size())
+    return fail(why, "ConvTranspose not 1-D, 2-D or 3-D");
+  const int64_t group = n.attrInt("group", 1);
+  if (group < 1 || xs[1] % group || ws[0] != xs[1] || ws[1] * group != ys[1] || ys[0] != xs[0])
+    return fail(why, "ConvTranspose weights do not match the channels and group");
+  if (n.input(2) && n.input(2)->shape().staticDims() != std::vector<int64_t>{ys[1]})
+    return fail(why, "ConvTranspose bias is not one value per output channel");
+  try {
+    if (resolveConvTranspose(n, {xs.begin() + 2, xs.end()}, {ws.begin() + 2, ws.end()}).outSpatial !=
+        std::vector<int64_t>(ys.begin() + 2, ys.end()))
+      return fail(why, "ConvTranspose output shape does not match its window");
+  } catch (const Error& e) {
+    return fail(why, e.what());
+  }
+  return true;
+}
+
 // Checks the contraction node itself (operand ranks and types).
 bool checkContraction(const Node& n, std::string* why) {
   for (size_t i = 0; i < n.numInputs(); ++i)
@@ -192,6 +217,7 @@ bool isGraphKernelNode(const Node& n, std::string* why) {
     if (v && !v->shape().isStatic()) return fail(why, n.op() + " with a dynamic result");
   if (isSupportedElementwise(n)) return checkElementwise({&n}, n.output(0)->shape().staticDims(), why);
   if (isContraction(n)) return checkContraction(n, why);
+  if (n.op() == "ConvTranspose") return checkConvTranspose(n, why);
   if (isStaticView(n)) return true;
   if (auto call = structuredCall(n.op())) return analyzeStructured(n, n, *call, why) != nullptr;
   return fail(why, "op " + n.op() + " has no kernel of the halide target");
@@ -232,9 +258,9 @@ std::optional<size_t> maskInputs(const std::string& op) {
   return it == ops.end() ? std::nullopt : std::optional<size_t>(it->second);
 }
 // The ops the halide target builds as Typed kernels: the mask ops, ScatterND, every Cast (one a Structured
-// kernel covers never gets here) and Resize (its tap tables baked in).
+// kernel covers never gets here), Resize (its tap tables baked in) and ConvTranspose (the cpu target's is native).
 bool isTypedKernelOp(const std::string& op) {
-  return maskInputs(op) || op == "ScatterND" || op == "Cast" || op == "Resize";
+  return maskInputs(op) || op == "ScatterND" || op == "Cast" || op == "Resize" || op == "ConvTranspose";
 }
 
 // Whether ScatterND `node` has a Typed kernel: no reduction, at least one index tuple, constant and in
@@ -260,10 +286,11 @@ std::unique_ptr<KernelView> analyzeTyped(const Node& node, std::string* why) {
   if (node.numOutputs() != 1 || !storable(node.output(0)))
     return fail(why, node.op() + ": one static result of f32, i64, i32 or bool expected"), nullptr;
   if (mask && node.numInputs() != *maskArity) return fail(why, node.op() + " with another operand count"), nullptr;
-  for (const Value* v : node.inputs())  // Resize's roi, scales or sizes may be absent
-    if ((!v && node.op() != "Resize") || (v && !storable(v)))
+  for (const Value* v : node.inputs())  // Resize's roi, scales or sizes may be absent, ConvTranspose's bias
+    if ((!v && node.op() != "Resize" && node.op() != "ConvTranspose") || (v && !storable(v)))
       return fail(why, node.op() + ": an operand is absent or not f32, i64, i32 or bool"), nullptr;
   if (node.op() == "ScatterND" && !checkScatterND(node, why)) return nullptr;
+  if (node.op() == "ConvTranspose" && !checkConvTranspose(node, why)) return nullptr;
   if (node.op() == "Resize" &&
       (node.input(0)->dtype() != DType::F32 ||
        !resizeTables(node, {node.inputs().begin(), node.inputs().end()}, node.input(0)->shape().staticDims(),

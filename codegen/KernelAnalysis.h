@@ -27,12 +27,14 @@
 //                cover (a convert-layout nhwc region, an epilogue anchored on
 //                one, a decomposed normalization, a dedup pattern) as ONE
 //                kernel of its whole body: every node elementwise, a
-//                contraction, Structured or a view, nested regions inlined
+//                contraction, a ConvTranspose, Structured or a view, nested
+//                regions inlined
 //   Typed        the halide target only: one op the cpu target runs as a
 //                native typed kernel (NativeKernels.h): a mask op of
 //                codegen/MaskOps.def (bool operands or result), a Cast
-//                a Structured one does not cover, or a ScatterND of
-//                constant indices; operands f32, i64, i32 or bool, its
+//                a Structured one does not cover, a ScatterND of
+//                constant indices, a Resize of constant scales or a
+//                ConvTranspose; operands f32, i64, i32 or bool, its
 //                constant operands read when it is built
 #pragma once
 #include <cstdint>

@@ -119,6 +119,8 @@ class Definer {
       });
     } else if (n.op() == "Conv") {
       f = {convolution(n), shape};
+    } else if (n.op() == "ConvTranspose") {
+      f = {transposedConvolution(n), shape};
     } else if (n.op() == "MatMul" || n.op() == "Gemm") {
       f = {matmul(n), shape};
     } else if (isStaticView(n)) {
@@ -233,7 +235,6 @@ class Definer {
       a.panelElements = checkedNumel(n.input(1)->shape().staticDims());
       a.batchDims = 1;
     }
-    auto bias = [&](const Exprs& y) { return n.input(2) ? at(value(n.input(2)), {y[1]}) : f32(0); };
     auto product = [&](const Exprs& y) {
       // The input channel of group k / (K/G); no division when there is one group.
       Exprs xi = {y[0], G == 1 ? HL::Expr(r[0]) : (y[1] / i32(kg)) * i32(cg) + r[0]}, wi = {y[1], r[0]};
@@ -251,9 +252,56 @@ class Definer {
       HL::Expr w = source ? a.panel(wi) : at(value(n.input(1)), wi);
       return HL::select(inside, x * w, f32(0));
     };
-    int64_t steps = 1;
-    for (int64_t e : extents) steps *= e;
-    return accumulate(n.name() + "_acc", a, steps, bias, product);  // defineNode adds the result
+    return accumulate(n.name() + "_acc", a, checkedNumel(extents), bias(n), product);  // defineNode adds the result
+  }
+
+  // A convolution's accumulator's start: its bias (input 2) per output channel, or zero.
+  std::function<HL::Expr(const Exprs&)> bias(const Node& n) {
+    return [this, &n](const Exprs& y) { return n.input(2) ? at(value(n.input(2)), {y[1]}) : f32(0); };
+  }
+
+  // ConvTranspose's accumulator over [N, K, spatial...], gathered rather
+  // than scattered: output position p of a spatial dim takes, for tap r,
+  // input q = (p + pad - r * dilation) / stride where that division is
+  // exact. With dilation 1 the exact taps are r = (p + pad) mod stride +
+  // j * stride, so the RDom runs over j < ceil(kernel / stride) alone (a
+  // 2 x 2 window at stride 2, a U-Net's upsampling, takes one tap a dim, not
+  // four); other dilations run over every tap and select. Output channels
+  // are the register tile's rows, as a convolution's: they read the same
+  // input pixels.
+  HL::Func transposedConvolution(const Node& n) {
+    const Ints ys = n.output(0)->shape().staticDims(), xs = n.input(0)->shape().staticDims(),
+               ws = n.input(1)->shape().staticDims();
+    const size_t d = xs.size() - 2;
+    const Window win = resolveConvTranspose(n, {xs.begin() + 2, xs.end()}, {ws.begin() + 2, ws.end()}).window;
+    const int64_t G = n.attrInt("group", 1), cg = xs[1] / G, kg = ys[1] / G;
+    Ints extents = {cg};
+    for (size_t i = 0; i < d; ++i)
+      extents.push_back(win.dilations[i] == 1 ? (win.kernel[i] + win.strides[i] - 1) / win.strides[i] : win.kernel[i]);
+    HL::RDom r = rdom(extents, n.name() + "_r");
+    auto product = [&](const Exprs& y) {
+      Exprs xi = {y[0], G == 1 ? HL::Expr(r[0]) : (y[1] / i32(kg)) * i32(cg) + r[0]};
+      Exprs wi = {xi[1], G == 1 ? y[1] : y[1] % i32(kg)};
+      HL::Expr inside = HL::Internal::const_true();
+      for (size_t i = 0; i < d; ++i) {
+        const int64_t stride = win.strides[i], dilation = win.dilations[i], kernel = win.kernel[i];
+        HL::Expr p = y[2 + i] + i32(win.pads[i]), tap = r[int(1 + i)];
+        if (dilation == 1 && stride > 1) {
+          tap = p % i32(stride) + tap * i32(stride);  // Halide's % of a positive divisor is never negative
+          if (kernel % stride) inside = inside && tap < i32(kernel);
+        }
+        HL::Expr shifted = p - tap * i32(dilation), q = shifted;
+        if (stride > 1) {
+          if (dilation != 1) inside = inside && shifted % i32(stride) == 0;
+          q = shifted / i32(stride);  // floor division: exact where selected
+        }
+        inside = inside && q >= 0 && q < i32(xs[2 + i]);
+        xi.push_back(clampIndex(q, xs[2 + i]));
+        wi.push_back(clampIndex(tap, kernel));
+      }
+      return HL::select(inside, at(value(n.input(0)), xi) * at(value(n.input(1)), wi), f32(0));
+    };
+    return accumulate(n.name() + "_acc", ShapedFunc{HL::Func(), ys, 1}, checkedNumel(extents), bias(n), product);
   }
 
   // MatMul (batch dims broadcast) or Gemm (2-D, either operand transposed):
