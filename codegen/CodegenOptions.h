@@ -89,6 +89,10 @@ struct CodegenOptions {
   // region they would have run (convert-layout's NHWC pools) runs its body's
   // kernels, as cuda-nests checks on the host.
   bool nativeSteps() const { return target == Target::Cpu; }
+  // The GPU targets have no kernel for the ops whose host kernels are native ones (Resize's tap gather,
+  // ConvTranspose's col2im): legalize() expands them into ops that have one (Legalize.h; the cpu target's
+  // ConvTranspose too where its native kernel does not apply). The halide target builds its own.
+  bool expandsNativeOnlyOps() const { return target == Target::Cuda || target == Target::CudaNests; }
   // Turns a stage on or off from a backend option NAME=on|off; throws Error
   // for unknown stages, stages that cannot be switched and other values.
   void set(const std::string& stage, const std::string& value);

@@ -6,18 +6,23 @@
 // Transposes around a MatMul, DepthToSpace and SpaceToDepth into a Transpose
 // between two Reshapes; and first any op computing on f16/bf16 into the same op
 // on f32 values with its result rounded (widen-half's rewrite, for what the passes left in half precision).
+// On the GPU targets (CodegenOptions::expandsNativeOnlyOps) also the ops whose host kernels are native ones:
+// a Resize of constant scales into Gathers of its tap tables, weighted and summed, an axis at a time, and a
+// ConvTranspose into a Conv over its input with zeros between the elements; the latter on the cpu target too
+// where its native kernel does not apply (not 2-D, or microkernels off).
 // Runs after the passes, so what it makes is never fused or re-laid-out: it decides kernels, not the graph
 // the passes see.
 #pragma once
 #include <cstdint>
 
+#include "codegen/CodegenOptions.h"
 #include "ir/Graph.h"
 
 namespace friction::codegen {
 
 // True when `g` has a node legalize() would rewrite.
-bool needsLegalizing(const Graph& g);
+bool needsLegalizing(const Graph& g, const CodegenOptions& options = {});
 // Rewrites every such node with static shapes; returns how many.
-int64_t legalize(Graph& g);
+int64_t legalize(Graph& g, const CodegenOptions& options = {});
 
 }  // namespace friction::codegen

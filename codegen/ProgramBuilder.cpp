@@ -107,7 +107,7 @@ std::unique_ptr<Program> ProgramBuilder::build(const Graph& g) { return buildRes
 std::unique_ptr<Program> ProgramBuilder::buildResolved(const Graph& g, const OuterMap& outerOf) {
   const bool unresolved =
       std::any_of(g.nodes().begin(), g.nodes().end(), [](const auto& n) { return !allStatic(n->outputs()); });
-  if (!hasShapeArithmetic(g) && !needsLegalizing(g) && !unresolved) return build(g, outerOf);
+  if (!hasShapeArithmetic(g) && !needsLegalizing(g, options_) && !unresolved) return build(g, outerOf);
   std::shared_ptr<Graph> resolved = cloneGraph(g);
   OuterMap outer;  // outerOf over the copy's inputs
   for (size_t i = 0; i < g.inputs().size(); ++i) {
@@ -122,7 +122,7 @@ std::unique_ptr<Program> ProgramBuilder::buildResolved(const Graph& g, const Out
     folded += more;
     if (more == 0) break;
   }
-  const int64_t legalized = legalize(*resolved);  // after folding, which makes split sizes and shapes static
+  const int64_t legalized = legalize(*resolved, options_);  // after folding, which makes split sizes and shapes static
   if (folded + legalized == 0 && !unresolved) return build(g, outerOf);
   stats_.shapeNodesFolded += folded;
   stats_.legalized += legalized;

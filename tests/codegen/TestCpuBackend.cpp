@@ -557,6 +557,28 @@ TEST_F(CpuBackendTest, OneAndThreeDimensionalConvsCompile) {
     }
 }
 
+// ConvTranspose's native kernel is 2-D and a microkernel; a 1-D or 3-D one, and any under ukernels=off, is
+// legalized into a Conv over its input with zeros between the elements (codegen/Legalize.h): every geometry of
+// test::convTransposeCases() and a Relu after it, no pass and the default pipeline (the two fused: the region's
+// body legalized), nothing on the interpreter.
+TEST_F(CpuBackendTest, ConvTransposeWithoutItsNativeKernelIsAConvOverZeros) {
+  PipelineOptions none;
+  none.passes = {"none"};
+  const std::vector<test::ConvTransposeCase> cases = test::convTransposeCases();
+  for (const std::string backend : {"cpu", "cpu?ukernels=off"})
+    for (size_t i = 0; i < cases.size(); ++i)
+      for (const PipelineOptions& pipeline : {none, PipelineOptions{}}) {
+        SCOPED_TRACE(backend + " ConvTranspose case " + std::to_string(i) + (pipeline.passes.empty() ? "" : " no pass"));
+        auto r = expectOptimizedMatches(
+            [&](GraphBuilder& b, Value* x) { b.output(b.op("Relu", {test::convTranspose(b, x, cases[i])})); }, cases[i].x,
+            pipeline, backend);
+        EXPECT_EQ(r.stats.fallbackNodes, 0) << r.description;
+        const bool native = backend == "cpu" && cases[i].x.size() == 4;
+        EXPECT_EQ(nativeCallsOf(r.stats, "ConvTranspose nchw (sgemm + col2im)"), native ? 1 : 0) << r.description;
+        EXPECT_EQ(r.stats.legalized, native ? 0 : 1) << r.description;
+      }
+}
+
 TEST_F(CpuBackendTest, PoolingRunsNativeKernelsInBothLayouts) {
   using Attrs = std::map<std::string, Attribute>;
   std::vector<std::pair<std::string, Attrs>> pools = {

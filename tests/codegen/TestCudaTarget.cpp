@@ -457,6 +457,58 @@ TEST(CudaTarget, InstanceNormalizationIsAKernel) {
   EXPECT_EQ(report.kernels[0].code.scratch, (std::vector<std::vector<int64_t>>{{2, 3, 1, 1}, {2, 3, 1, 1}}));
 }
 
+// ConvTranspose and Resize have no GPU kernel of their own: legalize() expands them (a Conv over the input with
+// zeros between its elements; Gathers of the tap tables, weighted and summed). Every geometry of
+// test::convTransposeCases() and a bilinear and a nearest upsampling, on the nests against interp; a U-Net's
+// decoder step (ConvTranspose, Resize, Concat) as PTX with no step left on the host, which ptxas accepts.
+TEST(CudaTarget, ConvTransposeAndResizeAreExpandedIntoKernels) {
+  codegen::registerCpuBackend();
+  auto nests = createBackend("cpu?target=cuda-nests");
+  auto expectMatches = [&](const Graph& g, const std::vector<int64_t>& shape, const std::string& what) {
+    std::vector<Tensor> in = {randomTensor(shape, 3)};
+    auto want = interp::run(g, in);
+    auto model = nests->compile(g);
+    auto got = model->run(in);
+    ASSERT_EQ(got.size(), 1u);
+    expectClose(got[0], want[0], 1e-4, what);
+    EXPECT_EQ(model->interpNodes(), 0) << what << ": " << model->description();
+  };
+  const std::vector<test::ConvTransposeCase> cases = test::convTransposeCases();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    Graph g;
+    GraphBuilder b(g);
+    b.output(test::convTranspose(b, b.input("x", {DType::F32, Shape::fromStatic(cases[i].x)}), cases[i]));
+    expectMatches(g, cases[i].x, "ConvTranspose case " + std::to_string(i));
+  }
+  auto upsampled = [](GraphBuilder& b, Value* x, const std::string& mode) {
+    Value* scales = b.constant(Tensor::fromVector<float>(DType::F32, {4}, {1, 1, 2, 2}));
+    return b.op("Resize", {x, nullptr, scales}, {{"mode", mode}});
+  };
+  for (const char* mode : {"linear", "nearest"}) {
+    Graph g;
+    GraphBuilder b(g);
+    b.output(upsampled(b, b.input("x", {DType::F32, {1, 3, 5, 9}}), mode));
+    expectMatches(g, {1, 3, 5, 9}, std::string(mode) + " Resize");
+  }
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F32, {1, 4, 5, 6}});
+  b.output(b.op("Concat", {test::convTranspose(b, x, cases[0]), upsampled(b, x, "linear")}, {{"axis", int64_t(1)}}));
+  expectMatches(g, {1, 4, 5, 6}, "decoder step");
+  for (const char* chip : {"sm_80", "sm_90"}) {
+    codegen::CodegenOptions o = cudaOptions();
+    o.gpuChip = chip;
+    auto report = codegen::compileForGpu(g, o);
+    EXPECT_EQ(report.failed(), 0);
+    EXPECT_TRUE(report.hostSteps.empty());
+    if (std::string ptxas = codegen::findPtxas(); !ptxas.empty())
+      for (const auto& k : report.kernels) {
+        codegen::PtxasResult r = codegen::runPtxas(ptxas, k.code.ptx, chip);
+        EXPECT_TRUE(r.ok) << k.label << " for " << chip << ": " << r.message;
+      }
+  }
+}
+
 // Passes change the GPU program: fusion makes fewer kernels and launches.
 TEST(CudaTarget, FusionPassesChangeKernelsAndLaunches) {
   auto compile = [](const std::vector<std::string>& passes) {

@@ -521,49 +521,20 @@ TEST_F(HalideBackend, ResizeIsAKernelOfItsTapTables) {
 }
 
 // ConvTranspose is a kernel (the cpu target's is a native SGEMM + col2im, 2-D only): an accumulator gathered
-// over the taps whose division by the stride is exact (HalideKernels.cpp, `transposedConvolution`). The
-// geometries the indexing must get right: a U-Net's 2 x 2 at stride 2 (one tap a dim), a kernel that is no
-// multiple of its stride, begin and end pads with output_padding, groups and depthwise, dilations (every tap,
-// selected), 1-D and 3-D, auto_pad, output_shape, widths of 18 (a vector and a shifted one); alone (a Typed
-// kernel) and with its epilogue fused by the default pipeline (a Graph kernel); friction's schedule, none and
-// the autoschedulers.
+// over the taps whose division by the stride is exact (HalideKernels.cpp, `transposedConvolution`), on the
+// geometries of test::convTransposeCases(); alone (a Typed kernel) and with its epilogue fused by the default
+// pipeline (one Graph kernel); friction's schedule, none and the autoschedulers.
 TEST_F(HalideBackend, ConvTransposeIsAKernel) {
-  using Attrs = std::map<std::string, Attribute>;
-  using Ints = std::vector<int64_t>;
-  struct Case {
-    Ints x, w;
-    Attrs attrs;
-    bool bias;
-  };
-  const std::vector<Case> cases = {
-      {{1, 4, 5, 6}, {4, 3, 2, 2}, {{"strides", Ints{2, 2}}}, true},
-      {{2, 4, 5, 5}, {4, 6, 3, 3}, {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}, {"output_padding", Ints{1, 1}}}, true},
-      {{1, 4, 6, 7}, {4, 2, 3, 3}, {{"group", int64_t(2)}, {"pads", Ints{1, 0, 2, 1}}}, true},
-      {{1, 4, 5, 5}, {4, 1, 3, 3}, {{"group", int64_t(4)}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}, false},
-      {{1, 3, 5, 5}, {3, 2, 3, 3}, {{"strides", Ints{2, 2}}, {"dilations", Ints{2, 2}}}, true},
-      {{1, 3, 5, 4}, {3, 2, 3, 2}, {{"strides", Ints{1, 3}}, {"dilations", Ints{2, 1}}, {"pads", Ints{2, 0, 1, 1}}}, false},
-      {{2, 3, 9}, {3, 4, 4}, {{"strides", Ints{3}}, {"pads", Ints{1, 2}}}, true},
-      {{1, 2, 3, 4, 4}, {2, 3, 2, 2, 2}, {{"strides", Ints{2, 2, 2}}}, true},
-      {{1, 2, 5, 5}, {2, 2, 3, 3}, {{"strides", Ints{2, 2}}, {"auto_pad", Attribute(std::string("SAME_UPPER"))}}, false},
-      {{1, 2, 4, 4}, {2, 2, 3, 3}, {{"strides", Ints{2, 2}}, {"output_shape", Ints{8, 8}}}, true},
-      {{1, 2, 9, 9}, {2, 3, 2, 2}, {{"strides", Ints{2, 2}}}, true},
-  };
-  auto convTranspose = [](const Case& c) {
-    return [&c](GraphBuilder& b, Value* x) {
-      std::vector<Value*> in = {x, b.constant(test::randomTensor(c.w, 2))};
-      const int64_t group = c.attrs.count("group") ? std::get<int64_t>(c.attrs.at("group")) : 1;
-      if (c.bias) in.push_back(b.constant(test::randomTensor({c.w[1] * group}, 3)));
-      return b.op("ConvTranspose", in, c.attrs);
-    };
-  };
+  const std::vector<test::ConvTransposeCase> cases = test::convTransposeCases();
   const PipelineOptions defaults;
   for (const char* spec : {"halide", "halide?schedule=none"}) {
     auto backend = createBackend(spec);
     for (size_t i = 0; i < cases.size(); ++i) {
       const std::string what = std::string(spec) + ": ConvTranspose case " + std::to_string(i);
-      expectGraphMatchesInterp(*backend, cases[i].x, convTranspose(cases[i]), 1e-4, what);
+      auto alone = [&](GraphBuilder& b, Value* x) { return test::convTranspose(b, x, cases[i]); };
+      expectGraphMatchesInterp(*backend, cases[i].x, alone, 1e-4, what);
       const std::string fused = expectGraphMatchesInterp(*backend, cases[i].x, [&](GraphBuilder& b, Value* x) {
-        return b.op("Relu", {convTranspose(cases[i])(b, x)});
+        return b.op("Relu", {alone(b, x)});
       }, 1e-4, what + " with a fused Relu", &defaults);
       EXPECT_NE(fused.find("halide: 1 kernels compiled"), std::string::npos) << what << ": " << fused;
     }
@@ -571,8 +542,9 @@ TEST_F(HalideBackend, ConvTransposeIsAKernel) {
   for (const char* spec : {"halide?schedule=adams2019", "halide?schedule=mullapudi2016", "halide?schedule=li2018"}) {
     auto backend = backendPlannedFor(2, spec);
     for (size_t i : {size_t(1), size_t(10)})
-      expectGraphMatchesInterp(*backend, cases[i].x, convTranspose(cases[i]), 1e-4,
-                               std::string(spec) + ": ConvTranspose case " + std::to_string(i));
+      expectGraphMatchesInterp(*backend, cases[i].x, [&](GraphBuilder& b, Value* x) {
+        return test::convTranspose(b, x, cases[i]);
+      }, 1e-4, std::string(spec) + ": ConvTranspose case " + std::to_string(i));
   }
 }
 

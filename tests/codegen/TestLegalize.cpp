@@ -20,15 +20,23 @@ std::vector<std::string> ops(const Graph& g) {
   return o;
 }
 
-// Legalizes a copy of `g`; checks it verifies and computes what `g` does.
-std::shared_ptr<Graph> legalizedMatches(const Graph& g, const std::vector<Tensor>& in, int64_t expectRewrites) {
+// Legalizes a copy of `g` for `options`' target; checks it verifies and computes what `g` does (within
+// `tolerance`: a rewrite may add the same terms in another order).
+std::shared_ptr<Graph> legalizedMatches(const Graph& g, const std::vector<Tensor>& in, int64_t expectRewrites,
+                                        const codegen::CodegenOptions& options = {}, double tolerance = 1e-6) {
   std::shared_ptr<Graph> copy = cloneGraph(g);
-  EXPECT_EQ(codegen::legalize(*copy), expectRewrites);
+  EXPECT_EQ(codegen::legalize(*copy, options), expectRewrites);
   verify(*copy);
   auto want = interp::run(g, in), got = interp::run(*copy, in);
   EXPECT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size() && i < want.size(); ++i) test::expectClose(got[i], want[i], 1e-6, "legalized");
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) test::expectClose(got[i], want[i], tolerance, "legalized");
   return copy;
+}
+
+codegen::CodegenOptions gpuTarget() {
+  codegen::CodegenOptions o;
+  o.target = codegen::Target::CudaNests;
+  return o;
 }
 
 TEST(Legalize, SplitBecomesOneSlicePerOutput) {
@@ -152,6 +160,69 @@ TEST(Legalize, HalfOpsBecomeF32OpsWithTheirRounding) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(got[i].bitwiseEqual(want[i])) << "output " << i;
   EXPECT_FALSE(codegen::needsLegalizing(*copy));
+}
+
+// On the GPU targets a Resize of constant scales or sizes becomes, a resized axis at a time, Gathers of its
+// taps' source positions along the axis, weighted and summed (nearest: one Gather an axis); the cpu target keeps
+// its native gather. Numerics for nearest, linear and cubic, up and down, ranks 3 to 5.
+TEST(Legalize, ResizeOnTheGpuTargetsBecomesWeightedGathersOfItsTaps) {
+  struct Case {
+    Ints x;
+    std::string mode;
+    std::vector<float> scales;
+    Ints sizes;
+    std::vector<std::string> expect;  // empty: not checked
+  };
+  const std::vector<std::string> linearAxis = {"Gather", "Mul", "Gather", "Mul", "Add"};
+  std::vector<std::string> bilinear = linearAxis;
+  bilinear.insert(bilinear.end(), linearAxis.begin(), linearAxis.end());
+  const std::vector<Case> cases = {{{1, 2, 3, 4}, "nearest", {1, 1, 2, 2}, {}, {"Gather", "Gather"}},
+                                   {{1, 2, 3, 4}, "linear", {1, 1, 2, 1.5f}, {}, bilinear},
+                                   {{2, 3, 5, 7}, "linear", {1, 1, 0.6f, 0.5f}, {}, {}},
+                                   {{1, 2, 4, 9}, "cubic", {1, 1, 1, 2}, {}, {}},
+                                   {{4, 5, 6}, "linear", {}, {9, 5, 6}, linearAxis},
+                                   {{1, 2, 3, 4, 5}, "cubic", {}, {1, 2, 6, 8, 5}, {}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.mode + " of rank " + std::to_string(c.x.size()));
+    Graph g;
+    GraphBuilder b(g);
+    Value* x = b.input("x", {DType::F32, Shape::fromStatic(c.x)});
+    Value* scales = c.scales.empty() ? nullptr
+                                     : b.constant(Tensor::fromVector<float>(DType::F32, {int64_t(c.scales.size())}, c.scales));
+    Value* sizes = c.sizes.empty() ? nullptr : b.constant(Tensor::vectorI64(c.sizes));
+    b.output(b.op("Resize", {x, nullptr, scales, sizes}, {{"mode", c.mode}}));
+    EXPECT_FALSE(codegen::needsLegalizing(g)) << "the cpu target's native gather";
+    EXPECT_TRUE(codegen::needsLegalizing(g, gpuTarget()));
+    auto after = legalizedMatches(g, {test::randomTensor(c.x, 5)}, 1, gpuTarget(), 1e-5);
+    if (!c.expect.empty()) EXPECT_EQ(ops(*after), c.expect);
+    EXPECT_FALSE(codegen::needsLegalizing(*after, gpuTarget()));
+  }
+}
+
+// On the GPU targets a ConvTranspose becomes a Conv at stride 1 over its input with zeros between the elements,
+// of its weights flipped with their channel dims swapped per group (test::convTransposeCases()); the cpu target
+// keeps its native one where it applies (2-D, microkernels on). The ops: zeros by Reshape, Pad, Reshape (none at stride 1), a Slice where pads are
+// wider than the window, the weights' Reshape, Transpose, Reshape and flipping Slice, the Conv.
+TEST(Legalize, ConvTransposeOnTheGpuTargetsBecomesAConvOverZeros) {
+  const std::vector<test::ConvTransposeCase> cases = test::convTransposeCases();
+  const std::vector<std::string> weights = {"Reshape", "Transpose", "Reshape", "Slice", "Conv"};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("ConvTranspose case " + std::to_string(i));
+    Graph g;
+    GraphBuilder b(g);
+    b.output(test::convTranspose(b, b.input("x", {DType::F32, Shape::fromStatic(cases[i].x)}), cases[i]));
+    EXPECT_EQ(codegen::needsLegalizing(g), cases[i].x.size() != 4) << "the cpu target's native 2-D kernel";
+    codegen::CodegenOptions noMicrokernels;
+    noMicrokernels.set("ukernels", "off");
+    EXPECT_TRUE(codegen::needsLegalizing(g, noMicrokernels));
+    auto after = legalizedMatches(g, {test::randomTensor(cases[i].x, 5)}, 1, gpuTarget(), 1e-5);
+    std::vector<std::string> expect = weights;
+    if (i == 2) EXPECT_EQ(ops(*after), expect) << "stride 1: no zeros";
+    expect.insert(expect.begin(), {"Reshape", "Pad", "Reshape"});
+    if (i == 0) EXPECT_EQ(ops(*after), expect);
+    expect.insert(expect.begin() + 3, "Slice");
+    if (i == 11) EXPECT_EQ(ops(*after), expect) << "pads wider than the window: cropped";
+  }
 }
 
 }  // namespace

@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "codegen/mlir/Codegen.h"
+#include "ir/Builder.h"
 #include "ir/Error.h"
 #include "ir/Tensor.h"
 
@@ -81,6 +83,39 @@ inline std::string errorOf(const std::function<void()>& f) {
     return e.what();
   }
   return "(no error)";
+}
+
+// ConvTranspose geometries whose indexing a kernel must get right: a U-Net's 2 x 2 at stride 2, a window that is
+// no multiple of its stride, begin and end pads with output_padding, groups and depthwise, dilations, 1-D and
+// 3-D, auto_pad, output_shape, 18 wide (a vector of 16 and one shifted inwards), pads wider than the window.
+struct ConvTransposeCase {
+  std::vector<int64_t> x, w;
+  std::map<std::string, Attribute> attrs;
+  bool bias;
+};
+inline std::vector<ConvTransposeCase> convTransposeCases() {
+  using Ints = std::vector<int64_t>;
+  return {
+      {{1, 4, 5, 6}, {4, 3, 2, 2}, {{"strides", Ints{2, 2}}}, true},
+      {{2, 4, 5, 5}, {4, 6, 3, 3}, {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}, {"output_padding", Ints{1, 1}}}, true},
+      {{1, 4, 6, 7}, {4, 2, 3, 3}, {{"group", int64_t(2)}, {"pads", Ints{1, 0, 2, 1}}}, true},
+      {{1, 4, 5, 5}, {4, 1, 3, 3}, {{"group", int64_t(4)}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}, false},
+      {{1, 3, 5, 5}, {3, 2, 3, 3}, {{"strides", Ints{2, 2}}, {"dilations", Ints{2, 2}}}, true},
+      {{1, 3, 5, 4}, {3, 2, 3, 2}, {{"strides", Ints{1, 3}}, {"dilations", Ints{2, 1}}, {"pads", Ints{2, 0, 1, 1}}}, false},
+      {{2, 3, 9}, {3, 4, 4}, {{"strides", Ints{3}}, {"pads", Ints{1, 2}}}, true},
+      {{1, 2, 3, 4, 4}, {2, 3, 2, 2, 2}, {{"strides", Ints{2, 2, 2}}}, true},
+      {{1, 2, 5, 5}, {2, 2, 3, 3}, {{"strides", Ints{2, 2}}, {"auto_pad", Attribute(std::string("SAME_UPPER"))}}, false},
+      {{1, 2, 4, 4}, {2, 2, 3, 3}, {{"strides", Ints{2, 2}}, {"output_shape", Ints{8, 8}}}, true},
+      {{1, 2, 9, 9}, {2, 3, 2, 2}, {{"strides", Ints{2, 2}}}, true},
+      {{1, 2, 4, 4}, {2, 2, 2, 2}, {{"strides", Ints{2, 2}}, {"pads", Ints{2, 1, 1, 2}}}, true},
+  };
+}
+// The case's ConvTranspose of x, its weights and bias random constants.
+inline Value* convTranspose(GraphBuilder& b, Value* x, const ConvTransposeCase& c) {
+  std::vector<Value*> in = {x, b.constant(randomTensor(c.w, 2))};
+  const int64_t group = c.attrs.count("group") ? std::get<int64_t>(c.attrs.at("group")) : 1;
+  if (c.bias) in.push_back(b.constant(randomTensor({c.w[1] * group}, 3)));
+  return b.op("ConvTranspose", in, c.attrs);
 }
 
 // Occurrences of `what` in `text`.
