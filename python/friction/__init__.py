@@ -25,7 +25,7 @@ import numpy as np
 
 from . import _core
 from ._core import Error
-from ._results import Results
+from ._results import Results, remove_store as _remove_store
 
 __all__ = ["Error", "Model", "Compiled", "Results", "load", "passes", "backends", "ops", "optimize", "compile", "ablate",
            "sweep", "binary"]
@@ -314,8 +314,8 @@ def _run_cli(args: list[str], what: str, remove_on_error: Optional[str] = None) 
     temporary results store the caller would have returned)."""
     proc = subprocess.run([binary] + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if proc.returncode != 0:
-        if remove_on_error and os.path.exists(remove_on_error):
-            os.unlink(remove_on_error)
+        if remove_on_error:
+            _remove_store(remove_on_error)
         lines = [l for l in proc.stderr.splitlines() if l.startswith("friction: ")]
         raise Error(lines[-1][len("friction: "):] if lines else f"{what} failed: {proc.stderr.strip()[-500:]}")
 
@@ -332,7 +332,8 @@ def ablate(model: Source, *, backend: str = "cpu", batches: Sequence[int] = (1,)
            threads: int = 0, rounds: Optional[int] = None, seed: int = 0, extra_args: Sequence[str] = ()) -> Results:
     """Attributes latency to passes (``mode``: ``loo`` leave-one-out, ``aoi`` add-one-in, ``shapley``) by
     running ``friction ablate`` (interleaved rounds, paired CIs, an A/A control unless ``aa=False``);
-    returns its results store (``db``, a temporary file unless given)."""
+    returns its results store (``db``; unless given, a temporary file the returned Results removes when it
+    goes: ``Results.save`` keeps a copy)."""
     keep: list[str] = []
     temporary = not db
     try:
@@ -350,7 +351,7 @@ def ablate(model: Source, *, backend: str = "cpu", batches: Sequence[int] = (1,)
         if rounds:
             args += ["--rounds", str(rounds)]
         _run_cli(args + list(extra_args), "friction ablate", remove_on_error=db if temporary else None)
-        return Results(db)
+        return Results(db, temporary=temporary)
     finally:
         for f in keep:
             os.unlink(f)
@@ -358,7 +359,8 @@ def ablate(model: Source, *, backend: str = "cpu", batches: Sequence[int] = (1,)
 
 def sweep(spec: Union[str, "os.PathLike[str]"], *, db: Optional[str] = None, resume: bool = False,
           shard: Optional[str] = None, extra_args: Sequence[str] = ()) -> Results:
-    """Runs a sweep specification (TOML, docs/study.md) with ``friction sweep``; returns its results store."""
+    """Runs a sweep specification (TOML, docs/study.md) with ``friction sweep``; returns its results store
+    (``db``; unless given, a temporary file the returned Results removes when it goes)."""
     temporary = not db
     db = db or _default_db("friction-sweep-")
     args = ["sweep", os.fspath(spec), "--db", db]
@@ -367,4 +369,4 @@ def sweep(spec: Union[str, "os.PathLike[str]"], *, db: Optional[str] = None, res
     if shard:
         args += ["--shard", shard]
     _run_cli(args + list(extra_args), "friction sweep", remove_on_error=db if temporary else None)
-    return Results(db)
+    return Results(db, temporary=temporary)

@@ -8,10 +8,21 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import weakref
 from functools import cached_property
 from typing import Any, Optional
 
 from . import _core
+
+
+def remove_store(db: str) -> None:
+    """Removes a results store and the files SQLite keeps beside it (a read-only connection to a store in WAL
+    mode leaves its -wal and -shm files behind)."""
+    for path in (db, db + "-wal", db + "-shm", db + "-journal"):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
 
 
 def _pandas():
@@ -26,15 +37,31 @@ class Results:
     its CI and whether the effect is measurable), ``rounds`` (the calibration and load of each round),
     ``series`` (latency and friction metrics per batch), ``executor_ratios``, ``mitigation`` (R(b) and
     delta-phi against the reference executor) and ``aa`` (the A/A controls).
-    ``report`` is the whole data of ``friction report`` as a dict."""
+    ``report`` is the whole data of ``friction report`` as a dict.
 
-    def __init__(self, db: str, reference: str = "", min_effect: float = 0.02):
+    A store that ``ablate`` or ``sweep`` made in a temporary file (no ``db`` given) belongs to this object:
+    it is removed when the object is garbage collected or the interpreter exits; ``save`` keeps a copy."""
+
+    def __init__(self, db: str, reference: str = "", min_effect: float = 0.02, *, temporary: bool = False):
         db = os.fspath(db)
         if not os.path.isfile(db):
             raise _core.Error(f"results store '{db}' does not exist")
         self.db = db
         self.reference = reference
         self.min_effect = min_effect
+        self.temporary = temporary
+        if temporary:
+            self._remove = weakref.finalize(self, remove_store, db)
+
+    def save(self, path: str) -> "Results":
+        """Copies the store to ``path`` (SQLite's online backup) and returns the results of the copy, which
+        stays when this object goes."""
+        path = os.fspath(path)
+        if os.path.exists(path):
+            raise _core.Error(f"'{path}' exists: save does not overwrite a results store")
+        with sqlite3.connect(f"file:{self.db}?mode=ro", uri=True) as source, sqlite3.connect(path) as copy:
+            source.backup(copy)
+        return Results(path, self.reference, self.min_effect)
 
     def _table(self, sql: str):
         with sqlite3.connect(f"file:{self.db}?mode=ro", uri=True) as con:

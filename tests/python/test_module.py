@@ -231,6 +231,23 @@ def test_results_of_an_ablation(tmp_path):
     assert not r.series.empty and {"friction", "phi"} <= set(r.series.columns)
 
 
+def test_a_temporary_store_goes_with_its_results(tmp_path, monkeypatch):
+    # No db given: the store is a temporary file the Results owns; save() keeps a copy that stays.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    r = friction.ablate(MLP, batches=[1], over=["fuse-epilogues"], rounds=3, aa=False, check=False,
+                        extra_args=["--block-ms", "5", "--min-rounds", "3"])
+    assert r.temporary and os.path.dirname(r.db) == str(tmp_path) and os.path.isfile(r.db)
+    kept = r.save(str(tmp_path / "kept.db"))
+    assert not kept.temporary and len(kept.measurements) == len(r.measurements) >= 2
+    with pytest.raises(friction.Error, match="does not overwrite"):
+        r.save(str(tmp_path / "kept.db"))
+    store = r.db
+    del r
+    gc.collect()
+    assert not os.path.exists(store) and os.path.isfile(tmp_path / "kept.db")
+    assert not list(tmp_path.glob("friction-*"))
+
+
 def test_results_of_a_sweep_have_mitigation(tmp_path):
     spec = tmp_path / "s.toml"
     spec.write_text('name = "t"\nmodels = ["zoo:mlp?width=16&inputs=16"]\nbatches = [1, 4]\n'
