@@ -93,6 +93,9 @@ struct CodegenOptions {
   // ConvTranspose's col2im): legalize() expands them into ops that have one (Legalize.h; the cpu target's
   // ConvTranspose too where its native kernel does not apply). The halide target builds its own.
   bool expandsNativeOnlyOps() const { return target == Target::Cuda || target == Target::CudaNests; }
+  // Only the cpu target has a recurrence kernel (NativeRecurrentOps.cpp): on the others legalize() unrolls
+  // RNN, GRU and LSTM over their static sequence into each step's ops.
+  bool unrollsRecurrences() const { return target != Target::Cpu; }
   // Turns a stage on or off from a backend option NAME=on|off; throws Error
   // for unknown stages, stages that cannot be switched and other values.
   void set(const std::string& stage, const std::string& value);

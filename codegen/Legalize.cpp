@@ -10,7 +10,9 @@
 
 #include "codegen/NativeKernels.h"
 #include "ir/Error.h"
+#include "ir/Uses.h"
 #include "ir/ops/NnShapes.h"
+#include "ir/ops/Recurrent.h"
 #include "passes/Pass.h"
 #include "passes/PassUtil.h"
 
@@ -107,6 +109,38 @@ bool lacksConvTransposeKernel(const Node& n, const CodegenOptions& options) {
   return options.target == Target::Cpu && (n.input(0)->shape().rank() != 4 || !options.ukernels());
 }
 
+// A recurrent layer is unrolled over its sequence (the halide and GPU targets) when that takes at most this
+// many steps over all its directions: a longer one stays on the interpreter rather than grow the graph.
+constexpr int64_t kMaxUnrolledSteps = 1024;
+
+// The spec and extents of RNN, GRU or LSTM `n` when it can be unrolled: f32, static, its sequence_lens absent
+// or a constant of whole sequences.
+std::optional<std::pair<RecurrentSpec, RecurrentDims>> unrollableRecurrence(const Node& n) {
+  if (!isRecurrentOp(n.op()) || n.numInputs() < 3 || !isStaticF32(n.input(RecurrentSpec::kX))) return std::nullopt;
+  std::vector<Ints> dims(n.numInputs());
+  std::vector<const Ints*> shapes;
+  for (size_t i = 0; i < n.numInputs(); ++i) {
+    const Value* v = n.input(i);
+    if (v && i != RecurrentSpec::kSequenceLens && !isStaticF32(v)) return std::nullopt;
+    if (v) dims[i] = v->shape().staticDims();
+    shapes.push_back(v ? &dims[i] : nullptr);
+  }
+  try {
+    const RecurrentSpec spec = recurrentSpec(n);
+    const RecurrentDims extents = recurrentDims(n, spec, shapes);
+    if (extents.seq * spec.directions > kMaxUnrolledSteps) return std::nullopt;
+    if (n.numInputs() > RecurrentSpec::kSequenceLens && n.input(RecurrentSpec::kSequenceLens)) {
+      const Tensor* lengths = constantData(n.input(RecurrentSpec::kSequenceLens));
+      if (!lengths) return std::nullopt;
+      for (int64_t length : lengths->toInt64Vector())
+        if (length != extents.seq) return std::nullopt;
+    }
+    return std::make_pair(spec, extents);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
 bool rewritable(const Node& n, const CodegenOptions& options) {
   if (!allStatic(n)) return false;
   if (n.op() == "Split") return n.numInputs() >= 1 && n.input(0);
@@ -114,6 +148,7 @@ bool rewritable(const Node& n, const CodegenOptions& options) {
   if (n.op() == "DepthToSpace" || n.op() == "SpaceToDepth") return n.input(0)->shape().rank() == 4;
   if (options.expandsNativeOnlyOps() && n.op() == "Resize") return resizeAxes(n).has_value();
   if (n.op() == "ConvTranspose") return expandableConvTranspose(n) && lacksConvTransposeKernel(n, options);
+  if (options.unrollsRecurrences() && isRecurrentOp(n.op())) return unrollableRecurrence(n).has_value();
   return false;
 }
 
@@ -184,7 +219,7 @@ class Rewriter {
       const ukernels::ResizeAxis& a = axes[d];
       if (a.identity()) continue;
       shape[d] = a.out;
-      const TensorType type{DType::F32, Shape::fromStatic(shape)};
+      const TensorType type = f32(shape);
       const std::string name = n.name() + "/axis" + std::to_string(d);
       Value* sum = nullptr;
       for (int64_t t = 0; t < a.taps; ++t) {
@@ -218,7 +253,6 @@ class Rewriter {
     const Window win = resolveConvTranspose(n, {xs.begin() + 2, xs.end()}, {ws.begin() + 2, ws.end()}).window;
     const int64_t G = n.attrInt("group", 1), cg = xs[1] / G, kg = ys[1] / G;
     const std::string name = n.name();
-    auto f32 = [](const Ints& shape) { return TensorType{DType::F32, Shape::fromStatic(shape)}; };
     // Zeros between the elements: [N, C, H, 1, W, 1] padded to [N, C, H, s, W, s], read as [N, C, H * s, W * s].
     Ints apart = {xs[0], xs[1]}, padded = apart, stuffed = apart, pads(2 * (2 + 2 * d), 0);
     for (size_t i = 0; i < d; ++i) {
@@ -228,9 +262,8 @@ class Rewriter {
       pads[2 + 2 * d + 3 + 2 * i] = win.strides[i] - 1;  // the end of each inserted dim
     }
     if (stuffed != xs) {
-      Value* split = add("Reshape", {x, ints(apart)}, nullptr, name + "/apart", f32(apart));
-      Value* zeros = add("Pad", {split, ints(pads)}, nullptr, name + "/zeros", f32(padded));
-      x = add("Reshape", {zeros, ints(stuffed)}, nullptr, name + "/stuffed", f32(stuffed));
+      Value* zeros = add("Pad", {reshaped(x, apart, name + "/apart"), ints(pads)}, nullptr, name + "/zeros", f32(padded));
+      x = reshaped(zeros, stuffed, name + "/stuffed");
     }
     // The pads of the Conv: front (k - 1) * e - p, back what gives the result's extent; negatives cropped first.
     Ints convPads(2 * d, 0), starts, ends, axes, cropped = stuffed;
@@ -253,9 +286,8 @@ class Rewriter {
       convWeights.push_back(ws[2 + i]), flip.push_back(int64_t(2 + i)), flipStarts.push_back(-1);
       flipEnds.push_back(std::numeric_limits<int64_t>::min());
     }
-    Value* v = add("Reshape", {w, ints(grouped)}, nullptr, name + "/w_grouped", f32(grouped));
-    v = transposed(v, perm, name + "/w_swapped");
-    v = add("Reshape", {v, ints(convWeights)}, nullptr, name + "/w_channels", f32(convWeights));
+    Value* v = transposed(reshaped(w, grouped, name + "/w_grouped"), perm, name + "/w_swapped");
+    v = reshaped(v, convWeights, name + "/w_channels");
     v = add("Slice", {v, ints(flipStarts), ints(flipEnds), ints(flip), ints(Ints(d, -1))}, nullptr, name + "/w_flipped", f32(convWeights));
     std::vector<Value*> operands = {x, v};
     if (n.numInputs() > 2 && n.input(2)) operands.push_back(n.input(2));
@@ -264,13 +296,172 @@ class Rewriter {
                                  {"strides", Ints(d, 1)}, {"kernel_shape", win.kernel}});
   }
 
-  void finish() {
+  // RNN, GRU, LSTM unrolled over the sequence, one step's ops after the other's, as the interpreter computes
+  // them (runtime/interp/kernels/RecurrentKernels.cpp): per direction the input products of every element in
+  // one Gemm (W's bias in it), then per step a Gemm of the state by R (R's bias in it), the gates as Slices
+  // of the sum, clipped and activated (each activation an op of its own), and the new state; Y, Y_h and Y_c
+  // are Concats of the steps' states in the layout asked for. Outputs nothing reads are not built.
+  void recurrent(const Node& n) {
+    const auto [spec, dims] = *unrollableRecurrence(n);
+    const int64_t T = dims.seq, B = dims.batch, H = dims.hidden, rows = spec.gates * dims.hidden;
+    const std::string& name = n.name();
+    auto input = [&](size_t i) { return i < n.numInputs() ? n.input(i) : nullptr; };
+    auto slice = [&](Value* v, int64_t axis, int64_t start, int64_t end, const std::string& what) {
+      return sliced(v, axis, start, end, name + "/" + what);
+    };
+    auto reshape = [&](Value* v, const Ints& to, const std::string& what) { return reshaped(v, to, name + "/" + what); };
+    // a x b^T (+ c broadcast over rows).
+    auto gemm = [&](Value* a, Value* b, Value* c, const std::string& what) {
+      std::vector<Value*> in = {a, b};
+      if (c) in.push_back(c);
+      return add("Gemm", in, nullptr, name + "/" + what, f32({shapeOf(a)[0], shapeOf(b)[0]}), {{"transB", int64_t(1)}});
+    };
+    auto scalar = [&](float v) { return g_.addInitializer(g_.freshName("legalized"), Tensor::scalarF32(v)); };
+    auto binary = [&](const std::string& op, Value* a, Value* b, const Value* like) {
+      return add(op, {a, b}, like, name + "/" + op);
+    };
+    auto unary = [&](const std::string& op, Value* a, std::map<std::string, Attribute> attrs = {}) {
+      return add(op, {a}, a, name + "/" + op, std::nullopt, std::move(attrs));
+    };
+    auto clipped = [&](Value* v) {
+      return spec.clip ? add("Clip", {v, scalar(-*spec.clip), scalar(*spec.clip)}, v, name + "/clip") : v;
+    };
+    auto activate = [&](Value* v, const RecurrentActivation& a) {
+      using K = RecurrentActivationKind;
+      switch (a.kind) {
+        case K::Relu: return unary("Relu", v);
+        case K::Tanh: return unary("Tanh", v);
+        case K::Sigmoid: return unary("Sigmoid", v);
+        case K::Affine: return binary("Add", binary("Mul", v, scalar(a.alpha), v), scalar(a.beta), v);
+        case K::LeakyRelu: return unary("LeakyRelu", v, {{"alpha", a.alpha}});
+        case K::ThresholdedRelu: return unary("ThresholdedRelu", v, {{"alpha", a.alpha}});
+        case K::ScaledTanh: return binary("Mul", unary("Tanh", binary("Mul", v, scalar(a.beta), v)), scalar(a.alpha), v);
+        case K::HardSigmoid: return unary("HardSigmoid", v, {{"alpha", a.alpha}, {"beta", a.beta}});
+        case K::Elu: return unary("Elu", v, {{"alpha", a.alpha}});
+        case K::Softsign: return unary("Softsign", v);
+        case K::Softplus: return unary("Softplus", v);
+      }
+      return v;
+    };
+    // A direction's initial state [B, H]: its rows of initial_h or initial_c, or zeros.
+    auto initial = [&](size_t i, int dir) {
+      if (Value* v = input(i))
+        return reshape(slice(v, dims.batchMajor ? 1 : 0, dir, dir + 1, "initial"), {B, H}, "initial_rows");
+      return g_.addInitializer(g_.freshName("legalized"), Tensor::fromVector<float>(DType::F32, {B, H},
+                                                                                   std::vector<float>(size_t(B * H), 0.f)));
+    };
+    Value* x = input(RecurrentSpec::kX);
+    if (dims.batchMajor) x = transposed(x, {1, 0, 2}, name + "/x_time_major");
+    x = reshape(x, {T * B, dims.input}, "x_rows");
+    std::vector<std::vector<Value*>> states(size_t(spec.directions), std::vector<Value*>(size_t(T)));
+    std::vector<Value*> lastH, lastC;
+    for (int dir = 0; dir < spec.directions; ++dir) {
+      Value* w = reshape(slice(input(RecurrentSpec::kW), 0, dir, dir + 1, "w"), {rows, dims.input}, "w_rows");
+      Value* r = reshape(slice(input(RecurrentSpec::kR), 0, dir, dir + 1, "r"), {rows, H}, "r_rows");
+      Value *wb = nullptr, *rb = nullptr;
+      if (Value* b = input(RecurrentSpec::kB)) {
+        b = reshape(slice(b, 0, dir, dir + 1, "b"), {2 * rows}, "b_row");
+        wb = slice(b, 0, 0, rows, "wb"), rb = slice(b, 0, rows, 2 * rows, "rb");
+      }
+      Value* xw = gemm(x, w, wb, "xw");  // [T * B, rows]
+      // GRU without linear_before_reset: the candidate's recurrent product is of the reset state, apart.
+      const bool resetFirst = spec.cell == RecurrentCell::Gru && !spec.linearBeforeReset;
+      const int64_t joint = resetFirst ? 2 * H : rows;
+      Value *rJoint = resetFirst ? slice(r, 0, 0, joint, "r_zr") : r, *rbJoint = rb && resetFirst ? slice(rb, 0, 0, joint, "rb_zr") : rb;
+      Value *rCandidate = resetFirst ? slice(r, 0, joint, rows, "r_h") : nullptr,
+            *rbCandidate = rb && resetFirst ? slice(rb, 0, joint, rows, "rb_h") : nullptr;
+      Value* peep = spec.cell == RecurrentCell::Lstm && input(RecurrentSpec::kP)
+                        ? reshape(slice(input(RecurrentSpec::kP), 0, dir, dir + 1, "p"), {3 * H}, "p_row")
+                        : nullptr;
+      auto peephole = [&](int k) { return slice(peep, 0, k * H, (k + 1) * H, "peephole"); };
+      const RecurrentActivation& f = spec.activation(dir, 0);
+      Value* h = initial(RecurrentSpec::kInitialH, dir);
+      Value* c = spec.cell == RecurrentCell::Lstm ? initial(RecurrentSpec::kInitialC, dir) : nullptr;
+      for (int64_t step = 0; step < T; ++step) {
+        const int64_t t = spec.reversed(dir) ? T - 1 - step : step;
+        Value* xt = slice(xw, 0, t * B, (t + 1) * B, "xw_t");  // [B, rows]
+        Value* hr = gemm(h, rJoint, rbJoint, "hr");           // [B, joint]
+        Value* sum = binary("Add", joint == rows ? xt : slice(xt, 1, 0, joint, "xw_zr"), hr, hr);
+        auto gate = [&](int k) { return slice(sum, 1, k * H, (k + 1) * H, "gate"); };
+        if (spec.cell == RecurrentCell::Rnn) {
+          h = activate(clipped(sum), f);
+        } else if (spec.cell == RecurrentCell::Gru) {
+          Value* z = activate(clipped(gate(0)), f);
+          Value* reset = activate(clipped(gate(1)), f);
+          Value* xh = slice(xt, 1, 2 * H, rows, "xw_h");
+          Value* recurrentPart = resetFirst ? gemm(binary("Mul", reset, h, h), rCandidate, rbCandidate, "hr_h")
+                                            : binary("Mul", reset, slice(hr, 1, 2 * H, rows, "hr_h"), h);
+          Value* candidate = activate(clipped(binary("Add", xh, recurrentPart, h)), spec.activation(dir, 1));
+          // (1 - z) * candidate + z * h
+          Value* keep = binary("Mul", z, h, h);
+          h = binary("Add", binary("Mul", add("Sub", {scalar(1.f), z}, z, name + "/Sub"), candidate, h), keep, h);
+        } else {  // LSTM: gates i, o, f, c; peepholes i, o, f
+          auto withPeephole = [&](Value* g, int k, Value* state) {
+            return peep ? binary("Add", g, binary("Mul", peephole(k), state, state), g) : g;
+          };
+          Value* i = activate(clipped(withPeephole(gate(0), 0, c)), f);
+          Value* forget = spec.inputForget ? add("Sub", {scalar(1.f), i}, i, name + "/Sub")
+                                           : activate(clipped(withPeephole(gate(2), 2, c)), f);
+          Value* cell = binary("Add", binary("Mul", forget, c, c),
+                               binary("Mul", i, activate(clipped(gate(3)), spec.activation(dir, 1)), c), c);
+          Value* o = activate(clipped(withPeephole(gate(1), 1, cell)), f);
+          c = cell;
+          h = binary("Mul", o, activate(cell, spec.activation(dir, 2)), cell);
+        }
+        states[size_t(dir)][size_t(t)] = h;
+      }
+      lastH.push_back(h), lastC.push_back(c);
+    }
+    const UseIndex uses(static_cast<const Graph&>(g_));
+    auto wanted = [&](size_t k) { return k < n.numOutputs() && n.output(k) && !uses.unused(n.output(k)); };
+    auto concat = [&](const std::vector<Value*>& parts, int64_t axis, const std::string& what) {
+      if (parts.size() == 1) return parts[0];
+      Ints s = shapeOf(parts[0]);
+      s[size_t(axis)] *= int64_t(parts.size());
+      return add("Concat", parts, nullptr, name + "/" + what, f32(s), {{"axis", axis}});
+    };
+    const int64_t D = spec.directions;
+    if (wanted(RecurrentSpec::kY)) {  // [T, D, B, H], or [B, T, D, H]
+      std::vector<Value*> directions;
+      for (int dir = 0; dir < D; ++dir) {
+        std::vector<Value*> steps;
+        for (Value* state : states[size_t(dir)]) steps.push_back(reshape(state, {1, 1, B, H}, "y_t"));
+        directions.push_back(concat(steps, 0, "y_steps"));
+      }
+      Value* y = concat(directions, 1, "y");
+      replace_[n.output(RecurrentSpec::kY)] = dims.batchMajor ? transposed(y, {2, 0, 1, 3}, name + "/y_batch_major") : y;
+    }
+    for (auto [k, last] : {std::make_pair(RecurrentSpec::kYh, &lastH), std::make_pair(RecurrentSpec::kYc, &lastC)}) {
+      if (!wanted(k) || !(*last)[0]) continue;
+      std::vector<Value*> parts;
+      for (Value* state : *last) parts.push_back(reshape(state, {1, B, H}, "state"));
+      Value* state = concat(parts, 0, "states");  // [D, B, H], or [B, D, H]
+      replace_[n.output(k)] = dims.batchMajor ? transposed(state, {1, 0, 2}, name + "/state_batch_major") : state;
+    }
+  }
+
+  // Redirects the rewritten nodes' readers to their replacements and removes them.
+  void finish(const std::vector<const Node*>& rewritten) {
     replaceAllUses(g_, replace_);
-    g_.eraseNodes([&](const Node& n) { return replace_.count(n.numOutputs() ? n.output(0) : nullptr) > 0; });
+    const std::unordered_set<const Node*> gone(rewritten.begin(), rewritten.end());
+    g_.eraseNodes([&](const Node& n) { return gone.count(&n) > 0; });
   }
 
  private:
   Value* ints(const Ints& v) { return g_.addInitializer(g_.freshName("legalized"), Tensor::vectorI64(v)); }
+  static TensorType f32(const Ints& shape) { return TensorType{DType::F32, Shape::fromStatic(shape)}; }
+  static Ints shapeOf(const Value* v) { return v->shape().staticDims(); }
+
+  // v[start:end] along `axis`.
+  Value* sliced(Value* v, int64_t axis, int64_t start, int64_t end, const std::string& name) {
+    Ints s = shapeOf(v);
+    s[size_t(axis)] = end - start;
+    return add("Slice", {v, ints({start}), ints({end}), ints({axis})}, nullptr, name, f32(s));
+  }
+  // v as shape `to` (v itself when it has it).
+  Value* reshaped(Value* v, const Ints& to, const std::string& name) {
+    return shapeOf(v) == to ? v : add("Reshape", {v, ints(to)}, nullptr, name, f32(to));
+  }
 
   Value* transposed(Value* x, const Ints& perm, const std::string& name) {
     if (isIdentity(perm)) return x;
@@ -313,10 +504,11 @@ int64_t legalize(Graph& g, const CodegenOptions& options) {
     else if (n->op() == "Einsum") r.einsum(*n);
     else if (n->op() == "Resize") r.resize(*n);
     else if (n->op() == "ConvTranspose") r.convTranspose(*n);
+    else if (isRecurrentOp(n->op())) r.recurrent(*n);
     else r.depthSpace(*n);
     g.moveNodesBefore(mark, n);  // the program runs in the order plan-memory planned
   }
-  r.finish();
+  r.finish(nodes);
   return rewritten + int64_t(nodes.size());
 }
 

@@ -6,6 +6,7 @@
 #include "codegen/Legalize.h"
 #include "ir/Builder.h"
 #include "ir/Verifier.h"
+#include "ir/ops/Recurrent.h"
 #include "runtime/interp/Interpreter.h"
 #include "tests/common/BackendTestUtil.h"
 
@@ -222,6 +223,75 @@ TEST(Legalize, ConvTransposeOnTheGpuTargetsBecomesAConvOverZeros) {
     if (i == 0) EXPECT_EQ(ops(*after), expect);
     expect.insert(expect.begin() + 3, "Slice");
     if (i == 11) EXPECT_EQ(ops(*after), expect) << "pads wider than the window: cropped";
+  }
+}
+
+// On the halide and GPU targets RNN, GRU and LSTM are unrolled over their static sequence into each step's ops
+// (the cpu target keeps its native recurrence): directions, both layouts, initial states, clip, GRU's two
+// reset orders, LSTM's peepholes and input_forget, a constant sequence_lens of whole sequences, activations
+// of every kind; Y, Y_h and Y_c against the interpreter. A sequence_lens of the run, or a sequence of more
+// than 1024 steps, is left alone.
+TEST(Legalize, RecurrentLayersUnrollOverTheirSequenceOnTheOtherTargets) {
+  using Attrs = std::map<std::string, Attribute>;
+  using Names = std::vector<std::string>;
+  struct Case {
+    std::string op;
+    int64_t directions, layout;
+    Attrs attrs;
+    bool bias, initial, peepholes, lengths;
+  };
+  const int64_t T = 4, B = 3, I = 5, H = 6;
+  const std::vector<Case> cases = {
+      {"RNN", 1, 0, {}, true, true, false, false},
+      {"RNN", 2, 0, {{"activations", Names{"Relu", "ScaledTanh"}}, {"activation_alpha", std::vector<float>{0.f, 0.7f}},
+                     {"activation_beta", std::vector<float>{0.f, 1.3f}}}, false, false, false, false},
+      {"GRU", 1, 0, {{"direction", std::string("reverse")}, {"clip", 0.5f}}, true, true, false, true},
+      {"GRU", 2, 1, {{"linear_before_reset", int64_t(1)}}, true, true, false, false},
+      {"LSTM", 1, 0, {}, true, true, true, true},
+      {"LSTM", 2, 0, {{"input_forget", int64_t(1)},
+                      {"activations", Names{"HardSigmoid", "Elu", "Softsign", "Affine", "LeakyRelu", "Softplus"}},
+                      {"activation_alpha", std::vector<float>{0.3f, 0.9f, 0.f, 0.5f, 0.1f, 0.f}},
+                      {"activation_beta", std::vector<float>{0.4f, 0.f, 0.f, 0.2f, 0.f, 0.f}}}, true, true, true, false},
+      {"LSTM", 1, 1, {{"activations", Names{"Sigmoid", "ThresholdedRelu", "Tanh"}},
+                      {"activation_alpha", std::vector<float>{0.f, 0.2f, 0.f}}}, false, false, false, false},
+  };
+  codegen::CodegenOptions halide;
+  halide.target = codegen::Target::Halide;
+  for (const Case& c : cases) {
+    const int64_t gates = c.op == "RNN" ? 1 : c.op == "GRU" ? 3 : 4, D = c.directions;
+    SCOPED_TRACE(c.op + " of " + std::to_string(D) + " directions, layout " + std::to_string(c.layout));
+    Graph g;
+    GraphBuilder b(g);
+    const Ints xs = c.layout ? Ints{B, T, I} : Ints{T, B, I}, states = c.layout ? Ints{B, D, H} : Ints{D, B, H};
+    Value* x = b.input("x", {DType::F32, Shape::fromStatic(xs)});
+    std::vector<Value*> in = {x, b.constant(test::randomTensor({D, gates * H, I}, 2, -0.6f, 0.6f)),
+                              b.constant(test::randomTensor({D, gates * H, H}, 3, -0.6f, 0.6f)),
+                              c.bias ? b.constant(test::randomTensor({D, 2 * gates * H}, 4)) : nullptr,
+                              c.lengths ? b.constant(Tensor::fromVector<int32_t>(DType::I32, {B}, std::vector<int32_t>(B, T)))
+                                        : nullptr,
+                              c.initial ? b.constant(test::randomTensor(states, 5)) : nullptr};
+    if (c.op == "LSTM") {
+      in.push_back(c.initial ? b.constant(test::randomTensor(states, 6)) : nullptr);
+      in.push_back(c.peepholes ? b.constant(test::randomTensor({D, 3 * H}, 7)) : nullptr);
+    }
+    Attrs attrs = c.attrs;
+    attrs["hidden_size"] = H;
+    attrs["layout"] = c.layout;
+    if (D == 2) attrs["direction"] = std::string("bidirectional");
+    for (Value* out : b.opN(c.op, in, c.op == "LSTM" ? 3 : 2, attrs)) b.output(out);
+    EXPECT_FALSE(codegen::needsLegalizing(g)) << "the cpu target's native recurrence";
+    auto after = legalizedMatches(g, {test::randomTensor(xs, 8)}, 1, halide, 1e-4);
+    for (const std::string& op : ops(*after)) EXPECT_FALSE(isRecurrentOp(op));
+  }
+  // A sequence_lens of the run, and a sequence too long to unroll, stay.
+  for (const auto& [seq, lengths] : {std::make_pair(int64_t(4), true), std::make_pair(int64_t(1025), false)}) {
+    Graph g;
+    GraphBuilder b(g);
+    Value* x = b.input("x", {DType::F32, Shape::fromStatic({seq, B, I})});
+    Value* l = lengths ? b.input("lengths", {DType::I32, Shape::fromStatic({B})}) : nullptr;
+    b.output(b.opN("RNN", {x, b.constant(test::randomTensor({1, H, I}, 2)), b.constant(test::randomTensor({1, H, H}, 3)),
+                           nullptr, l}, 2, {{"hidden_size", H}})[0]);
+    EXPECT_FALSE(codegen::needsLegalizing(g, halide)) << seq << " steps";
   }
 }
 

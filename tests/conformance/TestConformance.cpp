@@ -60,10 +60,6 @@ TEST(Conformance, OnnxPackageNodeTests) { runSuite("onnx-package", 0.98); }
 // two recurrent models, exported by PyTorch (scripts/make_torch_fixtures.py):
 // batch 1 and 2, outputs within 1e-4 relative of PyTorch's.
 constexpr int kTorchFixtures = 25;
-// The fixtures with recurrent layers (LSTM, GRU, RNN), which the halide backend and the cuda target run on
-// the interpreter: a recurrence over time is a native kernel of the cpu target only (docs/codegen.md).
-constexpr int kRecurrentFixtures = 2;
-constexpr const char* kWithoutRecurrentFixtures = "^(?!(lstm_tagger|gru_speech)$)";
 
 TEST(Conformance, TorchvisionExports) {
   ConformanceOptions o;
@@ -165,8 +161,7 @@ void expectPassesWhatInterpPasses(const std::string& backend, const std::vector<
 // The torch exports after the default pipeline through the cuda target's
 // nests (the suite above runs them with no pass).
 TEST(Conformance, TorchvisionExportsOnCudaNestsWithDefaultPasses) {
-  EXPECT_GE(expectTorchFixturesOn("cpu?target=cuda-nests", PipelineOptions{}, "default", kWithoutRecurrentFixtures),
-            kTorchFixtures - kRecurrentFixtures);
+  EXPECT_GE(expectTorchFixturesOn("cpu?target=cuda-nests", PipelineOptions{}, "default"), kTorchFixtures);
 }
 
 // The compiled backend.
@@ -186,8 +181,7 @@ TEST(Conformance, CudaNestsPassWhatInterpPasses) {
 // exports after the default pipeline, and every case of the onnx package's
 // node tests that passes on the interpreter.
 TEST(Conformance, TorchvisionExportsOnHalideWithDefaultPasses) {
-  EXPECT_GE(expectTorchFixturesOn("halide", PipelineOptions{}, "default", kWithoutRecurrentFixtures),
-            kTorchFixtures - kRecurrentFixtures);
+  EXPECT_GE(expectTorchFixturesOn("halide", PipelineOptions{}, "default"), kTorchFixtures);
 }
 
 // With no pass (the study's baseline: every op its own kernel, Swin's mask
