@@ -87,15 +87,13 @@ struct CodegenOptions {
   // kernel is generated: the cpu's only. The halide target generates every
   // kernel; a GPU program cannot call the host's microkernels, so there a
   // region they would have run (convert-layout's NHWC pools) runs its body's
-  // kernels, as cuda-nests checks on the host.
+  // kernels, as cuda-nests checks on the host. The ops only a native kernel runs (the recurrences, Tile)
+  // legalize() rewrites into ops the other targets have kernels for (Legalize.h).
   bool nativeSteps() const { return target == Target::Cpu; }
   // The GPU targets have no kernel for the ops whose host kernels are native ones (Resize's tap gather,
   // ConvTranspose's col2im): legalize() expands them into ops that have one (Legalize.h; the cpu target's
   // ConvTranspose too where its native kernel does not apply). The halide target builds its own.
   bool expandsNativeOnlyOps() const { return target == Target::Cuda || target == Target::CudaNests; }
-  // Only the cpu target has a recurrence kernel (NativeRecurrentOps.cpp): on the others legalize() unrolls
-  // RNN, GRU and LSTM over their static sequence into each step's ops.
-  bool unrollsRecurrences() const { return target != Target::Cpu; }
   // Turns a stage on or off from a backend option NAME=on|off; throws Error
   // for unknown stages, stages that cannot be switched and other values.
   void set(const std::string& stage, const std::string& value);

@@ -141,6 +141,17 @@ std::optional<std::pair<RecurrentSpec, RecurrentDims>> unrollableRecurrence(cons
   }
 }
 
+// A Tile's repeats when it is f32 and they are constants that repeat some dim.
+std::optional<Ints> tileRepeats(const Node& n) {
+  if (n.numInputs() != 2 || !isStaticF32(n.input(0)) || !n.input(1) || !constantData(n.input(1))) return std::nullopt;
+  const Ints repeats = constantData(n.input(1))->toInt64Vector();
+  if (repeats.size() != n.input(0)->shape().rank() ||
+      std::any_of(repeats.begin(), repeats.end(), [](int64_t r) { return r < 1; }) ||
+      std::all_of(repeats.begin(), repeats.end(), [](int64_t r) { return r == 1; }))
+    return std::nullopt;
+  return repeats;
+}
+
 bool rewritable(const Node& n, const CodegenOptions& options) {
   if (!allStatic(n)) return false;
   if (n.op() == "Split") return n.numInputs() >= 1 && n.input(0);
@@ -148,7 +159,8 @@ bool rewritable(const Node& n, const CodegenOptions& options) {
   if (n.op() == "DepthToSpace" || n.op() == "SpaceToDepth") return n.input(0)->shape().rank() == 4;
   if (options.expandsNativeOnlyOps() && n.op() == "Resize") return resizeAxes(n).has_value();
   if (n.op() == "ConvTranspose") return expandableConvTranspose(n) && lacksConvTransposeKernel(n, options);
-  if (options.unrollsRecurrences() && isRecurrentOp(n.op())) return unrollableRecurrence(n).has_value();
+  if (!options.nativeSteps() && isRecurrentOp(n.op())) return unrollableRecurrence(n).has_value();
+  if (!options.nativeSteps() && n.op() == "Tile") return tileRepeats(n).has_value();
   return false;
 }
 
@@ -294,6 +306,19 @@ class Rewriter {
     replace_[n.output(0)] = add("Conv", operands, n.output(0), name + "/conv", std::nullopt,
                                 {{"group", G}, {"pads", convPads}, {"dilations", win.dilations},
                                  {"strides", Ints(d, 1)}, {"kernel_shape", win.kernel}});
+  }
+
+  // Tile: each repeated dim [x] viewed as [1, x], expanded to [repeats, x] and viewed as [repeats * x].
+  void tile(const Node& n) {
+    const Ints repeats = *tileRepeats(n), xs = shapeOf(n.input(0));
+    Ints apart, expanded, ys;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      if (repeats[i] > 1) apart.push_back(1), expanded.push_back(repeats[i]);
+      apart.push_back(xs[i]), expanded.push_back(xs[i]), ys.push_back(repeats[i] * xs[i]);
+    }
+    Value* copies = add("Expand", {reshaped(n.input(0), apart, n.name() + "/apart"), ints(expanded)}, nullptr,
+                        n.name() + "/copies", f32(expanded));
+    replace_[n.output(0)] = reshaped(copies, ys, n.name() + "/y");
   }
 
   // RNN, GRU, LSTM unrolled over the sequence, one step's ops after the other's, as the interpreter computes
@@ -505,6 +530,7 @@ int64_t legalize(Graph& g, const CodegenOptions& options) {
     else if (n->op() == "Resize") r.resize(*n);
     else if (n->op() == "ConvTranspose") r.convTranspose(*n);
     else if (isRecurrentOp(n->op())) r.recurrent(*n);
+    else if (n->op() == "Tile") r.tile(*n);
     else r.depthSpace(*n);
     g.moveNodesBefore(mark, n);  // the program runs in the order plan-memory planned
   }

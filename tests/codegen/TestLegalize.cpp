@@ -295,5 +295,28 @@ TEST(Legalize, RecurrentLayersUnrollOverTheirSequenceOnTheOtherTargets) {
   }
 }
 
+// On the halide and GPU targets a Tile of constant repeats becomes an Expand between two Reshapes (each repeated
+// dim [x] viewed as [1, x], expanded to [repeats, x]): grouped-query attention's repeat_interleave, a repeat of
+// every dim, a rank-1 one; the cpu target keeps its native Tile; repeats of the run stay.
+TEST(Legalize, TileOnTheOtherTargetsBecomesAnExpandBetweenReshapes) {
+  struct Case {
+    Ints x, repeats;
+  };
+  codegen::CodegenOptions gpu = gpuTarget();
+  for (const Case& c : std::vector<Case>{{{2, 2, 1, 5, 4}, {1, 1, 3, 1, 1}}, {{3, 4}, {2, 3}}, {{5}, {4}}}) {
+    SCOPED_TRACE("Tile of " + Shape::fromStatic(c.x).str());
+    Graph g;
+    GraphBuilder b(g);
+    b.output(b.op("Tile", {b.input("x", {DType::F32, Shape::fromStatic(c.x)}), b.constant(Tensor::vectorI64(c.repeats))}));
+    EXPECT_FALSE(codegen::needsLegalizing(g)) << "the cpu target's native Tile";
+    auto after = legalizedMatches(g, {test::randomTensor(c.x, 5)}, 1, gpu);
+    EXPECT_EQ(ops(*after), (std::vector<std::string>{"Reshape", "Expand", "Reshape"}));
+  }
+  Graph g;
+  GraphBuilder b(g);
+  b.output(b.op("Tile", {b.input("x", {DType::F32, Shape::fromStatic({3, 4})}), b.input("repeats", {DType::I64, Shape::fromStatic({2})})}));
+  EXPECT_FALSE(codegen::needsLegalizing(g, gpu)) << "repeats of the run";
+}
+
 }  // namespace
 }  // namespace friction
