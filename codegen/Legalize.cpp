@@ -128,7 +128,7 @@ std::optional<std::pair<RecurrentSpec, RecurrentDims>> unrollableRecurrence(cons
   try {
     const RecurrentSpec spec = recurrentSpec(n);
     const RecurrentDims extents = recurrentDims(n, spec, shapes);
-    if (extents.seq * spec.directions > kMaxUnrolledSteps) return std::nullopt;
+    if (extents.seq < 1 || extents.seq * spec.directions > kMaxUnrolledSteps) return std::nullopt;
     if (n.numInputs() > RecurrentSpec::kSequenceLens && n.input(RecurrentSpec::kSequenceLens)) {
       const Tensor* lengths = constantData(n.input(RecurrentSpec::kSequenceLens));
       if (!lengths) return std::nullopt;
