@@ -54,31 +54,6 @@ bool checkConv(const Node& n, std::string* why) {
   return true;
 }
 
-// Checks a ConvTranspose for the halide target's gathered accumulator (HalideKernels.cpp): 1-D to 3-D, weights
-// [C, K / group, window...], a bias per output channel, the result's shape the geometry's.
-bool checkConvTranspose(const Node& n, std::string* why) {
-  for (size_t i = 0; i < n.numInputs(); ++i)
-    if (n.input(i) && !isStaticF32(n.input(i))) return fail(why, "ConvTranspose on non-f32 or dynamic operands");
-  if (!n.input(0) || !n.input(1) || !isStaticF32(n.output(0))) return fail(why, "ConvTranspose without two operands");
-  std::vector<int64_t> xs = n.input(0)->shape().staticDims(), ws = n.input(1)->shape().staticDims();
-  std::vector<int64_t> ys = n.output(0)->shape().staticDims();
-  if (xs.size() < 3 || xs.size() > 5 || ws.size() != xs.size() || ys.size() != xs.size())
-    return fail(why, "ConvTranspose not 1-D, 2-D or 3-D");
-  const int64_t group = n.attrInt("group", 1);
-  if (group < 1 || xs[1] % group || ws[0] != xs[1] || ws[1] * group != ys[1] || ys[0] != xs[0])
-    return fail(why, "ConvTranspose weights do not match the channels and group");
-  if (n.input(2) && n.input(2)->shape().staticDims() != std::vector<int64_t>{ys[1]})
-    return fail(why, "ConvTranspose bias is not one value per output channel");
-  try {
-    if (resolveConvTranspose(n, {xs.begin() + 2, xs.end()}, {ws.begin() + 2, ws.end()}).outSpatial !=
-        std::vector<int64_t>(ys.begin() + 2, ys.end()))
-      return fail(why, "ConvTranspose output shape does not match its window");
-  } catch (const Error& e) {
-    return fail(why, e.what());
-  }
-  return true;
-}
-
 // Checks the contraction node itself (operand ranks and types).
 bool checkContraction(const Node& n, std::string* why) {
   for (size_t i = 0; i < n.numInputs(); ++i)
@@ -313,6 +288,29 @@ std::unique_ptr<KernelView> analyzeTyped(const Node& node, std::string* why) {
 }
 
 }  // namespace
+
+bool checkConvTranspose(const Node& n, std::string* why) {
+  for (size_t i = 0; i < n.numInputs(); ++i)
+    if (n.input(i) && !isStaticF32(n.input(i))) return fail(why, "ConvTranspose on non-f32 or dynamic operands");
+  if (!n.input(0) || !n.input(1) || !isStaticF32(n.output(0))) return fail(why, "ConvTranspose without two operands");
+  std::vector<int64_t> xs = n.input(0)->shape().staticDims(), ws = n.input(1)->shape().staticDims();
+  std::vector<int64_t> ys = n.output(0)->shape().staticDims();
+  if (xs.size() < 3 || xs.size() > 5 || ws.size() != xs.size() || ys.size() != xs.size())
+    return fail(why, "ConvTranspose not 1-D, 2-D or 3-D");
+  const int64_t group = n.attrInt("group", 1);
+  if (group < 1 || xs[1] % group || ws[0] != xs[1] || ws[1] * group != ys[1] || ys[0] != xs[0])
+    return fail(why, "ConvTranspose weights do not match the channels and group");
+  if (n.input(2) && n.input(2)->shape().staticDims() != std::vector<int64_t>{ys[1]})
+    return fail(why, "ConvTranspose bias is not one value per output channel");
+  try {
+    if (resolveConvTranspose(n, {xs.begin() + 2, xs.end()}, {ws.begin() + 2, ws.end()}).outSpatial !=
+        std::vector<int64_t>(ys.begin() + 2, ys.end()))
+      return fail(why, "ConvTranspose output shape does not match its window");
+  } catch (const Error& e) {
+    return fail(why, e.what());
+  }
+  return true;
+}
 
 bool isKernelElementType(DType t) { return t == DType::F32 || t == DType::I64 || t == DType::I32 || t == DType::Bool; }
 

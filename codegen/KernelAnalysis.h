@@ -80,6 +80,10 @@ struct KernelView {
 // Element types a kernel's buffers may have: f32, i64, i32, or bool (a byte
 // each). Most kinds take f32 alone; Typed kernels take them all.
 bool isKernelElementType(DType t);
+// A ConvTranspose the halide target's gathered accumulator and legalize()'s Conv over zeros both take: f32,
+// static, 1-D to 3-D, weights [C, K / group, window...], a bias per output channel, the result's shape the
+// geometry's; false with the reason in `why` otherwise.
+bool checkConvTranspose(const Node& n, std::string* why = nullptr);
 
 // Ops the elementwise payload emitter handles (codegen/ScalarOps.def).
 bool isSupportedElementwise(const Node& n);

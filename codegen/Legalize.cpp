@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "codegen/KernelAnalysis.h"
 #include "codegen/NativeKernels.h"
 #include "ir/Error.h"
 #include "ir/Uses.h"
@@ -85,28 +86,11 @@ std::optional<std::vector<ukernels::ResizeAxis>> resizeAxes(const Node& n) {
   return axes;
 }
 
-// A 1-D to 3-D f32 ConvTranspose whose geometry resolves to its result's shape.
-bool expandableConvTranspose(const Node& n) {
-  if (n.numInputs() < 2 || !n.input(0) || !n.input(1) || n.input(0)->dtype() != DType::F32) return false;
-  const Ints xs = n.input(0)->shape().staticDims(), ws = n.input(1)->shape().staticDims(),
-             ys = n.output(0)->shape().staticDims();
-  const int64_t group = n.attrInt("group", 1);
-  if (xs.size() < 3 || xs.size() > 5 || ws.size() != xs.size() || ys.size() != xs.size() || group < 1 ||
-      xs[1] % group || ws[0] != xs[1] || ws[1] * group != ys[1])
-    return false;
-  try {
-    return resolveConvTranspose(n, {xs.begin() + 2, xs.end()}, {ws.begin() + 2, ws.end()}).outSpatial ==
-           Ints(ys.begin() + 2, ys.end());
-  } catch (const Error&) {
-    return false;
-  }
-}
-
 // Whether `options`' target has no kernel of its own for ConvTranspose `n`: the GPU targets have none, the cpu
-// target's native one is 2-D and runs as a microkernel (matchConvTranspose), the halide target builds its own.
+// target its native one where it applies (matchNative: 2-D, microkernels on), the halide target builds its own.
 bool lacksConvTransposeKernel(const Node& n, const CodegenOptions& options) {
   if (options.expandsNativeOnlyOps()) return true;
-  return options.target == Target::Cpu && (n.input(0)->shape().rank() != 4 || !options.ukernels());
+  return options.target == Target::Cpu && !matchNative(n, {}, nullptr, options.ukernels());
 }
 
 // A recurrent layer is unrolled over its sequence (the halide and GPU targets) when that takes at most this
@@ -158,7 +142,7 @@ bool rewritable(const Node& n, const CodegenOptions& options) {
   if (n.op() == "Einsum") return n.numInputs() == 2 && matmulForm(n.attrString("equation", "")).has_value();
   if (n.op() == "DepthToSpace" || n.op() == "SpaceToDepth") return n.input(0)->shape().rank() == 4;
   if (options.expandsNativeOnlyOps() && n.op() == "Resize") return resizeAxes(n).has_value();
-  if (n.op() == "ConvTranspose") return expandableConvTranspose(n) && lacksConvTransposeKernel(n, options);
+  if (n.op() == "ConvTranspose") return checkConvTranspose(n) && lacksConvTransposeKernel(n, options);
   if (!options.nativeSteps() && isRecurrentOp(n.op())) return unrollableRecurrence(n).has_value();
   if (!options.nativeSteps() && n.op() == "Tile") return tileRepeats(n).has_value();
   return false;
