@@ -94,6 +94,9 @@ struct CodegenOptions {
   // ConvTranspose's col2im): legalize() expands them into ops that have one (Legalize.h; the cpu target's
   // ConvTranspose too where its native kernel does not apply). The halide target builds its own.
   bool expandsNativeOnlyOps() const { return target == Target::Cuda || target == Target::CudaNests; }
+  // The host targets run a Slice whose result lies densely in its input as a view of that buffer at an
+  // offset; the GPU plan's buffers are whole (GpuPlanBuilder), so there it is a copy kernel.
+  bool slicesAsViews() const { return !expandsNativeOnlyOps(); }
   // Turns a stage on or off from a backend option NAME=on|off; throws Error
   // for unknown stages, stages that cannot be switched and other values.
   void set(const std::string& stage, const std::string& value);

@@ -110,6 +110,10 @@ std::optional<std::vector<ukernels::ResizeAxis>> resizeTables(const Node& n, con
 // GlobalMaxPool, Resize), or nullptr with the reason in `why`.
 std::unique_ptr<NativeKernel> matchTensorOp(const Node& node, const std::vector<const Value*>& outer,
                                             std::string* why = nullptr);
+// The element offset at which Slice `n`'s result lies, densely, in its input's buffer (its bounds constants,
+// every dim it keeps more than one element of read at the input's own stride), or nullopt: where it is, a
+// view of that buffer is the result. `in` as matchNative's `outer`.
+std::optional<int64_t> contiguousSliceOffset(const Node& n, const std::vector<const Value*>& in);
 // BatchNormalization in a convert-layout NHWC region (after a Concat, where
 // fold-batchnorm has no conv to fold into): channels innermost, `in` the
 // region's operands (x NHWC, then scale, B, mean, var).

@@ -124,24 +124,31 @@ CopyPiece denseInto(size_t input, const Ints& xShape, const Ints& yShape, int64_
 using Matcher = std::function<std::unique_ptr<NativeKernel>(const Node&, const std::vector<const Value*>&, const Ints&,
                                                             const Ints&, std::string*)>;
 
-std::unique_ptr<NativeKernel> matchSlice(const Node& n, const std::vector<const Value*>& in, const Ints& xs,
-                                         const Ints& ys, std::string* why) {
+// The strided read of input 0 a Slice of constant bounds is, or nullopt with the reason in `why`.
+std::optional<CopyPiece> slicePiece(const std::vector<const Value*>& in, const Ints& xs, const Ints& ys,
+                                    std::string* why) {
   auto starts = constantInts(in, 1), ends = constantInts(in, 2), axes = constantInts(in, 3), steps = constantInts(in, 4);
   if (!starts || !ends || (!axes && !absent(in, 3)) || (!steps && !absent(in, 4)))
-    return noNative(why, "Slice bounds are not constants");
+    return noNative(why, "Slice bounds are not constants"), std::nullopt;
   CopyPiece p{0, 0, 0, ukernels::denseStrides(xs), ukernels::denseStrides(ys), ys};
   Ints dense = p.xStrides;
   try {
     for (SliceAxis s : sliceAxes(int64_t(xs.size()), *starts, *ends, axes, steps)) {
       size_t a = size_t(s.axis);
-      if (clampSlice(xs[a], s) != ys[a]) return noNative(why, "Slice result disagrees with its type");
+      if (clampSlice(xs[a], s) != ys[a]) return noNative(why, "Slice result disagrees with its type"), std::nullopt;
       p.xOffset += s.start * dense[a];
       p.xStrides[a] = dense[a] * s.step;
     }
   } catch (const Error& e) {
-    return noNative(why, e.what());
+    return noNative(why, e.what()), std::nullopt;
   }
-  return std::make_unique<CopyKernel>("Slice", std::vector<CopyPiece>{p});
+  return p;
+}
+
+std::unique_ptr<NativeKernel> matchSlice(const Node&, const std::vector<const Value*>& in, const Ints& xs,
+                                         const Ints& ys, std::string* why) {
+  auto p = slicePiece(in, xs, ys, why);
+  return p ? std::make_unique<CopyKernel>("Slice", std::vector<CopyPiece>{*p}) : nullptr;
 }
 
 std::unique_ptr<NativeKernel> matchConcat(const Node& n, const std::vector<const Value*>& in, const Ints&,
@@ -633,6 +640,19 @@ std::unique_ptr<NativeKernel> matchTensorOp(const Node& node, const std::vector<
       (!anyType && (!isStaticF32(x) || !isStaticF32(y))))
     return noNative(why, node.op() + " not f32 with static shapes");
   return it->second(node, outer, x->shape().staticDims(), node.output(0)->shape().staticDims(), why);
+}
+
+std::optional<int64_t> contiguousSliceOffset(const Node& n, const std::vector<const Value*>& in) {
+  const Value* x = in.empty() ? nullptr : in[0];
+  const Value* y = n.output(0);
+  if (n.op() != "Slice" || !x || !x->shape().isStatic() || !y->shape().isStatic() || x->dtype() != y->dtype() ||
+      y->shape().numel() == std::optional<int64_t>(0))
+    return std::nullopt;
+  auto p = slicePiece(in, x->shape().staticDims(), y->shape().staticDims(), nullptr);
+  if (!p) return std::nullopt;
+  for (size_t d = 0; d < p->shape.size(); ++d)  // a dim of one element is read at one place whatever its stride
+    if (p->shape[d] > 1 && p->xStrides[d] != p->yStrides[d]) return std::nullopt;
+  return p->xOffset;
 }
 
 }  // namespace friction::codegen

@@ -91,7 +91,9 @@ void Program::runStep(const Step& s, std::vector<Tensor>& env, std::vector<Tenso
     s.native->runAll(args, outs);
     if (s.kernel) callKernel(s, env, outs, true, *buffers);
   } else if (s.kind == Step::View) {
-    outs.assign(1, env[size_t(s.in[0])].reshaped(s.node->output(0)->shape().staticDims()));
+    const Tensor& x = env[size_t(s.in[0])];
+    std::vector<int64_t> shape = s.node->output(0)->shape().staticDims();
+    outs.assign(1, s.node->op() == "Slice" ? x.window(s.viewOffset, std::move(shape)) : x.reshaped(std::move(shape)));
   } else {
     for (int slot : s.in) args.push_back(slot < 0 ? Tensor() : env[size_t(slot)]);
     outs = s.kind == Step::Sub ? s.sub->run(args) : (*s.interpKernel)(*s.node, args);

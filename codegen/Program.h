@@ -1,6 +1,6 @@
 // A compiled model as the code generators run it: a list of steps over a
 // slot table (runtime/SlotProgram.h), each a call of a compiled kernel, of a
-// native microkernel, a zero-copy view (Reshape & co.), of the reference
+// native microkernel, a zero-copy view (Reshape & co., a contiguous Slice), of the reference
 // interpreter's kernel, or a nested program for a Fused region's body. Outputs of compiled and native steps may
 // live in one arena that plan-memory laid out. ProgramBuilder.h makes them.
 #pragma once
@@ -39,6 +39,7 @@ struct Step : SlotStep {
   std::vector<int> nativeIn;             // slots of the native op's inputs
   const interp::Kernel* interpKernel = nullptr;
   std::unique_ptr<Program> sub;
+  int64_t viewOffset = 0;    // View: the element of its input's buffer its result starts at (a Slice)
   int64_t arenaOffset = -1;  // output 0 lives in the program's arena at this offset (plan-memory)
 };
 
@@ -90,7 +91,7 @@ struct ProgramStats {
   std::map<std::string, int64_t> nativeOps;    // NativeKernel::describe() -> count
   int64_t shapeNodesFolded = 0;  // integer/bool nodes evaluated when the program was built (foldShapeArithmetic)
   int64_t legalized = 0;         // Split and Einsum nodes rewritten into ops with kernels (Legalize.h)
-  int64_t views = 0;             // View-trait ops run as a new shape on the same buffer
+  int64_t views = 0;             // View-trait ops and contiguous Slices run as a new shape on the same buffer
   int64_t fallbackNodes = 0;     // nodes on the interpreter's kernels
   std::map<std::string, int64_t> fallbackOps;  // op -> count
   int64_t arenaValues = 0;       // intermediates in the plan-memory arena

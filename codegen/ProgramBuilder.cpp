@@ -163,6 +163,10 @@ std::unique_ptr<Program> ProgramBuilder::build(const Graph& g, const OuterMap& o
     if (isZeroCopyView(n)) {
       s.kind = Step::View;
       stats_.views++;
+    } else if (auto offset = options_.slicesAsViews() ? contiguousSliceOffset(n, outer) : std::nullopt) {
+      s.kind = Step::View;
+      s.viewOffset = *offset;
+      stats_.views++;
     } else if (generatedFirst && compiledStep(s, *p, resolve)) {
       // a generated kernel
     } else if (auto native = options_.nativeSteps() ? matchNative(n, outer, nullptr, options_.ukernels()) : nullptr) {

@@ -100,6 +100,16 @@ Tensor Tensor::reshaped(std::vector<int64_t> shape) const {
   return t;
 }
 
+Tensor Tensor::window(int64_t offset, std::vector<int64_t> shape) const {
+  const int64_t n = checkedNumel(shape);
+  FRICTION_CHECK(offset >= 0 && offset + n <= numel_, "window outside the tensor");
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  t.numel_ = n;
+  t.data_ = std::shared_ptr<void>(data_, static_cast<char*>(data_.get()) + size_t(offset) * dtypeSize(dtype_));
+  return t;
+}
+
 Tensor Tensor::bitcast(DType to) const {
   FRICTION_CHECK(dtypeSize(to) == dtypeSize(dtype_), "bitcast between dtypes of different sizes");
   Tensor t = *this;

@@ -55,6 +55,8 @@ class Tensor {
 
   Tensor clone() const;
   Tensor reshaped(std::vector<int64_t> shape) const;  // shares storage
+  // `shape`'s elements from element `offset` on, sharing storage.
+  Tensor window(int64_t offset, std::vector<int64_t> shape) const;
   Tensor bitcast(DType to) const;                      // same bytes, another dtype of equal size
   // Element i converted to double / int64 (for small shape tensors and tests).
   double elementAsDouble(int64_t i) const;

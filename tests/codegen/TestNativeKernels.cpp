@@ -46,18 +46,41 @@ codegen::CpuStats expectNativeMatches(const Ints& shape, const std::function<Val
 TEST(NativeTensorOps, SliceWithStepsNegativeBoundsAndReversal) {
   struct Case {
     Ints starts, ends, axes, steps;
+    bool view;  // its result lies densely in its input
   };
-  for (const Case& c : std::vector<Case>{{{1, 0}, {3, 6}, {0, 1}, {1, 1}},
-                                         {{0}, {5}, {2}, {2}},
-                                         {{-1}, {-7}, {1}, {-2}},
-                                         {{-3, 1}, {INT64_MAX, -1}, {-1, 0}, {1, 1}}}) {
+  for (const Case& c : std::vector<Case>{{{1, 0}, {3, 6}, {0, 1}, {1, 1}, true},
+                                         {{0}, {5}, {2}, {2}, false},
+                                         {{-1}, {-7}, {1}, {-2}, false},
+                                         {{-3, 1}, {INT64_MAX, -1}, {-1, 0}, {1, 1}, false}}) {
     auto stats = expectNativeMatches(
         {4, 6, 5}, [&](GraphBuilder& b, Value* x) {
           return b.op("Slice", {x, ints(b, c.starts), ints(b, c.ends), ints(b, c.axes), ints(b, c.steps)});
         },
         "Slice");
-    EXPECT_EQ(stats.nativeOps["Slice (strided copy)"], 1);
+    EXPECT_EQ(stats.nativeOps["Slice (strided copy)"], c.view ? 0 : 1);
+    EXPECT_EQ(stats.views, c.view ? 1 : 0);
   }
+}
+
+// A Slice whose result lies densely in its input is a view of the input's buffer at an offset; a part of
+// each row, or the rows reversed, is a copy.
+TEST(NativeTensorOps, ContiguousSlicesAreViewsOfTheirInput) {
+  auto stats = expectNativeMatches(
+      {6, 16}, [](GraphBuilder& b, Value* x) {
+        auto slice = [&](const Ints& starts, const Ints& ends, const Ints& axes, const Ints& steps) {
+          Value* s = b.op("Slice", {x, ints(b, starts), ints(b, ends), ints(b, axes), ints(b, steps)});
+          return b.op("Reshape", {s, ints(b, {-1})});  // a view too
+        };
+        return b.op("Concat", {slice({2}, {4}, {0}, {1}),            // rows 2, 3: a view at element 32
+                               slice({1, 0}, {2, 16}, {0, 1}, {1, 1}),  // row 1: at element 16
+                               slice({0}, {8}, {1}, {1}),            // half of every row: a copy
+                               slice({5}, {-7}, {0}, {-1}),          // the rows reversed: a copy
+                               slice({0, 3}, {1, 7}, {0, 1}, {1, 1})},  // dense within row 0: at element 3
+                    {{"axis", int64_t(0)}});
+      },
+      "contiguous slices");
+  EXPECT_EQ(stats.views, 3 + 5);
+  EXPECT_EQ(stats.nativeOps["Slice (strided copy)"], 2);
 }
 
 TEST(NativeTensorOps, ConcatAlongEveryAxisOfInputsAndConstants) {
