@@ -97,6 +97,9 @@ struct CodegenOptions {
   // The host targets run a Slice whose result lies densely in its input as a view of that buffer at an
   // offset; the GPU plan's buffers are whole (GpuPlanBuilder), so there it is a copy kernel.
   bool slicesAsViews() const { return !expandsNativeOnlyOps(); }
+  // The halide target compiles a Fused region its other kernel kinds do not cover as one kernel of its whole
+  // body (KernelAnalysis.h's Graph kind); the others run such a body's nodes as kernels of their own.
+  bool compilesWholeRegions() const { return target == Target::Halide; }
   // Turns a stage on or off from a backend option NAME=on|off; throws Error
   // for unknown stages, stages that cannot be switched and other values.
   void set(const std::string& stage, const std::string& value);

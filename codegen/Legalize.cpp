@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "ir/ops/Recurrent.h"
 #include "passes/Pass.h"
 #include "passes/PassUtil.h"
+#include "passes/Regions.h"
 
 namespace friction::codegen {
 namespace {
@@ -96,6 +98,10 @@ bool lacksConvTransposeKernel(const Node& n, const CodegenOptions& options) {
 // A recurrent layer is unrolled over its sequence (the halide and GPU targets) when that takes at most this
 // many steps over all its directions: a longer one stays on the interpreter rather than grow the graph.
 constexpr int64_t kMaxUnrolledSteps = 1024;
+
+// The most inputs of one Concat an unrolled recurrence joins its steps' states with: Halide's compile time grows
+// with the square of a Concat's inputs (7.5 s for 100 of them), so longer sequences are joined in a tree.
+constexpr size_t kMaxConcatInputs = 32;
 
 // The spec and extents of RNN, GRU or LSTM `n` when it can be unrolled: f32, static, its sequence_lens absent
 // or a constant of whole sequences.
@@ -310,7 +316,10 @@ class Rewriter {
   // one Gemm (W's bias in it), then per step a Gemm of the state by R (R's bias in it), the gates as Slices
   // of the sum, clipped and activated (each activation an op of its own), and the new state; Y, Y_h and Y_c
   // are Concats of the steps' states in the layout asked for. Outputs nothing reads are not built.
-  void recurrent(const Node& n) {
+  // `stepsAsRegions`: each step's cell (all but its slice of the input products, a view on the host) one
+  // Fused region, so a target that compiles a region as one kernel (CodegenOptions::compilesWholeRegions)
+  // calls one kernel a step, the same one every step; a dozen tiny kernels a step cost 2-12x the mixed program.
+  void recurrent(const Node& n, bool stepsAsRegions) {
     const auto [spec, dims] = *unrollableRecurrence(n);
     const int64_t T = dims.seq, B = dims.batch, H = dims.hidden, rows = spec.gates * dims.hidden;
     const std::string& name = n.name();
@@ -364,6 +373,7 @@ class Rewriter {
     x = reshape(x, {T * B, dims.input}, "x_rows");
     std::vector<std::vector<Value*>> states(size_t(spec.directions), std::vector<Value*>(size_t(T)));
     std::vector<Value*> lastH, lastC;
+    std::vector<std::vector<Node*>> cells;  // stepsAsRegions: each step's nodes but its slice of xw
     for (int dir = 0; dir < spec.directions; ++dir) {
       Value* w = reshape(slice(input(RecurrentSpec::kW), 0, dir, dir + 1, "w"), {rows, dims.input}, "w_rows");
       Value* r = reshape(slice(input(RecurrentSpec::kR), 0, dir, dir + 1, "r"), {rows, H}, "r_rows");
@@ -389,6 +399,7 @@ class Rewriter {
       for (int64_t step = 0; step < T; ++step) {
         const int64_t t = spec.reversed(dir) ? T - 1 - step : step;
         Value* xt = slice(xw, 0, t * B, (t + 1) * B, "xw_t");  // [B, rows]
+        const size_t cellStart = g_.nodes().size();
         Value* hr = gemm(h, rJoint, rbJoint, "hr");           // [B, joint]
         Value* sum = binary("Add", joint == rows ? xt : slice(xt, 1, 0, joint, "xw_zr"), hr, hr);
         auto gate = [&](int k) { return slice(sum, 1, k * H, (k + 1) * H, "gate"); };
@@ -418,17 +429,28 @@ class Rewriter {
           h = binary("Mul", o, activate(cell, spec.activation(dir, 2)), cell);
         }
         states[size_t(dir)][size_t(t)] = h;
+        if (stepsAsRegions) cells.push_back(nodesFrom(cellStart));
       }
       lastH.push_back(h), lastC.push_back(c);
     }
     const UseIndex uses(static_cast<const Graph&>(g_));
     auto wanted = [&](size_t k) { return k < n.numOutputs() && n.output(k) && !uses.unused(n.output(k)); };
-    auto concat = [&](const std::vector<Value*>& parts, int64_t axis, const std::string& what) {
-      if (parts.size() == 1) return parts[0];
-      Ints s = shapeOf(parts[0]);
-      s[size_t(axis)] *= int64_t(parts.size());
-      return add("Concat", parts, nullptr, name + "/" + what, f32(s), {{"axis", axis}});
-    };
+    // Parts of one shape joined along `axis`, at most kMaxConcatInputs at a time (Concats of Concats beyond).
+    std::function<Value*(const std::vector<Value*>&, int64_t, const std::string&)> concat =
+        [&](const std::vector<Value*>& parts, int64_t axis, const std::string& what) {
+          if (parts.size() == 1) return parts[0];
+          if (parts.size() > kMaxConcatInputs) {
+            std::vector<Value*> groups;
+            for (size_t i = 0; i < parts.size(); i += kMaxConcatInputs)
+              groups.push_back(concat({parts.begin() + i, parts.begin() + std::min(parts.size(), i + kMaxConcatInputs)},
+                                      axis, what));
+            return concat(groups, axis, what);
+          }
+          Ints s = shapeOf(parts[0]);
+          s[size_t(axis)] = 0;
+          for (const Value* part : parts) s[size_t(axis)] += shapeOf(part)[size_t(axis)];
+          return add("Concat", parts, nullptr, name + "/" + what, f32(s), {{"axis", axis}});
+        };
     const int64_t D = spec.directions;
     if (wanted(RecurrentSpec::kY)) {  // [T, D, B, H], or [B, T, D, H]
       std::vector<Value*> directions;
@@ -447,6 +469,11 @@ class Rewriter {
       Value* state = concat(parts, 0, "states");  // [D, B, H], or [B, D, H]
       replace_[n.output(k)] = dims.batchMajor ? transposed(state, {1, 0, 2}, name + "/state_batch_major") : state;
     }
+    // Now that the steps' readers exist, a region's outputs are what they read. All at once, in the order they
+    // were built, so every cell's operands come in the same order (one kernel); only the new nodes, the graph's
+    // last ones, move.
+    PassContext unused;
+    fuseRegionsInOrder(g_, cells, RegionKind::Generic, unused, StructuralConstants::CopiedIn);
   }
 
   // Redirects the rewritten nodes' readers to their replacements and removes them.
@@ -457,6 +484,12 @@ class Rewriter {
   }
 
  private:
+  // The nodes added since the graph had `start` of them.
+  std::vector<Node*> nodesFrom(size_t start) {
+    std::vector<Node*> added;
+    for (size_t i = start; i < g_.nodes().size(); ++i) added.push_back(g_.nodes()[i].get());
+    return added;
+  }
   Value* ints(const Ints& v) { return g_.addInitializer(g_.freshName("legalized"), Tensor::vectorI64(v)); }
   static TensorType f32(const Ints& shape) { return TensorType{DType::F32, Shape::fromStatic(shape)}; }
   static Ints shapeOf(const Value* v) { return v->shape().staticDims(); }
@@ -513,7 +546,7 @@ int64_t legalize(Graph& g, const CodegenOptions& options) {
     else if (n->op() == "Einsum") r.einsum(*n);
     else if (n->op() == "Resize") r.resize(*n);
     else if (n->op() == "ConvTranspose") r.convTranspose(*n);
-    else if (isRecurrentOp(n->op())) r.recurrent(*n);
+    else if (isRecurrentOp(n->op())) r.recurrent(*n, options.compilesWholeRegions());
     else if (n->op() == "Tile") r.tile(*n);
     else r.depthSpace(*n);
     g.moveNodesBefore(mark, n);  // the program runs in the order plan-memory planned

@@ -44,12 +44,7 @@
 namespace friction {
 namespace {
 
-// Integer constants are structure (shapes, axes, indices): compared by value
-// and copied into the body, so shape inference inside the body still sees them.
-bool isStructuralConst(const Value* v) {
-  const Tensor* t = constantData(v);
-  return t && !isFloat(t->dtype()) && t->numel() <= 64;
-}
+// Integer constants are structure (isStructuralConst): compared by value and copied into the body.
 
 // Structure keeps tracked contents: shape arithmetic decides shapes.
 const StructureOptions kStructure{/*hashTensors=*/false, /*knownContents=*/true};

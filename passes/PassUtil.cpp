@@ -44,6 +44,11 @@ std::optional<std::vector<int64_t>> staticInts(const Value* v) {
   return r;
 }
 
+bool isStructuralConst(const Value* v) {
+  const Tensor* t = constantData(v);
+  return t && !isFloat(t->dtype()) && t->numel() <= 64;
+}
+
 bool isSplat(const Tensor& t, double x) {
   for (int64_t i = 0; i < t.numel(); ++i)
     if (t.elementAsDouble(i) != x) return false;

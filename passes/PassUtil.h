@@ -26,6 +26,9 @@ void replaceAllUses(Graph& g, const std::unordered_map<const Value*, Value*>& re
 // The static integer elements of a small 1-D/0-D value: from its data or from
 // shape tracking (knownContents). Nullopt when any element is unknown or symbolic.
 std::optional<std::vector<int64_t>> staticInts(const Value* v);
+// A small integer (or bool) constant: structure rather than data (shapes, axes, indices, Slice bounds), which a
+// region's body holds itself so shape inference and the kernel builders inside it still see it.
+bool isStructuralConst(const Value* v);
 // True when every element of `t` equals `x`.
 bool isSplat(const Tensor& t, double x);
 // True when the node has a subgraph attribute (Fused, If, Loop, ...).

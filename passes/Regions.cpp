@@ -55,7 +55,8 @@ bool hasResult(const UseIndex& u, const std::unordered_set<const Node*>& inRegio
 // Builds the Fused node for `nodes` (appended to `g`), recording in `replace`
 // which old values its outputs stand for. Consumers are rewired later.
 Node* buildRegion(Graph& g, const UseIndex& u, const std::vector<Node*>& nodes, RegionKind kind,
-                  std::unordered_map<const Value*, Value*>& replace) {
+                  std::unordered_map<const Value*, Value*>& replace,
+                  StructuralConstants constants = StructuralConstants::Operands) {
   std::unordered_set<const Node*> inRegion(nodes.begin(), nodes.end());
   std::vector<Node*> order(nodes);
   std::sort(order.begin(), order.end(), [&](Node* a, Node* b) { return u.position(a) < u.position(b); });
@@ -70,7 +71,9 @@ Node* buildRegion(Graph& g, const UseIndex& u, const std::vector<Node*>& nodes, 
   for (Node* n : order) {
     std::vector<Value*> ins;
     for (Value* v : n->inputs()) {
-      if (v && !inner.count(v)) {
+      if (v && !inner.count(v) && constants == StructuralConstants::CopiedIn && isStructuralConst(v)) {
+        inner[v] = body->addInitializer(v->name(), *constantData(v));
+      } else if (v && !inner.count(v)) {
         inner[v] = body->addInput(v->name(), v->type());
         regionInputs.push_back(v);
       }
@@ -133,10 +136,12 @@ Node* fuseRegion(Graph& g, const std::vector<Node*>& nodes, RegionKind kind, Pas
   return fused;
 }
 
-void fuseSingleOutputRegions(Graph& g, const std::vector<std::vector<Node*>>& regions, RegionKind kind,
-                             PassContext& ctx) {
-  // Disjoint convex regions with one output each can be contracted together:
-  // a cycle through two of them would need each to end before the other.
+namespace {
+
+// Contracts disjoint regions with one use analysis and one sort; each must be convex, and no pair may reach each
+// other both ways (true of single-output chains, and of regions each reading only earlier ones' values).
+void fuseDisjointRegions(Graph& g, const std::vector<std::vector<Node*>>& regions, RegionKind kind,
+                         PassContext& ctx, StructuralConstants constants, bool singleOutput) {
   UseIndex u(g);
   std::unordered_set<const Node*> fusedAway;
   std::unordered_map<const Value*, Value*> replace;
@@ -151,14 +156,28 @@ void fuseSingleOutputRegions(Graph& g, const std::vector<std::vector<Node*>>& re
       continue;
     }
     size_t outputsBefore = replace.size();
-    buildRegion(g, u, nodes, kind, replace);
-    FRICTION_CHECK(replace.size() == outputsBefore + 1,
+    buildRegion(g, u, nodes, kind, replace, constants);
+    FRICTION_CHECK(!singleOutput || replace.size() == outputsBefore + 1,
                    std::string(regionKindName(kind)) + " region must have exactly one output");
     fusedAway.insert(inRegion.begin(), inRegion.end());
     ctx.count("regions");
     ctx.count("nodes fused", int64_t(nodes.size()));
   }
   if (!fusedAway.empty()) finishRegions(g, fusedAway, replace);
+}
+
+}  // namespace
+
+void fuseSingleOutputRegions(Graph& g, const std::vector<std::vector<Node*>>& regions, RegionKind kind,
+                             PassContext& ctx) {
+  // Disjoint convex regions with one output each can be contracted together:
+  // a cycle through two of them would need each to end before the other.
+  fuseDisjointRegions(g, regions, kind, ctx, StructuralConstants::Operands, /*singleOutput=*/true);
+}
+
+void fuseRegionsInOrder(Graph& g, const std::vector<std::vector<Node*>>& regions, RegionKind kind, PassContext& ctx,
+                        StructuralConstants constants) {
+  fuseDisjointRegions(g, regions, kind, ctx, constants, /*singleOutput=*/false);
 }
 
 }  // namespace friction

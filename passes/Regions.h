@@ -35,6 +35,11 @@ std::vector<Node*> followSingleUse(const UseIndex& u, const Node* start, Accept 
 // into one node keeps the graph acyclic.
 bool isConvex(const UseIndex& u, const std::unordered_set<const Node*>& region);
 
+// Where the small integer constants a region's nodes read (isStructuralConst) go: the fusion passes make
+// them operands like any value; legalize()'s regions copy them into the body, where a whole-body kernel
+// (KernelAnalysis.h's Graph kind) reads Slice bounds as it reads them outside.
+enum class StructuralConstants { Operands, CopiedIn };
+
 // Replaces `nodes` of `g` by one Fused node of `kind` whose body holds them.
 // Region inputs are the values they use but do not define (in first-use
 // order); region outputs are the values used after the region or returned
@@ -47,5 +52,10 @@ Node* fuseRegion(Graph& g, const std::vector<Node*>& nodes, RegionKind kind, Pas
 // with one use analysis and one sort for all: linear in graph size.
 void fuseSingleOutputRegions(Graph& g, const std::vector<std::vector<Node*>>& regions, RegionKind kind,
                              PassContext& ctx);
+// The same for disjoint regions of any number of outputs, given in an order where none depends, directly or
+// through other nodes, on a later one (the steps of an unrolled loop): contracting them together then cannot
+// close a cycle.
+void fuseRegionsInOrder(Graph& g, const std::vector<std::vector<Node*>>& regions, RegionKind kind, PassContext& ctx,
+                        StructuralConstants constants = StructuralConstants::Operands);
 
 }  // namespace friction

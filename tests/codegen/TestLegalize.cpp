@@ -3,6 +3,9 @@
 // numerics (the rewritten graph against the original on the interpreter).
 #include <gtest/gtest.h>
 
+#include <set>
+
+#include "codegen/KernelAnalysis.h"
 #include "codegen/Legalize.h"
 #include "ir/Builder.h"
 #include "ir/Verifier.h"
@@ -282,6 +285,31 @@ TEST(Legalize, RecurrentLayersUnrollOverTheirSequenceOnTheOtherTargets) {
     EXPECT_FALSE(codegen::needsLegalizing(g)) << "the cpu target's native recurrence";
     auto after = legalizedMatches(g, {test::randomTensor(xs, 8)}, 1, halide, 1e-4);
     for (const std::string& op : ops(*after)) EXPECT_FALSE(isRecurrentOp(op));
+    // Under halide each step's cell is one region, the same kernel every step of a direction.
+    std::set<std::string> cellKernels;
+    int64_t cells = 0;
+    for (const auto& n : after->nodes())
+      if (n->op() == "Fused") cells++, cellKernels.insert(codegen::structuralKey(*n));
+    EXPECT_EQ(cells, T * D);
+    EXPECT_LE(int64_t(cellKernels.size()), D);
+    auto onGpu = legalizedMatches(g, {test::randomTensor(xs, 8)}, 1, gpuTarget(), 1e-4);
+    const std::vector<std::string> gpuOps = ops(*onGpu);
+    EXPECT_EQ(std::count(gpuOps.begin(), gpuOps.end(), "Fused"), 0) << "a GPU target runs a cell's ops";
+  }
+  // A long sequence's states are joined 32 at a time (Halide compiles a Concat in time square in its inputs).
+  {
+    const int64_t steps = 70;
+    Graph g;
+    GraphBuilder b(g);
+    Value* x = b.input("x", {DType::F32, Shape::fromStatic({steps, B, I})});
+    for (Value* out : b.opN("RNN", {x, b.constant(test::randomTensor({1, H, I}, 2, -0.6f, 0.6f)),
+                                    b.constant(test::randomTensor({1, H, H}, 3, -0.6f, 0.6f))}, 2, {{"hidden_size", H}}))
+      b.output(out);
+    auto after = legalizedMatches(g, {test::randomTensor({steps, B, I}, 8)}, 1, halide, 1e-4);
+    size_t widest = 0;
+    for (const auto& n : after->nodes())
+      if (n->op() == "Concat") widest = std::max(widest, n->numInputs());
+    EXPECT_EQ(widest, 32u);
   }
   // A sequence_lens of the run, and a sequence too long to unroll, stay.
   for (const auto& [seq, lengths] : {std::make_pair(int64_t(4), true), std::make_pair(int64_t(1025), false)}) {
