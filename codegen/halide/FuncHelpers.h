@@ -143,6 +143,7 @@ struct Structured {
   const Node& n;
   std::vector<HL::Func> args;
   std::vector<ShapedFunc>& producers;
+  std::vector<HL::Buffer<>>& constants;  // the kernel's (KernelFuncs::constants): a table this op builds goes here
   // Input 0's channels-last source when input 0 is transposed from one in
   // this kernel (channelsLastSource); undefined otherwise. A windowed op
   // reads it in place.

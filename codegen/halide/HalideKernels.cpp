@@ -78,6 +78,7 @@ class Definer {
     for (auto e = t->shape().rbegin(); e != t->shape().rend(); ++e) sizes.push_back(int(*e));
     HL::Buffer<> data(halideType(t->dtype()), sizes);  // row-major: Halide's dim 0 innermost is the same memory order
     std::memcpy(data.data(), t->rawData(), size_t(t->byteSize()));
+    out_.constants.push_back(data);
     // Clamped like the arguments (a schedule may compute past what the outputs need).
     HL::Func source = clampInputs_ && !sizes.empty() ? clampedRead(HL::Func(data), t->shape(), v->name()) : HL::Func(data);
     ShapedFunc f = halide::define(v->name(), t->shape(), [&](const Exprs& i) { return at(source, i); });
@@ -126,7 +127,7 @@ class Definer {
     } else if (isStaticView(n)) {
       f = reshape(n);
     } else {
-      Structured s{n, {}, out_.producers};
+      Structured s{n, {}, out_.producers, out_.constants};
       for (const Value* v : n.inputs()) s.args.push_back(v && (funcs_.count(v) || constantData(v)) ? value(v) : HL::Func());
       if (const Value* source = channelsLastSource(n.input(0))) s.channelsLastInput = value(source);
       f = structured(s);

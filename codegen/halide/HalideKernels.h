@@ -63,6 +63,10 @@ struct KernelFuncs {
   // (pure, inlined by default) and reductions (accumulators, statistics:
   // with update definitions).
   std::vector<ShapedFunc> producers;
+  // The buffers it reads that are none of its inputs (a region body's weights, a ScatterND's or a Resize's
+  // tables): arguments of the compiled pipeline after the inputs, so that they are read where Halide's
+  // runtime allocated them (aligned), not copied into the code as globals.
+  std::vector<HL::Buffer<>> constants;
 };
 
 // The value of elementwise node `n` (an op of codegen/ScalarOps.def: one

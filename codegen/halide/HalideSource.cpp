@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <numeric>
 
 #include "codegen/KernelAnalysis.h"
 #include "codegen/halide/HalideSchedule.h"
@@ -56,48 +57,63 @@ class SilencedStderr {
 };
 
 // A JIT-compiled pipeline called through the program's kernel ABI
-// (codegen/KernelAbi.h): each memref descriptor becomes a Halide buffer over
-// the same memory (dims reversed: Halide's dim 0 is the innermost).
+// (codegen/KernelAbi.h): each memref descriptor becomes a halide_buffer_t over
+// the same memory (dims reversed: Halide's dim 0 is the innermost), passed
+// straight to the pipeline's entry point, after them the kernel's constant
+// buffers (KernelFuncs::constants). Pipeline::realize took 0.7 us a call of a
+// two-input kernel more than that (a ParamMap, an HL::Buffer allocation per
+// argument), several times a recurrence step's own work. The pipeline is compiled
+// with a user context, whose error handler takes a failure's message (without
+// one, Halide's runtime aborts the process on it).
 class PipelineCall {
  public:
-  PipelineCall(HL::Pipeline pipeline, std::vector<HL::ImageParam> inputs, std::vector<HL::Type> types,
-               std::vector<int> ranks, HL::Target target, std::string label)
-      : pipeline_(std::move(pipeline)), inputs_(std::move(inputs)), types_(std::move(types)), ranks_(std::move(ranks)),
-        target_(std::move(target)), label_(std::move(label)) {}
+  PipelineCall(HL::Internal::JITModule module, size_t inputs, std::vector<HL::Buffer<>> constants,
+               std::vector<HL::Type> types, std::vector<int> ranks, std::string label)
+      : module_(std::move(module)), entry_(module_.argv_function()), inputs_(inputs), constants_(std::move(constants)),
+        types_(std::move(types)), ranks_(std::move(ranks)), label_(std::move(label)) {}
 
   void operator()(void** args) const {
-    HL::ParamMap params;
-    std::vector<HL::Buffer<>> outputs;
-    for (size_t i = 0; i < types_.size(); ++i) {  // inputs, then outputs (scratch buffers after them are not used)
+    const size_t n = types_.size();  // inputs, then outputs (scratch buffers after them are not used)
+    std::vector<halide_buffer_t> buffers(n);
+    std::vector<halide_dimension_t> dims;
+    dims.reserve(size_t(std::accumulate(ranks_.begin(), ranks_.end(), 0)));
+    for (size_t i = 0; i < n; ++i) {
       const int64_t* d = *static_cast<int64_t**>(args[i]);  // allocated, aligned, offset, sizes[r], strides[r]
       const int r = ranks_[i];
-      void* data = nullptr;
-      std::memcpy(&data, &d[1], sizeof data);
-      std::vector<halide_dimension_t> dims(static_cast<size_t>(r));
-      for (int k = 0; k < r; ++k)
-        dims[size_t(k)] = halide_dimension_t(0, int32_t(d[3 + r - 1 - k]), int32_t(d[3 + r + r - 1 - k]));
-      HL::Buffer<> buffer(types_[i], data, r, dims.data());
-      if (i < inputs_.size()) params.set(inputs_[i], buffer);
-      else outputs.push_back(buffer);
+      halide_buffer_t& b = buffers[i];
+      std::memcpy(&b.host, &d[1], sizeof b.host);
+      b.type = types_[i];
+      b.dimensions = r;
+      b.dim = dims.data() + dims.size();
+      for (int k = 0; k < r; ++k) dims.emplace_back(0, int32_t(d[3 + r - 1 - k]), int32_t(d[3 + r + r - 1 - k]));
     }
-    try {
-      if (outputs.size() == 1) {
-        pipeline_.realize(outputs[0], target_, params);
-      } else {
-        HL::Realization all(outputs);
-        pipeline_.realize(all, target_, params);
-      }
-    } catch (const HL::Error& e) {
-      throw Error("halide: kernel " + label_ + ": " + e.what());
+    CallContext context;
+    HL::JITUserContext* user = &context;
+    std::vector<const void*> argv = {&user};  // the user context, the inputs, the constants, the outputs
+    for (size_t i = 0; i < n; ++i) {
+      if (i == inputs_)
+        for (const HL::Buffer<>& c : constants_) argv.push_back(c.raw_buffer());
+      argv.push_back(&buffers[i]);
     }
+    if (entry_(argv.data()) != 0)
+      throw Error("halide: kernel " + label_ + ": " + (context.error.empty() ? "failed" : context.error));
   }
 
  private:
-  mutable HL::Pipeline pipeline_;
-  std::vector<HL::ImageParam> inputs_;
-  std::vector<HL::Type> types_;
+  struct CallContext : HL::JITUserContext {
+    CallContext() {
+      handlers.custom_error = [](HL::JITUserContext* c, const char* message) {
+        static_cast<CallContext*>(c)->error = message;
+      };
+    }
+    std::string error;
+  };
+  HL::Internal::JITModule module_;  // keeps the code alive
+  HL::Internal::JITModule::argv_wrapper entry_;
+  size_t inputs_;
+  std::vector<HL::Buffer<>> constants_;
+  std::vector<HL::Type> types_;  // of the inputs, then the outputs
   std::vector<int> ranks_;
-  HL::Target target_;
   std::string label_;
 };
 
@@ -156,9 +172,9 @@ class HalideSource : public KernelSource {
     auto view = analyzeKernel(n, codegen_, &why);
     FRICTION_CHECK(view, "halide: " + n.describe() + " is not a kernel: " + why);
     KernelFuncs funcs;
-    HL::Pipeline pipeline;
+    HL::Internal::JITModule module;
     try {
-      pipeline = build(*view, n, options_, funcs, k.own);
+      module = build(*view, n, options_, funcs, k.own);
     } catch (const HL::Error& e) {
       // The autoschedulers reject some algorithms (Adams2019 and Li2018: a Gather's data-dependent index), and
       // some of their schedules fail Halide's own lowering (Li2018: an atomic predicated store): such a kernel
@@ -169,24 +185,26 @@ class HalideSource : public KernelSource {
       ScheduleOptions fallback = options_;
       fallback.schedule = Schedule::Default;
       fallback.accumulatorRows = 1;
-      pipeline = build(*view, n, fallback, funcs, k.own);
+      module = build(*view, n, fallback, funcs, k.own);
     }
     std::vector<HL::Type> types;
     std::vector<int> ranks;
     for (const HL::ImageParam& p : funcs.inputs) types.push_back(p.type()), ranks.push_back(p.dimensions());
     for (size_t i = 0; i < funcs.outputs.size(); ++i)
       types.push_back(halideType(view->outputs[i]->dtype())), ranks.push_back(int(funcs.outputs[i].shape.size()));
-    auto call = std::make_shared<PipelineCall>(pipeline, funcs.inputs, types, ranks, target_, n.describe());
+    auto call = std::make_shared<PipelineCall>(std::move(module), funcs.inputs.size(), funcs.constants, types, ranks,
+                                               n.describe());
     k.fn = [call](void** args) { (*call)(args); };
   }
 
-  // The pipeline of `view` under `options`, JIT-compiled, its phases added
+  // The pipeline of `view` under `options`, JIT-compiled (its entry point takes the user context, then the
+  // inputs, then the outputs), its phases added
   // to `times` (a refused attempt counts too): build = the algorithm, lower =
   // the schedule (autoscheduling), jit = Halide's lowering and LLVM. Halide's
   // notes (an autoscheduler's search, storage-folding warnings) are kept off
   // stderr; its errors arrive as exceptions.
-  HL::Pipeline build(const KernelView& view, const Node& n, const ScheduleOptions& options, KernelFuncs& funcs,
-                     CompileTimes& times) {
+  HL::Internal::JITModule build(const KernelView& view, const Node& n, const ScheduleOptions& options,
+                                KernelFuncs& funcs, CompileTimes& times) {
     auto t0 = std::chrono::steady_clock::now();
     funcs = defineKernel(view, /*clampInputs=*/options.schedule != Schedule::None, options.accumulatorRows);
     times.buildMs += msSince(t0);
@@ -204,12 +222,16 @@ class HalideSource : public KernelSource {
       pipeline.print_loop_nest();
     }
     t0 = std::chrono::steady_clock::now();
-    {
-      SilencedStderr quiet;
-      pipeline.compile_jit(target_);
-    }
+    SilencedStderr quiet;
+    std::vector<HL::Argument> arguments(funcs.inputs.begin(), funcs.inputs.end());
+    arguments.insert(arguments.end(), funcs.constants.begin(), funcs.constants.end());
+    HL::Module module = pipeline.compile_to_module(arguments, "kernel", target_.with_feature(HL::Target::UserContext));
+    // A buffer left out of the arguments would be copied into the code as a global, read with vector loads
+    // aligned beyond what the global is (a crash): KernelFuncs::constants must hold every one.
+    FRICTION_CHECK(module.buffers().empty(), "halide: " + n.describe() + " reads a buffer that is not an argument");
+    HL::Internal::JITModule jit(module, module.functions().back());
     times.jitMs += msSince(t0);
-    return pipeline;
+    return jit;
   }
 
   ScheduleOptions options_;

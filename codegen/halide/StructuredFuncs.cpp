@@ -269,6 +269,7 @@ ShapedFunc buildScatterND(Structured& s) {
   HL::Buffer<int32_t> rowAt(positions);
   rowAt.fill(-1);
   for (int64_t k = 0; k < rows; ++k) rowAt(int(scatter->rows[size_t(k)])) = int32_t(k);
+  s.constants.push_back(rowAt);
   return s.result([&](const Exprs& y) {
     // Clamped reads: a schedule may compute past the outputs (the table is no clamped input), and bounds
     // inference cannot see through the table to the update row.
@@ -306,6 +307,7 @@ ShapedFunc buildResize(Structured& s) {
         const int to = int(t * a.out + o);
         index[d](to) = int32_t(a.index[from]), weight[d](to) = a.weight[from];
       }
+    s.constants.push_back(index[d]), s.constants.push_back(weight[d]);
   }
   return s.result([&](const Exprs& y) {
     HL::Expr sum;

@@ -15,6 +15,9 @@
 #include <sstream>
 
 #include "codegen/CpuBackend.h"
+#include "codegen/KernelAbi.h"
+#include "codegen/KernelAnalysis.h"
+#include "codegen/halide/HalideSource.h"
 #include "codegen/halide/ScheduleOptions.h"
 #include "codegen/halide/Registration.h"
 #include "frontend/zoo/Zoo.h"
@@ -365,6 +368,31 @@ TEST_F(HalideBackend, SmallStagesRunSerially) {
   ASSERT_LT(16 * 16, codegen::halide::kParallelWork);
   ASSERT_GT(16 * 16 * 2048, codegen::halide::kParallelWork);
   EXPECT_NE(nestOf("halide?dump=on", {1, 16, 2048}, true).find("parallel"), std::string::npos) << "[16,2048] x [2048,16]";
+}
+
+// A pipeline's own failure at run time (here a buffer narrower than the kernel reads: Halide's bounds check)
+// reaches the caller as an Error carrying Halide's message; without a user context Halide's runtime aborts.
+TEST_F(HalideBackend, AKernelFailingAtRunTimeThrowsHalidesMessage) {
+  Graph g;
+  GraphBuilder b(g);
+  Value* x = b.input("x", {DType::F32, Shape::fromStatic({4, 8})});
+  b.output(b.op("Relu", {x}));
+  const Node& relu = *g.nodes().front();
+  auto source = codegen::halide::createHalideSource(codegen::halide::ScheduleOptions{});
+  codegen::KernelBatch batch = source->kernels({&relu}, {codegen::structuralKey(relu)});
+  ASSERT_EQ(batch.kernels.size(), 1u);
+  ASSERT_TRUE(batch.kernels[0].fn) << batch.kernels[0].error;
+  Tensor in = test::randomTensor({4, 8}, 1), out(DType::F32, {4, 8});
+  codegen::PackedArgs({&in, &out}).call(batch.kernels[0].fn);
+  test::expectClose(out, interp::run(g, {in})[0], 0, "relu");
+  Tensor narrow = test::randomTensor({4, 5}, 1);
+  try {
+    codegen::PackedArgs({&narrow, &out}).call(batch.kernels[0].fn);
+    ADD_FAILURE() << "a kernel reading past its input ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("halide: kernel"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Input buffer"), std::string::npos) << e.what();
+  }
 }
 
 // With `rows=8` a contraction accumulates 8 rows of its output as one Tuple (HalideKernels.cpp `accumulate`):
