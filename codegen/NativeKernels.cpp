@@ -51,22 +51,6 @@ struct WindowCrop {
   int64_t r0 = 0, s0 = 0;  // the first row and column kept
 };
 
-// [first, last + 1) of the window taps t (of `taps`, `dilation` apart) that some output position o reads inside
-// [0, in): o * stride - pad + t * dilation.
-std::pair<int64_t, int64_t> insideTaps(int64_t taps, int64_t in, int64_t out, int64_t stride, int64_t pad,
-                                       int64_t dilation) {
-  int64_t first = taps, last = -1;
-  for (int64_t t = 0; t < taps; ++t)
-    for (int64_t o = 0; o < out; ++o) {
-      const int64_t i = o * stride - pad + t * dilation;
-      if (i >= 0 && i < in) {
-        first = std::min(first, t), last = t;
-        break;
-      }
-    }
-  return {first, last + 1};
-}
-
 // g cropped to the window cells some output reads inside (a 1x1 window at dilation 1 when only the centre is
 // left, so that a pointwise conv runs as one); the crop it took, for the weights.
 std::pair<ukernels::ConvGeometry, WindowCrop> cropToInside(ukernels::ConvGeometry g) {

@@ -226,14 +226,21 @@ class Definer {
     const Window win = resolveWindow(n, {xs.begin() + 2, xs.end()}, {ws.begin() + 2, ws.end()});
     const int64_t G = n.attrInt("group", 1), cg = xs[1] / G, kg = ys[1] / G;
     const Value* source = channelsLastSource(n.input(0));
-    Ints extents = {cg};
-    extents.insert(extents.end(), win.kernel.begin(), win.kernel.end());
+    // The window's taps that some output reads inside x (insideTaps), all of them where none does: the others
+    // add zeros (a dilated conv over a small image: DeepLabV3's ASPP computed 9x its products).
+    Ints extents = {cg}, firstTap;
+    for (size_t i = 0; i < d; ++i) {
+      auto [first, last] = insideTaps(win.kernel[i], xs[2 + i], ys[2 + i], win.strides[i], win.pads[i], win.dilations[i]);
+      if (first >= last) first = 0, last = win.kernel[i];
+      firstTap.push_back(first);
+      extents.push_back(last - first);
+    }
     HL::RDom r = rdom(extents, n.name() + "_r");
     ShapedFunc a{HL::Func(), ys, 1};
     if (source) {
       a = channelsLast(a);
       a.panel = definePanel(n.name() + "_panel", ws.size(), [&](const Exprs& i) { return at(value(n.input(1)), i); });
-      a.panelElements = checkedNumel(n.input(1)->shape().staticDims());
+      a.panelElements = ws[0] * checkedNumel(extents);  // the kept taps' weights: what bounds inference packs
       a.batchDims = 1;
     }
     auto product = [&](const Exprs& y) {
@@ -241,13 +248,18 @@ class Definer {
       Exprs xi = {y[0], G == 1 ? HL::Expr(r[0]) : (y[1] / i32(kg)) * i32(cg) + r[0]}, wi = {y[1], r[0]};
       HL::Expr inside = HL::Internal::const_true();
       for (size_t i = 0; i < d; ++i) {
-        HL::Expr p = y[2 + i] * i32(win.strides[i]) - i32(win.pads[i]) + r[int(1 + i)] * i32(win.dilations[i]);
-        if (win.pads[i] || win.pads[i + d] || (ys[2 + i] - 1) * win.strides[i] + (win.kernel[i] - 1) * win.dilations[i] >= xs[2 + i]) {
+        const int64_t stride = win.strides[i], dilation = win.dilations[i], pad = win.pads[i];
+        HL::Expr tap = r[int(1 + i)] + i32(firstTap[i]);
+        HL::Expr p = y[2 + i] * i32(stride) - i32(pad) + tap * i32(dilation);
+        // Guarded where some output reads outside x at a kept tap: the first tap's lowest position, the last's highest.
+        const int64_t lowest = firstTap[i] * dilation - pad,
+                      highest = (ys[2 + i] - 1) * stride - pad + (firstTap[i] + extents[1 + i] - 1) * dilation;
+        if (lowest < 0 || highest >= xs[2 + i]) {
           inside = inside && p >= 0 && p < i32(xs[2 + i]);
           p = clampIndex(p, xs[2 + i]);
         }
         xi.push_back(p);
-        wi.push_back(r[int(1 + i)]);
+        wi.push_back(tap);
       }
       HL::Expr x = source ? at(value(source), channelsLastIndex(xi)) : at(value(n.input(0)), xi);
       HL::Expr w = source ? a.panel(wi) : at(value(n.input(1)), wi);

@@ -22,6 +22,20 @@ std::vector<int64_t> Window::outputSpatial(const std::vector<int64_t>& in) const
   return out;
 }
 
+std::pair<int64_t, int64_t> insideTaps(int64_t taps, int64_t in, int64_t out, int64_t stride, int64_t padBegin,
+                                       int64_t dilation) {
+  int64_t first = taps, last = -1;
+  for (int64_t t = 0; t < taps; ++t)
+    for (int64_t o = 0; o < out; ++o) {
+      const int64_t i = o * stride - padBegin + t * dilation;
+      if (i >= 0 && i < in) {
+        first = std::min(first, t), last = t;
+        break;
+      }
+    }
+  return {first, last + 1};
+}
+
 namespace {
 
 // An ints attribute of length `n`, defaulting to all `def`.

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/Graph.h"
@@ -28,6 +29,13 @@ struct Window {
 // the weight's spatial shape for Conv, empty to require kernel_shape (pools).
 // Throws Error naming the node on malformed attributes.
 Window resolveWindow(const Node& node, const std::vector<int64_t>& inSpatial, std::vector<int64_t> kernel = {});
+
+// [first, last + 1) of a window's taps t (`taps` of them, `dilation` apart) that some output position o < `out`
+// reads inside [0, in): o * stride - padBegin + t * dilation. The others read only padding: a dilated conv over
+// a small image (DeepLabV3's ASPP at dilation 24 and 36 over 16x16) reads inside at its centre tap alone, and
+// a kernel may skip the rest. Empty (first >= last) when every tap reads padding.
+std::pair<int64_t, int64_t> insideTaps(int64_t taps, int64_t in, int64_t out, int64_t stride, int64_t padBegin,
+                                       int64_t dilation);
 
 // ConvTranspose: the pads actually applied and the output spatial extents.
 struct TransposeGeometry {

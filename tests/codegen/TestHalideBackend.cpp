@@ -271,6 +271,54 @@ TEST_F(HalideBackend, ChannelsLastConvolutionsReadTheirInputInPlace) {
   }
 }
 
+// A convolution's reduction runs over the window taps that some output reads inside its input (insideTaps,
+// ir/ops/NnShapes.h), as cpu's native kernel crops its window: a 3x3 conv at dilation 6 over a 4x4 image reads
+// inside at its centre tap alone, so its window loops run once; then the numerics of crops on one side, at a
+// stride, per dim, with no tap inside at all, channels first and channels last.
+TEST_F(HalideBackend, ConvolutionsSkipTheTapsThatReadOnlyPadding) {
+  using Ints = std::vector<int64_t>;
+  using Attrs = std::map<std::string, Attribute>;
+  auto conv = [](Ints weights, Attrs attrs) {
+    return [=](GraphBuilder& b, Value* x) {
+      return b.op("Conv", {x, b.constant(test::randomTensor(weights, 2)), b.constant(test::randomTensor({weights[0]}, 3))}, attrs);
+    };
+  };
+  PipelineOptions layout;
+  layout.passes = {"convert-layout"};
+  const Attrs aspp = {{"pads", Ints{6, 6, 6, 6}}, {"dilations", Ints{6, 6}}};
+  for (const PipelineOptions* passes : {static_cast<const PipelineOptions*>(nullptr), static_cast<const PipelineOptions*>(&layout)}) {
+    const std::string order = passes ? "channels last" : "channels first";
+    // The reduction's loops in the dump: one over the input channels, one a window dim with more than one tap.
+    auto reductionLoops = [&](const Attrs& attrs, const std::string& what) {
+      auto backend = createBackend("halide?dump=on");
+      testing::internal::CaptureStderr();
+      expectGraphMatchesInterp(*backend, {1, 16, 4, 4}, conv({16, 16, 3, 3}, attrs), 1e-4, what + ", " + order, passes);
+      const std::string nest = testing::internal::GetCapturedStderr();
+      std::istringstream lines(nest);
+      int loops = 0;
+      for (std::string line; std::getline(lines, line);)
+        loops += line.find("for ") != std::string::npos && line.find("Conv_r") != std::string::npos;
+      return std::make_pair(loops, nest);
+    };
+    auto [dilated, nest] = reductionLoops(aspp, "dilation 6 over 4x4");
+    EXPECT_EQ(dilated, 1) << "the channels' loop alone (the centre tap), " << order << ":\n" << nest;
+    auto [padded, whole] = reductionLoops({{"pads", Ints{1, 1, 1, 1}}}, "dilation 1 over 4x4");
+    EXPECT_EQ(padded, 3) << "the channels and both window dims, " << order << ":\n" << whole;
+    auto plain = createBackend("halide");
+    for (int64_t batch : {1, 2}) {
+      const std::string at = ", batch " + std::to_string(batch) + ", " + order;
+      expectGraphMatchesInterp(*plain, {batch, 5, 3, 7}, conv({6, 5, 3, 3}, {{"pads", Ints{4, 0, 0, 1}}, {"dilations", Ints{4, 2}}}),
+                               1e-4, "rows cropped to the last two taps, columns whole" + at, passes);
+      expectGraphMatchesInterp(*plain, {batch, 4, 5, 5}, conv({8, 4, 5, 5}, {{"pads", Ints{6, 1, 0, 9}}, {"dilations", Ints{3, 3}}, {"strides", Ints{2, 3}}}),
+                               1e-4, "strided, cropped on both sides" + at, passes);
+      expectGraphMatchesInterp(*plain, {batch, 4, 2, 2}, conv({4, 4, 3, 3}, {{"pads", Ints{9, 9, 9, 9}}, {"dilations", Ints{9, 9}}}),
+                               1e-4, "the centre tap alone, 2x2" + at, passes);
+      expectGraphMatchesInterp(*plain, {batch, 4, 2, 2}, conv({4, 4, 1, 1}, {{"pads", Ints{5, 5, 5, 5}}, {"strides", Ints{4, 4}}}),
+                               1e-4, "no tap inside: the bias alone" + at, passes);
+    }
+  }
+}
+
 // Friction's schedule computes a reduction that only the output reads a slice (an image row) at a time inside
 // the output's parallel loop, so its accumulator stays in cache for the epilogue, where the whole panel read by
 // every slice costs less than the reduction's own size (HalideSchedule.cpp, frictionSchedule); one whose weights
