@@ -38,6 +38,15 @@ std::vector<HL::Var> laneFirst(std::vector<HL::Var> vars, size_t lane) {
   return vars;
 }
 
+// The vector width for a pure loop of `extent` iterations: `lanes`, or for a shorter loop the widest power of
+// two it holds, down to 4 (a pure definition's tail shifts inwards: 12 elements as two overlapping vectors of 8);
+// 0: scalar. An LSTM cell's 12 hidden units ran scalar, sigmoids and tanhs included.
+int vectorWidth(int64_t extent, int lanes) {
+  int width = lanes;
+  while (width > extent && width > 4) width /= 2;
+  return width <= extent ? width : 0;
+}
+
 // Vectorizes pure var `lane` of stage `s` (moved innermost) and, with
 // `parallel`, runs the outermost of its other vars of extent 2 or more in
 // parallel.
@@ -48,7 +57,7 @@ void vectorizeAndParallel(HL::Stage s, const std::vector<HL::Var>& vars, const s
     const std::vector<HL::Var> order = laneFirst(vars, lane);
     s.reorder(std::vector<HL::VarOrRVar>(order.begin(), order.end()));
   }
-  if (extent(shape, lane) >= lanes) s.vectorize(vars[lane], lanes);
+  if (const int width = vectorWidth(extent(shape, lane), lanes)) s.vectorize(vars[lane], width);
   for (size_t k = vars.size(); parallel && k-- > 0;)
     if (k != lane && extent(shape, k) >= 2) {
       s.parallel(vars[k]);
@@ -182,7 +191,7 @@ void frictionSchedule(KernelFuncs& k, bool inlineProducers, const Tiles& t) {
     HL::Var xo("xo"), xi("xi"), yo("yo"), yi("yi");
     const bool tile = v.size() >= 2 && extent(out.shape, 0) >= t.lanes && extent(out.shape, 1) >= t.rows;
     if (tile) f.tile(v[0], v[1], xo, yo, xi, yi, t.lanes, t.rows).vectorize(xi).unroll(yi);
-    else if (extent(out.shape, 0) >= t.lanes) f.vectorize(v[0], t.lanes);
+    else if (const int width = vectorWidth(extent(out.shape, 0), t.lanes)) f.vectorize(v[0], width);
     const bool worthParallel = t.worthParallel(checkedNumel(out.shape));
     int parallel = -1;
     for (size_t d = v.size(); worthParallel && d-- > (tile ? 2 : 1) && parallel < 0;)

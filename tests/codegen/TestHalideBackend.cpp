@@ -393,6 +393,30 @@ TEST_F(HalideBackend, MatMulsPackBABlockOfColumnsAtATime) {
   }
 }
 
+// An output or materialized producer whose innermost dim is shorter than a vector runs in the widest power of
+// two of lanes it holds, down to 4 (HalideSchedule.cpp, vectorWidth): a sigmoid over 12 elements in vectors of
+// 8, two of them overlapping; 3 elements scalar. The numerics at the widths around each power of two.
+TEST_F(HalideBackend, ShortRowsRunInNarrowerVectors) {
+  auto sigmoid = [](GraphBuilder& b, Value* x) { return b.op("Sigmoid", {x}); };
+  for (const std::string lanes : {"8", "16"}) {
+    auto backend = createBackend("halide?dump=on&lanes=" + lanes);
+    testing::internal::CaptureStderr();
+    expectGraphMatchesInterp(*backend, {2, 12}, sigmoid, 1e-5, "[2,12], " + lanes + " lanes");
+    std::string nest = testing::internal::GetCapturedStderr();
+    const size_t vector = nest.find("vectorized ");
+    ASSERT_NE(vector, std::string::npos) << nest;
+    const std::string line = nest.substr(vector, nest.find('\n', vector) - vector);
+    EXPECT_NE(line.find("in [0, 7]"), std::string::npos) << "a vector of 8:\n" << nest;
+    testing::internal::CaptureStderr();
+    expectGraphMatchesInterp(*backend, {2, 3}, sigmoid, 1e-5, "[2,3], " + lanes + " lanes");
+    nest = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(nest.find("vectorized"), std::string::npos) << "3 elements scalar:\n" << nest;
+    auto plain = createBackend("halide?lanes=" + lanes);
+    for (int64_t width : {4, 5, 7, 8, 9, 15, 17})
+      expectGraphMatchesInterp(*plain, {3, width}, sigmoid, 1e-5, "[3," + std::to_string(width) + "], " + lanes + " lanes");
+  }
+}
+
 // A stage runs in parallel only where it holds the work of a fork-join (`kParallelWork` elements, times a
 // reduction's steps; `parallel-work=N` sets it, 0 parallelizes every stage): a small Relu and a small matmul
 // run serially, a large Relu and a matmul of few elements but many steps in parallel, and with
