@@ -92,8 +92,7 @@ void Program::runStep(const Step& s, std::vector<Tensor>& env, std::vector<Tenso
     if (s.kernel) callKernel(s, env, outs, true, *buffers);
   } else if (s.kind == Step::View) {
     const Tensor& x = env[size_t(s.in[0])];
-    std::vector<int64_t> shape = s.node->output(0)->shape().staticDims();
-    outs.assign(1, s.node->op() == "Slice" ? x.window(s.viewOffset, std::move(shape)) : x.reshaped(std::move(shape)));
+    outs.assign(1, s.viewWindow ? x.window(s.viewOffset, s.viewShape) : x.reshaped(s.viewShape));
   } else {
     for (int slot : s.in) args.push_back(slot < 0 ? Tensor() : env[size_t(slot)]);
     outs = s.kind == Step::Sub ? s.sub->run(args) : (*s.interpKernel)(*s.node, args);

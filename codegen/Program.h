@@ -40,6 +40,8 @@ struct Step : SlotStep {
   const interp::Kernel* interpKernel = nullptr;
   std::unique_ptr<Program> sub;
   int64_t viewOffset = 0;    // View: the element of its input's buffer its result starts at (a Slice)
+  bool viewWindow = false;   // View: a window of its input at viewOffset (a Slice), else its input reshaped
+  std::vector<int64_t> viewShape;  // View: its result's shape
   int64_t arenaOffset = -1;  // output 0 lives in the program's arena at this offset (plan-memory)
 };
 

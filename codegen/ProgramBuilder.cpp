@@ -162,10 +162,13 @@ std::unique_ptr<Program> ProgramBuilder::build(const Graph& g, const OuterMap& o
     const bool generatedFirst = options_.target != Target::Cpu;
     if (isZeroCopyView(n)) {
       s.kind = Step::View;
+      s.viewShape = n.output(0)->shape().staticDims();
       stats_.views++;
     } else if (auto offset = options_.slicesAsViews() ? contiguousSliceOffset(n, outer) : std::nullopt) {
       s.kind = Step::View;
+      s.viewWindow = true;
       s.viewOffset = *offset;
+      s.viewShape = n.output(0)->shape().staticDims();
       stats_.views++;
     } else if (generatedFirst && compiledStep(s, *p, resolve)) {
       // a generated kernel
