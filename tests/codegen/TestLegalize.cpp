@@ -3,6 +3,7 @@
 // numerics (the rewritten graph against the original on the interpreter).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "codegen/KernelAnalysis.h"
@@ -203,13 +204,15 @@ TEST(Legalize, ResizeOnTheGpuTargetsBecomesWeightedGathersOfItsTaps) {
   }
 }
 
-// On the GPU targets a ConvTranspose becomes a Conv at stride 1 over its input with zeros between the elements,
-// of its weights flipped with their channel dims swapped per group (test::convTransposeCases()); the cpu target
-// keeps its native one where it applies (2-D, microkernels on). The ops: zeros by Reshape, Pad, Reshape (none at stride 1), a Slice where pads are
-// wider than the window, the weights' Reshape, Transpose, Reshape and flipping Slice, the Conv.
-TEST(Legalize, ConvTransposeOnTheGpuTargetsBecomesAConvOverZeros) {
+// On the GPU targets (and the cpu target where its native kernel does not apply: not 2-D, or microkernels off)
+// a strided ConvTranspose of constant weights at dilation 1 becomes one Conv per output phase, the phases
+// interleaved by Concats and Reshapes (and cropped to the result by a Slice); otherwise a Conv at stride 1 over
+// its input with zeros between the elements (Reshape, Pad, Reshape), a Slice where pads are wider than the
+// window, of its weights regrouped and flipped: at build when they are constants (the old ones dropped), else by
+// a Reshape, Transpose, Reshape and flipping Slice on every run. test::convTransposeCases() against interp.
+TEST(Legalize, ConvTransposeOnTheGpuTargetsBecomesAConvPerPhaseOrOverZeros) {
   const std::vector<test::ConvTransposeCase> cases = test::convTransposeCases();
-  const std::vector<std::string> weights = {"Reshape", "Transpose", "Reshape", "Slice", "Conv"};
+  auto count = [](const std::vector<std::string>& ops, const std::string& op) { return std::count(ops.begin(), ops.end(), op); };
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE("ConvTranspose case " + std::to_string(i));
     Graph g;
@@ -220,13 +223,42 @@ TEST(Legalize, ConvTransposeOnTheGpuTargetsBecomesAConvOverZeros) {
     noMicrokernels.set("ukernels", "off");
     EXPECT_TRUE(codegen::needsLegalizing(g, noMicrokernels));
     auto after = legalizedMatches(g, {test::randomTensor(cases[i].x, 5)}, 1, gpuTarget(), 1e-5);
-    std::vector<std::string> expect = weights;
-    if (i == 2) EXPECT_EQ(ops(*after), expect) << "stride 1: no zeros";
-    expect.insert(expect.begin(), {"Reshape", "Pad", "Reshape"});
-    if (i == 0) EXPECT_EQ(ops(*after), expect);
-    expect.insert(expect.begin() + 3, "Slice");
-    if (i == 11) EXPECT_EQ(ops(*after), expect) << "pads wider than the window: cropped";
+    const std::vector<std::string> got = ops(*after);
+    EXPECT_EQ(after->findValue(g.nodes().front()->input(1)->name()), nullptr) << "the old weights dropped";
+    if (i == 0) {  // a U-Net's 2 x 2 at stride 2: four 1 x 1 Convs, joined along the columns twice, then the rows
+      EXPECT_EQ(got, (std::vector<std::string>{"Conv", "Conv", "Conv", "Conv", "Reshape", "Reshape", "Concat", "Reshape",
+                                               "Reshape", "Reshape", "Concat", "Reshape", "Reshape", "Reshape", "Concat",
+                                               "Reshape"}));
+      for (const auto& n : after->nodes())
+        if (n->op() == "Conv") EXPECT_EQ(n->input(1)->shape().staticDims(), (Ints{3, 4, 1, 1})) << "one tap a phase";
+    }
+    if (i == 2) EXPECT_EQ(got, std::vector<std::string>{"Conv"}) << "stride 1: the Conv alone";
+    if (i == 7) EXPECT_EQ(count(got, "Conv"), 8) << "3-D at stride 2: eight phases";
+    if (i == 3 || i == 6) EXPECT_EQ(got.back(), "Slice") << "an extent no multiple of the stride: cropped";
+    if (i == 4 || i == 5) {  // dilated: the Conv over zeros
+      EXPECT_EQ(count(got, "Pad"), 1);
+      EXPECT_EQ(count(got, "Conv"), 1);
+    }
+    // Weights computed at run time (an input): the Conv over zeros, its weights rearranged by ops.
+    Graph computed;
+    GraphBuilder c(computed);
+    Value* x = c.input("x", {DType::F32, Shape::fromStatic(cases[i].x)});
+    Value* w = c.input("w", {DType::F32, Shape::fromStatic(cases[i].w)});
+    c.output(c.op("ConvTranspose", {x, w}, cases[i].attrs));
+    auto rearranged = legalizedMatches(computed, {test::randomTensor(cases[i].x, 5), test::randomTensor(cases[i].w, 6)}, 1,
+                                       gpuTarget(), 1e-5);
+    const std::vector<std::string> chain = {"Reshape", "Transpose", "Reshape", "Slice", "Conv"}, zeros = {"Reshape", "Pad", "Reshape"};
+    const std::vector<std::string> all = ops(*rearranged);
+    EXPECT_TRUE(std::search(all.begin(), all.end(), chain.begin(), chain.end()) != all.end()) << "the weights' ops";
+    if (i != 2) EXPECT_TRUE(std::search(all.begin(), all.end(), zeros.begin(), zeros.end()) != all.end()) << "the zeros";
   }
+  // A window narrower than its stride leaves phases no tap reaches: the Conv over zeros.
+  Graph g;
+  GraphBuilder b(g);
+  const test::ConvTransposeCase narrow = {{1, 2, 4, 4}, {2, 3, 1, 1}, {{"strides", Ints{2, 2}}}, true};
+  b.output(test::convTranspose(b, b.input("x", {DType::F32, Shape::fromStatic(narrow.x)}), narrow));
+  auto after = legalizedMatches(g, {test::randomTensor(narrow.x, 5)}, 1, gpuTarget(), 1e-5);
+  EXPECT_EQ(ops(*after), (std::vector<std::string>{"Reshape", "Pad", "Reshape", "Slice", "Conv"}));
 }
 
 // On the halide and GPU targets RNN, GRU and LSTM are unrolled over their static sequence into each step's ops
