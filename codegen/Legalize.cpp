@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "codegen/ConvTransposePhases.h"
 #include "codegen/KernelAnalysis.h"
 #include "codegen/NativeKernels.h"
 #include "ir/Error.h"
@@ -140,23 +141,6 @@ std::optional<Ints> tileRepeats(const Node& n) {
       std::all_of(repeats.begin(), repeats.end(), [](int64_t r) { return r == 1; }))
     return std::nullopt;
   return repeats;
-}
-
-// A ConvTranspose's constant weights [C, K / G, window...] as a Conv's [K, C / G, taps...] of `shape`, whose
-// flat tap j is the ConvTranspose's flat tap `sourceTap(j)` (of `windowTaps`): the channel dims swapped per group.
-Tensor convWeightsOf(const Tensor& w, int64_t G, int64_t cg, int64_t kg, int64_t windowTaps, const Ints& shape,
-                     const std::function<int64_t(int64_t)>& sourceTap) {
-  Tensor out(DType::F32, shape);
-  const int64_t taps = checkedNumel(shape) / (G * kg * cg);
-  const float* in = w.data<float>();
-  float* o = out.data<float>();
-  for (int64_t j = 0; j < taps; ++j) {
-    const int64_t t = sourceTap(j);
-    for (int64_t g = 0; g < G; ++g)
-      for (int64_t c = 0; c < cg; ++c)
-        for (int64_t k = 0; k < kg; ++k) o[((g * kg + k) * cg + c) * taps + j] = in[((g * cg + c) * kg + k) * windowTaps + t];
-  }
-  return out;
 }
 
 bool rewritable(const Node& n, const CodegenOptions& options) {
@@ -311,7 +295,7 @@ class Rewriter {
       // Flipping every spatial dim reverses a tap's flat index.
       const int64_t taps = checkedNumel(Ints(ws.begin() + 2, ws.end()));
       v = g_.addInitializer(g_.freshName(name + "/w_flipped"),
-                            convWeightsOf(*constant, G, cg, kg, taps, convWeights, [&](int64_t j) { return taps - 1 - j; }));
+                            convWeightsOf(*constant, G, taps, convWeights, [&](int64_t j) { return taps - 1 - j; }));
     } else {
       v = transposed(reshaped(w, grouped, name + "/w_grouped"), perm, name + "/w_swapped");
       v = reshaped(v, convWeights, name + "/w_channels");
@@ -337,95 +321,31 @@ class Rewriter {
     replace_[n.output(0)] = reshaped(copies, ys, n.name() + "/y");
   }
 
-  // A strided ConvTranspose at dilation 1 with constant weights, as one Conv per output phase (the sub-pixel
-  // convolution): output q = i * s - p + t of a spatial dim takes, for q = phi + s * m, only the taps
-  // t = t0 + s * j with t0 = (phi + p) mod s, at input i = m + c - j, c = (phi + p - t0) / s: a Conv at stride 1
-  // of x (padded, or cropped where a pad comes out negative) with those taps flipped. Each phase's output has
-  // ceil(Y / s) positions along the dim; the phases are interleaved, innermost dim first, by Concats along an
-  // inserted axis of extent 1 and Reshapes, and the result cropped to Y. s^d times fewer products than the
-  // Conv over zeros. False (nothing built) where it does not apply: a dilation, weights computed at run time,
-  // no stride, or a phase no tap reaches (a window narrower than its stride).
+  // A strided ConvTranspose of constant weights as one Conv per output phase (convTransposePhases), the
+  // phases interleaved, innermost dim first, by a Concat along an inserted axis of extent 1 and Reshapes, the
+  // result cropped to its extents. s^d times fewer products than the Conv over zeros. False where it does not
+  // apply (nothing built).
   bool convTransposeByPhases(const Node& n) {
-    Value* x = n.input(0);
-    const Tensor* weights = constantData(n.input(1));
-    if (!weights || weights->dtype() != DType::F32) return false;
-    const Ints xs = x->shape().staticDims(), ws = n.input(1)->shape().staticDims(), ys = n.output(0)->shape().staticDims();
-    const size_t d = xs.size() - 2;
-    const Window win = resolveConvTranspose(n, {xs.begin() + 2, xs.end()}, {ws.begin() + 2, ws.end()}).window;
-    const int64_t G = n.attrInt("group", 1), cg = xs[1] / G, kg = ys[1] / G;
-    struct Phase {
-      int64_t t0, taps, pad, end;  // first tap, taps, the Conv's pads (negative: x cropped)
-    };
-    std::vector<std::vector<Phase>> phases(d);  // per dim, per phase
-    Ints extents;                               // per dim, each phase's positions: ceil(Y / s)
-    bool strided = false;
-    for (size_t i = 0; i < d; ++i) {
-      const int64_t s = win.strides[i], k = win.kernel[i], p = win.pads[i], X = xs[2 + i];
-      if (win.dilations[i] != 1) return false;
-      strided |= s > 1;
-      const int64_t M = (ys[2 + i] + s - 1) / s;
-      extents.push_back(M);
-      for (int64_t phi = 0; phi < s; ++phi) {
-        const int64_t t0 = (phi + p) % s, taps = t0 < k ? (k - t0 + s - 1) / s : 0, c = (phi + p - t0) / s;
-        if (taps == 0) return false;
-        const int64_t pad = taps - 1 - c;
-        phases[i].push_back({t0, taps, pad, M + taps - 1 - pad - X});
-      }
-    }
-    if (!strided) return false;
+    const std::optional<PhasePlan> plan = convTransposePhases(n);
+    if (!plan) return false;
+    const Ints ys = n.output(0)->shape().staticDims();
+    const size_t d = ys.size() - 2;
     const std::string name = n.name();
-    const int64_t windowTaps = checkedNumel(Ints(ws.begin() + 2, ws.end()));
-    // One Conv per combination of phases, dim 0's slowest.
+    Ints shape = {ys[0], ys[1]};  // each phase's result
+    shape.insert(shape.end(), plan->extents.begin(), plan->extents.end());
     std::vector<Value*> outs;
-    Ints combo(d, 0);
-    for (bool more = true; more;) {
-      Ints convPads(2 * d), starts, ends, axes, cropped = xs, kernel, phaseShape = {ys[0], ys[1]};
-      for (size_t i = 0; i < d; ++i) {
-        const Phase& ph = phases[i][size_t(combo[i])];
-        kernel.push_back(ph.taps);
-        convPads[i] = std::max<int64_t>(0, ph.pad), convPads[d + i] = std::max<int64_t>(0, ph.end);
-        if (ph.pad < 0 || ph.end < 0) {
-          starts.push_back(std::max<int64_t>(0, -ph.pad)), ends.push_back(xs[2 + i] - std::max<int64_t>(0, -ph.end));
-          axes.push_back(int64_t(2 + i));
-          cropped[2 + i] = ends.back() - starts.back();
-        }
-        phaseShape.push_back(extents[i]);
-      }
-      std::string tag;
-      for (int64_t c : combo) tag += "_" + std::to_string(c);
-      Value* in = axes.empty() ? x : add("Slice", {x, ints(starts), ints(ends), ints(axes)}, nullptr, name + "/x" + tag, f32(cropped));
-      // The phase's weights [K, C / G, taps...]: tap j' of a dim is t0 + s * (taps - 1 - j').
-      Ints wshape = {ys[1], cg};
-      wshape.insert(wshape.end(), kernel.begin(), kernel.end());
-      Tensor pw = convWeightsOf(*weights, G, cg, kg, windowTaps, wshape, [&](int64_t j) {
-        int64_t t = 0;
-        for (size_t i = 0; i < d; ++i) {  // j's index along dim i, row-major over `kernel`
-          int64_t after = 1;
-          for (size_t e = i + 1; e < d; ++e) after *= kernel[e];
-          const Phase& ph = phases[i][size_t(combo[i])];
-          t = t * win.kernel[i] + ph.t0 + win.strides[i] * (ph.taps - 1 - j / after % kernel[i]);
-        }
-        return t;
-      });
-      std::vector<Value*> operands = {in, g_.addInitializer(g_.freshName(name + "/w" + tag), std::move(pw))};
+    for (const PhaseConv& c : plan->convs) {
+      Value* x = n.input(0);
+      if (!c.axes.empty()) x = add("Slice", {x, ints(c.starts), ints(c.ends), ints(c.axes)}, nullptr, name + "/x" + c.tag, f32(c.cropped));
+      std::vector<Value*> operands = {x, g_.addInitializer(g_.freshName(name + "/w" + c.tag), c.weights)};
       if (n.numInputs() > 2 && n.input(2)) operands.push_back(n.input(2));
-      outs.push_back(add("Conv", operands, nullptr, name + "/phase" + tag, f32(phaseShape),
-                         {{"group", G}, {"pads", convPads}, {"strides", Ints(d, 1)}, {"kernel_shape", kernel}}));
-      more = false;
-      for (size_t i = d; i-- > 0;)
-        if (++combo[i] < win.strides[i]) {
-          more = true;
-          break;
-        } else {
-          combo[i] = 0;
-        }
+      outs.push_back(add("Conv", operands, nullptr, name + "/phase" + c.tag, f32(shape),
+                         {{"group", n.attrInt("group", 1)}, {"pads", c.pads}, {"strides", Ints(d, 1)}, {"kernel_shape", c.kernel}}));
     }
-    // Interleaved, innermost dim first: the s outputs of a dim's phases (consecutive in `outs`) as one tensor
-    // whose extent along the dim is s times theirs.
-    Ints shape = {ys[0], ys[1]};
-    shape.insert(shape.end(), extents.begin(), extents.end());
+    // The s results of a dim's phases (consecutive in `outs`) as one whose extent along the dim is s times theirs.
     for (size_t i = d; i-- > 0;) {
-      const int64_t s = win.strides[i];
+      const int64_t s = plan->strides[i];
+      if (s == 1) continue;
       const size_t axis = 2 + i;
       Ints apart = shape, joined = shape;
       apart.insert(apart.begin() + int64_t(axis) + 1, 1);
@@ -433,10 +353,6 @@ class Rewriter {
       shape[axis] *= s;
       std::vector<Value*> next;
       for (size_t first = 0; first < outs.size(); first += size_t(s)) {
-        if (s == 1) {
-          next.push_back(outs[first]);
-          continue;
-        }
         std::vector<Value*> parts;
         for (int64_t phi = 0; phi < s; ++phi) parts.push_back(reshaped(outs[first + size_t(phi)], apart, name + "/apart"));
         Value* both = add("Concat", parts, nullptr, name + "/interleaved", f32(joined), {{"axis", int64_t(axis + 1)}});
@@ -446,9 +362,9 @@ class Rewriter {
     }
     Value* y = outs.front();
     if (shape != ys) {
-      Ints starts(d, 0), ends(ys.begin() + 2, ys.end()), axes;
+      Ints axes;
       for (size_t i = 0; i < d; ++i) axes.push_back(int64_t(2 + i));
-      y = add("Slice", {y, ints(starts), ints(ends), ints(axes)}, nullptr, name + "/cropped", f32(ys));
+      y = add("Slice", {y, ints(Ints(d, 0)), ints(Ints(ys.begin() + 2, ys.end())), ints(axes)}, nullptr, name + "/cropped", f32(ys));
     }
     replace_[n.output(0)] = y;
     return true;
