@@ -10,9 +10,9 @@
 // a Resize of constant scales into Gathers of its tap tables, weighted and summed, an axis at a time, and a
 // ConvTranspose into one Conv per output phase, interleaved (else a Conv over its input with zeros between the
 // elements); the latter on the cpu target too where its native kernel does not apply (not 2-D, or
-// microkernels off). On every target without native
-// steps (halide and the GPU targets) the ops only a native kernel runs: RNN, GRU and LSTM unrolled over their
-// static sequence, a Tile of constant repeats into an Expand between two Reshapes.
+// microkernels off). On every target without native steps (halide and the GPU targets) the ops only a native
+// kernel runs: RNN, GRU and LSTM unrolled over their static sequence, a Tile of constant repeats into an Expand
+// between two Reshapes.
 // Runs after the passes, so what it makes is never fused or re-laid-out: it decides kernels, not the graph
 // the passes see.
 #pragma once
