@@ -4,6 +4,7 @@
 #include <cctype>
 #include <functional>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <unordered_map>
@@ -284,12 +285,8 @@ class Rewriter {
     if (!axes.empty())
       x = add("Slice", {x, ints(starts), ints(ends), ints(axes)}, nullptr, name + "/cropped", f32(cropped));
     // Weights [C, K / G, window...] = [G, C / G, K / G, window...] -> [G, K / G, C / G, window...] = [K, C / G, window...], flipped.
-    Ints grouped = {G, cg, kg}, perm = {0, 2, 1}, convWeights = {ys[1], cg}, flip, flipStarts, flipEnds;
-    for (size_t i = 0; i < d; ++i) {
-      grouped.push_back(ws[2 + i]), perm.push_back(int64_t(3 + i));
-      convWeights.push_back(ws[2 + i]), flip.push_back(int64_t(2 + i)), flipStarts.push_back(-1);
-      flipEnds.push_back(std::numeric_limits<int64_t>::min());
-    }
+    Ints convWeights = {ys[1], cg};
+    convWeights.insert(convWeights.end(), ws.begin() + 2, ws.end());
     Value* v = nullptr;
     if (const Tensor* constant = constantData(w)) {  // computed now, not on every run
       // Flipping every spatial dim reverses a tap's flat index.
@@ -297,6 +294,11 @@ class Rewriter {
       v = g_.addInitializer(g_.freshName(name + "/w_flipped"),
                             convWeightsOf(*constant, G, taps, convWeights, [&](int64_t j) { return taps - 1 - j; }));
     } else {
+      Ints grouped = {G, cg, kg}, perm = {0, 2, 1}, flip, flipStarts, flipEnds;
+      for (size_t i = 0; i < d; ++i) {
+        grouped.push_back(ws[2 + i]), perm.push_back(int64_t(3 + i)), flip.push_back(int64_t(2 + i));
+        flipStarts.push_back(-1), flipEnds.push_back(std::numeric_limits<int64_t>::min());
+      }
       v = transposed(reshaped(w, grouped, name + "/w_grouped"), perm, name + "/w_swapped");
       v = reshaped(v, convWeights, name + "/w_channels");
       v = add("Slice", {v, ints(flipStarts), ints(flipEnds), ints(flip), ints(Ints(d, -1))}, nullptr, name + "/w_flipped", f32(convWeights));
@@ -334,9 +336,14 @@ class Rewriter {
     Ints shape = {ys[0], ys[1]};  // each phase's result
     shape.insert(shape.end(), plan->extents.begin(), plan->extents.end());
     std::vector<Value*> outs;
+    std::map<std::vector<Ints>, Value*> crops;  // one Slice per distinct crop: phases along another dim share one
     for (const PhaseConv& c : plan->convs) {
       Value* x = n.input(0);
-      if (!c.axes.empty()) x = add("Slice", {x, ints(c.starts), ints(c.ends), ints(c.axes)}, nullptr, name + "/x" + c.tag, f32(c.cropped));
+      if (!c.axes.empty()) {
+        Value*& cropped = crops[{c.starts, c.ends, c.axes}];
+        if (!cropped) cropped = add("Slice", {x, ints(c.starts), ints(c.ends), ints(c.axes)}, nullptr, name + "/x" + c.tag, f32(c.cropped));
+        x = cropped;
+      }
       std::vector<Value*> operands = {x, g_.addInitializer(g_.freshName(name + "/w" + c.tag), c.weights)};
       if (n.numInputs() > 2 && n.input(2)) operands.push_back(n.input(2));
       outs.push_back(add("Conv", operands, nullptr, name + "/phase" + c.tag, f32(shape),

@@ -235,6 +235,12 @@ TEST(Legalize, ConvTransposeOnTheGpuTargetsBecomesAConvPerPhaseOrOverZeros) {
     if (i == 2) EXPECT_EQ(got, std::vector<std::string>{"Conv"}) << "stride 1: the Conv alone";
     if (i == 7) EXPECT_EQ(count(got, "Conv"), 8) << "3-D at stride 2: eight phases";
     if (i == 3 || i == 6) EXPECT_EQ(got.back(), "Slice") << "an extent no multiple of the stride: cropped";
+    std::set<std::vector<std::vector<int64_t>>> crops;  // (starts, ends, axes) of each Slice of x
+    for (const auto& n : after->nodes())
+      if (n->op() == "Slice" && !n->input(0)->producer())
+        EXPECT_TRUE(crops.insert({constantData(n->input(1))->toInt64Vector(), constantData(n->input(2))->toInt64Vector(),
+                                  constantData(n->input(3))->toInt64Vector()}).second)
+            << "phases that crop x alike share one Slice: " << n->name();
     if (i == 4 || i == 5) {  // dilated: the Conv over zeros
       EXPECT_EQ(count(got, "Pad"), 1);
       EXPECT_EQ(count(got, "Conv"), 1);
