@@ -180,8 +180,8 @@ bool readsThroughInlined(const HL::Internal::Function& reader, const std::string
 // to memory and back twice (MobileNetV2's 1x1 convolutions of 16 input
 // channels into 112x112x96). Its panel is then packed once, at the root. The
 // other reductions are computed whole, in parallel. Pure producers: inlined,
-// or computed whole (fusion=root); those a reduction reads always computed
-// whole.
+// or computed whole (fusion=root); those a reduction reads, or two outputs,
+// always computed whole.
 void frictionSchedule(KernelFuncs& k, bool inlineProducers, const Tiles& t) {
   HL::Func sliced;  // the one output whose loop over Halide dim 2 can hold a reduction's slice
   for (ShapedFunc& out : k.outputs) {
@@ -208,6 +208,19 @@ void frictionSchedule(KernelFuncs& k, bool inlineProducers, const Tiles& t) {
   for (ShapedFunc& p : k.producers)
     if (p.func.has_update_definition() || !inlineProducers || operands.count(p.func.name()))
       materialized.insert(p.func.name());
+  // A pure producer that two or more outputs read through inlined Funcs: materialized too, else each output
+  // recomputes it (an LSTM cell's new state, three gates' activations, read by both c and h). Consumers
+  // first, so a producer only a materialized one reads stays inlined into it.
+  if (k.outputs.size() > 1)
+    for (auto p = k.producers.rbegin(); p != k.producers.rend(); ++p) {
+      if (materialized.count(p->func.name())) continue;
+      int readers = 0;
+      for (const ShapedFunc& out : k.outputs) {
+        std::set<std::string> seen;
+        readers += readsThroughInlined(out.func.function(), p->func.name(), materialized, seen);
+      }
+      if (readers >= 2) materialized.insert(p->func.name());
+    }
   auto inSlice = [&](const ShapedFunc& p) {
     const std::vector<int64_t>& out = k.outputs[0].shape;
     if (!sliced.defined() || !p.func.has_update_definition() || p.sliceDim < 0 ||

@@ -393,6 +393,27 @@ TEST_F(HalideBackend, MatMulsPackBABlockOfColumnsAtATime) {
   }
 }
 
+// A pure producer that two outputs of a kernel read through inlined Funcs is computed once, before them
+// (HalideSchedule.cpp, frictionSchedule), not by each output, as an LSTM cell's new state is read by c and h:
+// fuse-elementwise makes the Sigmoid below one output of its region (the Tanh after it is another kernel) and
+// the Add another. With the Tanh alone reading it (one kernel, one output) it stays inlined.
+TEST_F(HalideBackend, AProducerTwoOutputsReadIsComputedOnce) {
+  PipelineOptions fuse;
+  fuse.passes = {"fuse-elementwise"};
+  for (bool both : {true, false}) {
+    auto backend = createBackend("halide?dump=on");
+    testing::internal::CaptureStderr();
+    expectGraphMatchesInterp(*backend, {4, 40}, [&](GraphBuilder& b, Value* x) {
+      Value* s = b.op("Sigmoid", {b.op("Mul", {x, x})});
+      if (both) b.output(b.op("Add", {s, x}));
+      return b.op("Tanh", {s});
+    }, 1e-5, both ? "the Sigmoid read by two outputs" : "by one", &fuse);
+    const std::string nest = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(nest.find("_Sigmoid:") != std::string::npos, both) << "the Sigmoid produced on its own:\n" << nest;
+    if (both) EXPECT_LT(nest.find("_Sigmoid:"), nest.find("_Add_out:")) << nest;
+  }
+}
+
 // An output or materialized producer whose innermost dim is shorter than a vector runs in the widest power of
 // two of lanes it holds, down to 4 (HalideSchedule.cpp, vectorWidth): a sigmoid over 12 elements in vectors of
 // 8, two of them overlapping; 3 elements scalar. The numerics at the widths around each power of two.
