@@ -15,6 +15,9 @@ namespace friction {
 namespace {
 
 constexpr size_t kMaxContents = 64;  // larger vectors are not shape arithmetic
+// The most dims a shape input may give (numpy's limit): a longer one is malformed, and a length of billions
+// would allocate that many dims.
+constexpr int64_t kMaxRank = 64;
 
 Shape unknownDims(size_t rank) { return Shape(std::vector<Dim>(rank, Dim::unknown())); }
 
@@ -41,7 +44,11 @@ Shape shapeFromContents(const InferContext& ctx, const std::vector<Dim>& c) {
 Shape shapeFromInput(const InferContext& ctx, size_t i) {
   if (auto c = ctx.inputContents(i)) return shapeFromContents(ctx, *c);
   const Shape& s = ctx.inputShape(i);
-  if (s.hasRank() && s.rank() == 1 && s[0].isStatic()) return unknownDims(size_t(s[0].value));
+  if (s.hasRank() && s.rank() == 1 && s[0].isStatic()) {
+    ctx.check(s[0].value <= kMaxRank, "shape input " + std::to_string(i) + " gives " + std::to_string(s[0].value) +
+                                          " dims, more than " + std::to_string(kMaxRank));
+    return unknownDims(size_t(s[0].value));
+  }
   return Shape::unknownRank();
 }
 

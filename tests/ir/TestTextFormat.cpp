@@ -95,3 +95,19 @@ TEST(TextFormat, ParsedGraphIsVerified) {
   const char* text = "graph \"g\" opset 17 {\n  input %x : f32[2]\n  %y : i64[2] = Relu(%x) @\"r\"\n  output %y\n}\n";
   EXPECT_THROW(parseGraph(text), Error);
 }
+
+// A shape input of billions of entries (the fuzzer's find: a Reshape's i64[3555555555]) is refused in one line
+// naming the node, not taken as that many dims to allocate.
+TEST(TextFormat, AShapeInputOfTooManyDimsIsRefused) {
+  const char* text = "graph \"g\" opset 17 {\n  input %x : f32[2,3,4]\n  input %s : i64[3555555555]\n"
+                     "  %y : f32[2,6,2] = Reshape(%x, %s) @\"r\"\n  output %y\n}\n";
+  try {
+    parseGraph(text, "huge.fir");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("Reshape 'r'"), std::string::npos) << what;
+    EXPECT_NE(what.find("3555555555 dims"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+}
