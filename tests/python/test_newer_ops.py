@@ -225,12 +225,15 @@ def test_quantized_convolution_and_matmul_match_the_reference():
     check_against_reference(model, feeds, rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("name,fmt", [("resnet_basic", "qdq"), ("mobilenet_v2", "dynamic"), ("bert", "qdq"),
-                                      ("bert", "dynamic")])
-def test_models_quantized_by_onnxruntime_compile_whole(name, fmt, tmp_path):
+# Against onnxruntime's integer kernels, a fraction of the output's largest magnitude: about a quantization step,
+# more through BERT's twelve requantized layers, where onnxruntime's result moves with the host's ISA (2026-12-07,
+# an AMD EPYC with AVX2 and no VNNI: BERT QDQ 2.05% off the emulation, within 2% on a Xeon with AVX-512).
+@pytest.mark.parametrize("name,fmt,steps", [("resnet_basic", "qdq", 2e-2), ("mobilenet_v2", "dynamic", 2e-2),
+                                            ("bert", "qdq", 4e-2), ("bert", "dynamic", 2e-2)])
+def test_models_quantized_by_onnxruntime_compile_whole(name, fmt, steps, tmp_path):
     """Torch fixtures quantized by onnxruntime's tools (static QDQ, calibrated on the fixture's input; dynamic:
     MatMulInteger/ConvInteger after DynamicQuantizeLinear) run on cpu with no interpreter node, giving the
-    interpreter's emulation and, within a quantization step, onnxruntime's integer kernels."""
+    interpreter's emulation and, within a few quantization steps, onnxruntime's integer kernels."""
     import logging
     import os
 
@@ -267,7 +270,7 @@ def test_models_quantized_by_onnxruntime_compile_whole(name, fmt, tmp_path):
         got = cpu.run(*feeds.values())[0]
         assert cpu.interp_nodes == 0, cpu.executor
         np.testing.assert_allclose(got, emulated, rtol=0, atol=1e-5 * scale)
-        np.testing.assert_allclose(got, want, rtol=0, atol=2e-2 * scale)
+        np.testing.assert_allclose(got, want, rtol=0, atol=steps * scale)
 
 
 @pytest.mark.parametrize("mode,padding,align", list(itertools.product(["linear", "nearest", "cubic"],
