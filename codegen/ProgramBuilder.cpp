@@ -11,6 +11,7 @@
 #include "ir/OpRegistry.h"
 #include "passes/Pass.h"
 #include "passes/PassUtil.h"
+#include "runtime/MemoryLimit.h"
 #include "runtime/ukernels/Buffers.h"
 
 namespace friction::codegen {
@@ -143,6 +144,7 @@ std::unique_ptr<Program> ProgramBuilder::build(const Graph& g, const OuterMap& o
   const auto& registry = interp::KernelRegistry::instance();
   for (const auto& node : g.nodes()) {
     const Node& n = *node;
+    if (options_.target != Target::Cuda) checkOutputsFitMemory(n);  // the cuda plan's memory is the device's
     Step s;
     s.node = &n;
     for (const Value* v : n.inputs()) s.in.push_back(v ? slotOf(v) : -1);

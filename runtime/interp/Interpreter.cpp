@@ -1,10 +1,12 @@
 #include "runtime/interp/Interpreter.h"
 
 #include <map>
+#include <new>
 #include <unordered_map>
 
 #include "ir/Error.h"
 #include "runtime/Inputs.h"
+#include "runtime/MemoryLimit.h"
 #include "runtime/interp/KernelRegistry.h"
 
 namespace friction::interp {
@@ -39,9 +41,12 @@ std::vector<Tensor> run(const Graph& graph, const std::vector<Tensor>& inputs) {
       FRICTION_CHECK(it != env.end(), node.describe() + ": input '" + in->name() + "' has no value");
       args.push_back(it->second);
     }
+    checkOutputsFitMemory(node);
     std::vector<Tensor> outs;
     try {
       outs = (*k)(node, args);
+    } catch (const std::bad_alloc&) {  // a kernel's own scratch (an index map of a run-time shape)
+      throw Error(node.describe() + ": out of memory computing its outputs");
     } catch (const Error& e) {
       std::string msg = e.what();
       // Kernels usually name the node already; add it when they did not.

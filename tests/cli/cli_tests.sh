@@ -49,6 +49,14 @@ expect_error batches-zero "--batches: must be positive, got 0" -- "$F" ablate "z
 expect_error huge-dim-fir "huge.fir:2:.*dimension 5555555555555553 is too large" -- bash -c \
   "printf 'graph \"g\" opset 17 {\n  input %%x : i64[5555555555555553]\n}\n' > '$T/huge.fir' && '$F' run '$T/huge.fir'"
 
+# A static output larger than this machine's memory is refused by name on every executor, before anything is
+# allocated for it (runtime/MemoryLimit.h): an Expand to [100000,100000,100000] (4e15 bytes).
+printf 'graph "g" opset 17 {\n  input %%x : f32[1]\n  const %%s : i64[3] = hex"%s"\n  %%y : f32[100000,100000,100000] = Expand(%%x, %%s) @"e"\n  output %%y\n}\n' \
+  a086010000000000a086010000000000a086010000000000 > "$T/expand.fir"
+for backend in interp cpu halide; do
+  expect_error "output-larger-than-memory-$backend" "Expand 'e': output 'y' f32\[100000,100000,100000\] takes 4e\+15 bytes, more than this machine's" -- "$F" run "$T/expand.fir" --backend "$backend"
+done
+
 expect_ok inspect "FLOPs" -- "$F" inspect "zoo:resnet?depth=2&width=8&resolution=16"
 expect_ok inspect-json '"parameters"' -- "$F" inspect "zoo:mlp" --json
 expect_ok run-json '"outputs"' -- "$F" run "zoo:mlp" --batch 3 --json
