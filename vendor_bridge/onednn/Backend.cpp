@@ -98,7 +98,7 @@ Tensor runPrimitive(Context& ctx, const Step& s, const std::vector<Tensor>& env)
 }
 
 std::vector<Tensor> Program::run(Context& ctx, const std::vector<Tensor>& inputs) const {
-  std::vector<Tensor> env = initialSlots(inputs), args, outs;
+  std::vector<Tensor> env = takeSlots(inputs), args, outs;
   for (const Step& s : steps) {
     if (s.kind == Step::Prim) {
       outs.assign(1, runPrimitive(ctx, s, env));
@@ -109,7 +109,7 @@ std::vector<Tensor> Program::run(Context& ctx, const std::vector<Tensor>& inputs
     }
     finishStep(s, outs, env);
   }
-  return results(env, "onednn");
+  return finishRun(env, "onednn");
 }
 
 // The op inside a convert-layout "nhwc" region, or nullptr.
