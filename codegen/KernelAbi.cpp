@@ -42,7 +42,9 @@ void PackedArgs::slice(size_t i, size_t dim, int64_t r0, int64_t r1) {
 }
 
 void PackedArgs::call(const KernelFn& fn) const {
-  std::vector<void*> descriptors(at_.size()), packed(at_.size());
+  // Per thread and kept between calls: a program calls kernels of a few arguments thousands of times a run.
+  thread_local std::vector<void*> descriptors, packed;
+  descriptors.resize(at_.size()), packed.resize(at_.size());
   for (size_t i = 0; i < at_.size(); ++i) {
     descriptors[i] = const_cast<int64_t*>(words_.data()) + at_[i];
     packed[i] = &descriptors[i];

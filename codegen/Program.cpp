@@ -30,7 +30,8 @@ bool hasShape(const Tensor& t, const Shape& shape) {
 void callKernel(const Step& s, const std::vector<Tensor>& env, std::vector<Tensor>& outs, bool outputsReady,
                 BufferPool& buffers) {
   const Node& n = *s.node;
-  std::vector<const Tensor*> args;
+  thread_local std::vector<const Tensor*> args;  // kept between calls; a kernel does not call back
+  args.clear();
   for (int input : s.argInputs) {
     const size_t i = size_t(input);
     const Tensor& t = env[size_t(s.in[i])];

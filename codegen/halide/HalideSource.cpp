@@ -74,8 +74,13 @@ class PipelineCall {
 
   void operator()(void** args) const {
     const size_t n = types_.size();  // inputs, then outputs (scratch buffers after them are not used)
-    std::vector<halide_buffer_t> buffers(n);
-    std::vector<halide_dimension_t> dims;
+    // Per thread and kept between calls (a recurrence calls its cell's kernel every step); dims never grows
+    // past its reserve, so the buffers' pointers into it stay valid.
+    thread_local std::vector<halide_buffer_t> buffers;
+    thread_local std::vector<halide_dimension_t> dims;
+    thread_local std::vector<const void*> argv;
+    buffers.assign(n, halide_buffer_t{});
+    dims.clear();
     dims.reserve(size_t(std::accumulate(ranks_.begin(), ranks_.end(), 0)));
     for (size_t i = 0; i < n; ++i) {
       const int64_t* d = *static_cast<int64_t**>(args[i]);  // allocated, aligned, offset, sizes[r], strides[r]
@@ -89,7 +94,7 @@ class PipelineCall {
     }
     CallContext context;
     HL::JITUserContext* user = &context;
-    std::vector<const void*> argv = {&user};  // the user context, the inputs, the constants, the outputs
+    argv.assign(1, &user);  // the user context, the inputs, the constants, the outputs
     for (size_t i = 0; i < n; ++i) {
       if (i == inputs_)
         for (const HL::Buffer<>& c : constants_) argv.push_back(c.raw_buffer());
