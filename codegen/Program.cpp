@@ -16,8 +16,6 @@ namespace {
 // Elements below which a split kernel runs on one thread.
 constexpr int64_t kParallelElements = int64_t(1) << 15;
 
-// Calls a compiled kernel over friction tensors. With `outputsReady`, `outs`
-// already hold the buffers the kernel updates in place; else they come from `buffers`.
 // `t`'s dims are `shape`'s, all static (compared in place: this runs for every argument of every call).
 bool hasShape(const Tensor& t, const Shape& shape) {
   const std::vector<int64_t>& dims = t.shape();
@@ -27,6 +25,8 @@ bool hasShape(const Tensor& t, const Shape& shape) {
   return true;
 }
 
+// Calls a compiled kernel over friction tensors. With `outputsReady`, `outs`
+// already hold the buffers the kernel updates in place; else they come from `buffers`.
 void callKernel(const Step& s, const std::vector<Tensor>& env, std::vector<Tensor>& outs, bool outputsReady,
                 BufferPool& buffers) {
   const Node& n = *s.node;
