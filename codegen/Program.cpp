@@ -30,7 +30,10 @@ bool hasShape(const Tensor& t, const Shape& shape) {
 void callKernel(const Step& s, const std::vector<Tensor>& env, std::vector<Tensor>& outs, bool outputsReady,
                 BufferPool& buffers) {
   const Node& n = *s.node;
-  thread_local std::vector<const Tensor*> args;  // kept between calls; a kernel does not call back
+  // Kept between calls (a kernel does not call back). Through a reference: the slabs below run on other
+  // threads, where the name `callArgs` would be their own, empty vector.
+  thread_local std::vector<const Tensor*> callArgs;
+  std::vector<const Tensor*>& args = callArgs;
   args.clear();
   for (int input : s.argInputs) {
     const size_t i = size_t(input);
